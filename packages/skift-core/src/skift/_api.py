@@ -1,0 +1,486 @@
+"""The Skift API: the whole public surface, in process.
+
+``skift.open(url)`` returns a :class:`LocalSkift` over a store; the gRPC
+client in ``skift_server`` implements the same :class:`Skift` protocol
+remotely. Every method runs the engine inside one store transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from importlib.metadata import entry_points
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeVar
+from uuid import UUID
+
+import attrs
+
+from ._engine import Actor, Engine, NodeFilter, filter_from
+from ._errors import Invalid, NothingReady
+from ._limits import DEFAULT_LIMITS, Limits
+from ._memory import MemoryStore
+from ._models import AssigneeKind, Priority, PrincipalKind, ReleaseReason
+from ._ops import (
+    AddEdge,
+    Cascade,
+    CompleteNode,
+    CreateNode,
+    DropNode,
+    HoldNode,
+    Op,
+    ReopenNode,
+    UnholdNode,
+    parse_op,
+)
+from ._refs import new_id, ulid_str
+from ._store import Store, Tx
+from ._views import (
+    Claim,
+    EventInfo,
+    Explanation,
+    LeaseInfo,
+    NodeInfo,
+    PatchResult,
+    ProjectInfo,
+    ReadyPage,
+    Resolved,
+)
+
+T = TypeVar("T")
+
+
+class TransientError(Exception):
+    """A store failure that is safe to retry as a whole transaction (deadlock, serialization)."""
+
+
+@attrs.frozen
+class PrincipalSpec:
+    """Who an in-process caller acts as: a name and a kind."""
+
+    name: str
+    kind: PrincipalKind = PrincipalKind.USER
+
+
+def User(name: str) -> PrincipalSpec:  # noqa: N802 - reads as a constructor
+    """A person."""
+    return PrincipalSpec(name, PrincipalKind.USER)
+
+
+def Agent(name: str) -> PrincipalSpec:  # noqa: N802
+    """An AI agent or other automated worker."""
+    return PrincipalSpec(name, PrincipalKind.AGENT)
+
+
+def Service(name: str) -> PrincipalSpec:  # noqa: N802
+    """A service acting on its own account (an orchestrator, a notifier)."""
+    return PrincipalSpec(name, PrincipalKind.SERVICE)
+
+
+OpLike = Op | dict[str, Any]
+
+
+def _ops(ops: Sequence[OpLike]) -> list[Op]:
+    """Operations given as objects or as their JSON form (dicts)."""
+    return [parse_op(op, i) if isinstance(op, dict) else op for i, op in enumerate(ops)]
+
+
+class Skift(Protocol):
+    """The skift API, as every implementation offers it."""
+
+    async def create_project(
+        self, title: str, *, slug: str | None = None, priority: Priority | str = Priority.P2, vcs_url: str = ""
+    ) -> ProjectInfo: ...
+    async def get_project(self, ref: str) -> ProjectInfo: ...
+    async def list_projects(self, *, archived: bool = False, limit: int | None = None) -> list[ProjectInfo]: ...
+    async def update_project(
+        self,
+        ref: str,
+        *,
+        title: str | None = None,
+        slug: str | None = None,
+        priority: Priority | str | None = None,
+        vcs_url: str | None = None,
+    ) -> ProjectInfo: ...
+    async def archive_project(self, ref: str, *, reason: str = "archived") -> ProjectInfo: ...
+    async def patch(
+        self, project: str, ops: Sequence[OpLike], *, request_id: str | None = None, lease: str | None = None
+    ) -> PatchResult: ...
+    async def get(self, ref: str, *, project: str | None = None) -> NodeInfo: ...
+    async def resolve(self, ref: str, *, project: str | None = None) -> Resolved: ...
+    async def ready(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage: ...
+    async def list_nodes(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage: ...
+    async def explain(self, ref: str, *, project: str | None = None) -> Explanation: ...
+    async def claim(self, ref: str, *, project: str | None = None, ttl: timedelta | None = None, **kw: Any) -> Claim: ...
+    async def claim_next(self, *, ttl: timedelta | None = None, wait: timedelta | None = None, **kw: Any) -> Claim: ...
+    async def heartbeat(self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None) -> LeaseInfo: ...
+    async def complete(
+        self, ref: str, *, lease: str | None = None, result: str = "", project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult: ...
+    async def release(
+        self, ref: str, *, lease: str, reason: ReleaseReason | str = ReleaseReason.CRASH, project: str | None = None
+    ) -> NodeInfo: ...
+    async def gate(
+        self, ref: str, *, lease: str, title: str, body: str = "", project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult: ...
+
+
+class LocalSkift:
+    """skift in this process, over a store. Use ``skift.open`` to make one."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        principal: PrincipalSpec | None = None,
+        org: str = "default",
+        limits: Limits = DEFAULT_LIMITS,
+        owns_store: bool = True,
+        identity_scheme: str = "local",
+    ) -> None:
+        self.store = store
+        self.spec = principal or User(getpass.getuser())
+        self.org_name = org
+        self.engine = Engine(limits)
+        self.identity_scheme = identity_scheme
+        self._owns = owns_store
+        self._actor: Actor | None = None
+        self._org_id: UUID | None = None
+
+    async def __aenter__(self) -> Self:
+        await self._whoami()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._owns:
+            await self.store.close()
+
+    def acting_as(self, principal: PrincipalSpec, *, org: str | None = None) -> LocalSkift:
+        """Another handle on the same store, acting as another principal."""
+        return LocalSkift(
+            self.store,
+            principal=principal,
+            org=org or self.org_name,
+            limits=self.engine.limits,
+            owns_store=False,
+        )
+
+    async def _whoami(self) -> Actor:
+        if self._actor is None:
+            org = await self.store.ensure_org(self.org_name)
+            p = await self.store.ensure_principal(org.id, self.spec.name, self.spec.kind)
+            self._org_id = org.id
+            self._actor = Actor(principal=p, identity_scheme=self.identity_scheme)
+        return self._actor
+
+    async def _run(self, fn: Callable[[Tx, Actor], Awaitable[T]], *, graph_lock: bool = False) -> T:
+        actor = await self._whoami()
+        assert self._org_id is not None
+        for attempt in range(5):
+            try:
+                async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
+                    return await fn(tx, actor)
+            except TransientError:
+                if attempt == 4:
+                    raise
+                await asyncio.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    # ---------------------------------------------------------------- projects
+
+    async def create_project(
+        self, title: str, *, slug: str | None = None, priority: Priority | str = Priority.P2, vcs_url: str = ""
+    ) -> ProjectInfo:
+        prio = _priority(priority)
+
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.create_project(tx, a, title, slug=slug, priority=prio, vcs_url=vcs_url)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def get_project(self, ref: str) -> ProjectInfo:
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.resolve_project(tx, ref)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def list_projects(self, *, archived: bool = False, limit: int | None = None) -> list[ProjectInfo]:
+        size = self.engine.page_size(limit)
+
+        async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
+            rows = await tx.list_projects(archived=archived, limit=size, offset=0)
+            return await self.engine.project_infos(tx, rows)
+
+        return await self._run(go)
+
+    async def update_project(
+        self,
+        ref: str,
+        *,
+        title: str | None = None,
+        slug: str | None = None,
+        priority: Priority | str | None = None,
+        vcs_url: str | None = None,
+    ) -> ProjectInfo:
+        prio = _priority(priority) if priority is not None else None
+
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.update_project(tx, a, ref, title=title, slug=slug, priority=prio, vcs_url=vcs_url)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def rename_project(self, ref: str, title: str, *, slug: str | None = None) -> ProjectInfo:
+        return await self.update_project(ref, title=title, slug=slug)
+
+    async def archive_project(self, ref: str, *, reason: str = "archived") -> ProjectInfo:
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.archive_project(tx, a, ref, reason)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def hold_project(self, ref: str, *, reason: str) -> int:
+        """Park a whole project. Returns how many nodes the hold parks."""
+        return await self._run(lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=True))
+
+    async def unhold_project(self, ref: str, *, reason: str) -> int:
+        """Release a project's hold. Returns how many nodes became ready."""
+        return await self._run(lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=False))
+
+    # ------------------------------------------------------------------- graph
+
+    async def patch(
+        self, project: str, ops: Sequence[OpLike], *, request_id: str | None = None, lease: str | None = None
+    ) -> PatchResult:
+        parsed = _ops(ops)
+        rid = request_id or ulid_str(new_id())
+        if not rid.strip():
+            raise Invalid("request_id is empty", next="Leave it out to have one made, or give a non-empty id.")
+        self.engine.check_patch_limits(parsed)
+        return await self._run(
+            lambda tx, a: self.engine.patch(tx, a, project, parsed, request_id=rid, lease=lease),
+            graph_lock=self.engine.needs_graph_lock(parsed),
+        )
+
+    async def create(self, project: str, title: str, **fields: Any) -> NodeInfo:
+        """Create one node (a one-operation patch) and return it."""
+        res = await self.patch(project, [CreateNode(title=title, **fields)])
+        return res.nodes[0]
+
+    async def get(self, ref: str, *, project: str | None = None) -> NodeInfo:
+        return await self._run(lambda tx, a: self.engine.get(tx, ref, project))
+
+    async def resolve(self, ref: str, *, project: str | None = None) -> Resolved:
+        return await self._run(lambda tx, a: self.engine.resolve(tx, ref, project))
+
+    async def ready(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage:
+        flt = filter_from(**filters)
+        return await self._run(lambda tx, a: self.engine.ready(tx, a, flt, limit=limit, page=page))
+
+    async def list_nodes(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage:
+        flt = filter_from(**filters)
+        return await self._run(lambda tx, a: self.engine.list_nodes(tx, a, flt, limit=limit, page=page))
+
+    async def explain(self, ref: str, *, project: str | None = None) -> Explanation:
+        return await self._run(lambda tx, a: self.engine.explain(tx, ref, project))
+
+    async def drop(
+        self, ref: str, *, reason: str, cascade: int | None = None, project: str | None = None,
+        lease: str | None = None, request_id: str | None = None,
+    ) -> PatchResult:
+        op = DropNode(node=ref, reason=reason, cascade=Cascade(max_nodes=cascade) if cascade is not None else None)
+        return await self._node_patch(ref, project, [op], lease=lease, request_id=request_id)
+
+    async def reopen(
+        self, ref: str, *, reason: str, project: str | None = None, lease: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        return await self._node_patch(ref, project, [ReopenNode(node=ref, reason=reason)], lease=lease, request_id=request_id)
+
+    async def _node_patch(
+        self,
+        ref: str,
+        project: str | None,
+        ops: list[Op],
+        *,
+        lease: str | None,
+        request_id: str | None,
+        release_after: ReleaseReason | None = None,
+    ) -> PatchResult:
+        rid = request_id or ulid_str(new_id())
+
+        async def go(tx: Tx, a: Actor) -> PatchResult:
+            proj = await self.engine.resolve_project(tx, project) if project else None
+            node = await self.engine.resolve_node(tx, ref, proj)
+            fixed = [attrs.evolve(op, node=ulid_str(node.id)) if hasattr(op, "node") else op for op in ops]  # pyright: ignore[reportArgumentType]
+            return await self.engine.patch(
+                tx, a, ulid_str(node.project_id), fixed, request_id=rid, lease=lease, release_after=release_after
+            )
+
+        return await self._run(go, graph_lock=self.engine.needs_graph_lock(ops))
+
+    # ----------------------------------------------------------- work protocol
+
+    async def claim(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        ttl: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+    ) -> Claim:
+        return await self._run(
+            lambda tx, a: self.engine.claim(
+                tx, a, ref, project, ttl=ttl, harness=harness, agent_ref=agent_ref, session_ref=session_ref
+            )
+        )
+
+    async def claim_next(
+        self,
+        *,
+        ttl: timedelta | None = None,
+        wait: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+        **filters: Any,
+    ) -> Claim:
+        flt: NodeFilter = filter_from(**filters)
+        self.engine.ttl(ttl)
+        ceiling = self.engine.limits.claim_wait_ceiling
+        deadline = time.monotonic() + min(wait, ceiling).total_seconds() if wait else None
+        await self._whoami()
+        org_id = self._org_id
+        assert org_id is not None
+        while True:
+            try:
+                return await self._run(
+                    lambda tx, a: self.engine.claim_next(
+                        tx, a, flt, ttl=ttl, harness=harness, agent_ref=agent_ref, session_ref=session_ref
+                    )
+                )
+            except NothingReady:
+                remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
+                if remaining <= 0:
+                    raise
+                await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
+
+    async def heartbeat(
+        self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None
+    ) -> LeaseInfo:
+        return await self._run(lambda tx, a: self.engine.heartbeat(tx, a, ref, project, lease, ttl))
+
+    async def complete(
+        self, ref: str, *, lease: str | None = None, result: str = "", project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        return await self._node_patch(
+            ref, project, [CompleteNode(node=ref, result=result)], lease=lease, request_id=request_id
+        )
+
+    async def release(
+        self, ref: str, *, lease: str, reason: ReleaseReason | str = ReleaseReason.CRASH, project: str | None = None
+    ) -> NodeInfo:
+        why = ReleaseReason(reason)
+        if why in (ReleaseReason.COMPLETE, ReleaseReason.EXPIRED, ReleaseReason.GATE):
+            raise Invalid(
+                f"release reason {why.value!r} is set by skift itself",
+                next="Release with crash, budget or preempted; complete with 'complete', file a gate with 'gate'.",
+            )
+        return await self._run(lambda tx, a: self.engine.release(tx, a, ref, project, lease, why))
+
+    async def gate(
+        self, ref: str, *, lease: str, title: str, body: str = "", project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        """File a gate (a node a person must complete) blocking ``ref`` and release the lease, atomically."""
+        ops: list[Op] = [
+            CreateNode(alias="gate", title=title, body=body, assignee_kind=AssigneeKind.USER),
+            AddEdge(from_="gate", to=ref),
+        ]
+        rid = request_id or ulid_str(new_id())
+
+        async def go(tx: Tx, a: Actor) -> PatchResult:
+            proj = await self.engine.resolve_project(tx, project) if project else None
+            node = await self.engine.resolve_node(tx, ref, proj)
+            fixed: list[Op] = [ops[0], AddEdge(from_="gate", to=ulid_str(node.id))]
+            return await self.engine.patch(
+                tx, a, ulid_str(node.project_id), fixed, request_id=rid, lease=lease,
+                release_after=ReleaseReason.GATE,
+            )
+
+        return await self._run(go, graph_lock=True)
+
+    async def hold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
+        return await self._node_patch(ref, project, [HoldNode(node=ref, reason=reason)], lease=None, request_id=None)
+
+    async def unhold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
+        return await self._node_patch(ref, project, [UnholdNode(node=ref, reason=reason)], lease=None, request_id=None)
+
+    async def leases(self, ref: str, *, project: str | None = None) -> list[LeaseInfo]:
+        """Every attempt on a node, oldest first."""
+        return await self._run(lambda tx, a: self.engine.leases(tx, ref, project))
+
+    async def sweep_expired(self, limit: int = 500) -> int:
+        """Record expiry events for leases whose time ran out; returns how many."""
+        return await self._run(lambda tx, a: self.engine.sweep_expired(tx, a, limit))
+
+    async def events(self, *, ref: str | None = None, project: str | None = None, limit: int = 1000) -> list[EventInfo]:
+        async def go(tx: Tx, a: Actor) -> list[EventInfo]:
+            node_id: UUID | None = None
+            if ref is not None:
+                proj = await self.engine.resolve_project(tx, project) if project else None
+                node_id = (await self.engine.resolve_node(tx, ref, proj)).id
+            return await self.engine.event_infos(tx, await tx.events(node_id=node_id, limit=limit))
+
+        return await self._run(go)
+
+
+def _priority(value: Priority | str) -> Priority:
+    try:
+        return Priority(value)
+    except ValueError:
+        raise Invalid(f"priority {value!r} is not p0..p4", next="Use p0 (most urgent) to p4; p2 is the default.") from None
+
+
+def open(  # noqa: A001 - the library's front door reads as skift.open
+    url: str,
+    *,
+    principal: PrincipalSpec | None = None,
+    org: str = "default",
+    limits: Limits | None = None,
+) -> LocalSkift:
+    """Open skift over a store: ``memory:`` or ``postgresql://…``.
+
+    Use it as an async context manager. ``principal`` names who this process
+    acts as (default: a user named after the OS user).
+    """
+    lim = limits or DEFAULT_LIMITS
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "memory":
+        return LocalSkift(MemoryStore(), principal=principal, org=org, limits=lim)
+    for ep in entry_points(group="skift.stores"):
+        if ep.name == scheme:
+            factory = ep.load()
+            store: Store = factory(url, limits=lim)
+            return LocalSkift(store, principal=principal, org=org, limits=lim)
+    raise Invalid(
+        f"no store for {url!r}",
+        next="Use memory: or postgresql://…; PostgreSQL needs the skift-store-pg package installed.",
+    )
+

@@ -1,0 +1,42 @@
+"""Serialization at the edges: one cattrs converter for JSON-shaped dicts.
+
+Models never grow ``to_dict`` methods; the CLI, the server, the MCP tools and
+the idempotency record all go through this converter.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+from cattrs.preconf.json import make_converter
+
+from ._views import Reason
+
+T = TypeVar("T")
+
+json_converter = make_converter()
+json_converter.register_unstructure_hook(UUID, str)
+json_converter.register_structure_hook(UUID, lambda v, _: UUID(str(v)))
+json_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
+json_converter.register_structure_hook(datetime, lambda v, _: datetime.fromisoformat(str(v)))
+json_converter.register_unstructure_hook(Reason, lambda r: {"kind": r.kind, **r.detail})
+
+
+def _structure_reason(value: Any, _: type) -> Reason:
+    fields = dict(value)
+    kind = fields.pop("kind")
+    return Reason(kind=kind, detail=fields)
+
+
+json_converter.register_structure_hook(Reason, _structure_reason)
+
+
+def to_json(value: object) -> Any:
+    """The JSON-shaped form of a view (dicts, lists, strings, numbers)."""
+    return json_converter.unstructure(value)
+
+
+def from_json(value: Any, cls: type[T]) -> T:
+    return json_converter.structure(value, cls)

@@ -1,0 +1,1782 @@
+"""The rules of skift, once.
+
+Alias resolution, limits, cascade expansion, cycle checks over the combined
+wait relation, gate rules, hold inheritance, fencing, idempotency
+fingerprints and event construction all live here. The engine talks to a
+store only through :class:`~skift._store.Tx`, so the in-memory store and
+PostgreSQL obey exactly the same code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import attrs
+
+from ._convert import from_json, to_json
+from ._errors import (
+    Conflict,
+    CycleError,
+    FencingError,
+    IdempotencyMismatch,
+    Invalid,
+    LimitExceeded,
+    NotFound,
+    NothingReady,
+    Refused,
+    SkiftError,
+)
+from ._limits import Limits
+from ._models import (
+    AssigneeKind,
+    Edge,
+    EdgeKind,
+    Event,
+    Hold,
+    Lease,
+    Node,
+    Principal,
+    PrincipalKind,
+    Priority,
+    Project,
+    ReleaseReason,
+    Status,
+)
+from ._ops import (
+    AddEdge,
+    CompleteNode,
+    CreateNode,
+    DropNode,
+    HoldNode,
+    Op,
+    RemoveEdge,
+    ReopenNode,
+    UnholdNode,
+    UpdateNode,
+    fingerprint,
+)
+from ._refs import (
+    check_slug,
+    disambiguate,
+    format_ref,
+    new_id,
+    parse_node_ref,
+    parse_ulid,
+    slugify,
+    ulid_str,
+)
+from ._store import Derived, ReadyQuery, Tx
+from ._views import (
+    Claim,
+    CommentsHint,
+    EventInfo,
+    Explanation,
+    Input,
+    LeaseInfo,
+    NodeInfo,
+    PatchResult,
+    ProjectInfo,
+    ReadyPage,
+    Reason,
+    Resolved,
+)
+
+_ALIAS_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+
+
+@attrs.frozen(kw_only=True)
+class Actor:
+    """Who is acting, and through which identity scheme."""
+
+    principal: Principal
+    identity_scheme: str = "local"
+
+    @property
+    def id(self) -> UUID:
+        return self.principal.id
+
+    @property
+    def kind(self) -> PrincipalKind:
+        return self.principal.kind
+
+    @property
+    def is_user(self) -> bool:
+        return self.principal.kind is PrincipalKind.USER
+
+
+@attrs.frozen(kw_only=True)
+class NodeFilter:
+    """One filter for Ready, ClaimNext and ListNodes (references unresolved).
+
+    ``status`` and ``held`` apply to ListNodes only; Ready and ClaimNext
+    refuse them.
+    """
+
+    projects: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    any_labels: tuple[str, ...] = ()
+    assignee_kind: AssigneeKind | None = None
+    min_priority: Priority | None = None
+    parent: str | None = None
+    status: Status | None = None
+    held: bool | None = None
+
+    def scope_hash(self) -> str:
+        """A digest of the fields that define the scope, for the rotation cursor."""
+        doc = {
+            "projects": sorted(self.projects),
+            "kinds": sorted(self.kinds),
+            "labels": sorted(self.labels),
+            "any_labels": sorted(self.any_labels),
+            "assignee_kind": self.assignee_kind.value if self.assignee_kind else None,
+            "min_priority": self.min_priority.value if self.min_priority else None,
+            "parent": self.parent,
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _jsonable(value: object) -> Any:
+    if isinstance(value, UUID):
+        return ulid_str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, Hold):
+        return {"at": value.at.isoformat(), "by": ulid_str(value.by), "reason": value.reason}
+    return value
+
+
+def _node_fields(node: Node, names: Iterable[str] | None = None) -> dict[str, Any]:
+    keys = names or (
+        "number",
+        "title",
+        "kind",
+        "status",
+        "priority",
+        "parent_id",
+        "labels",
+        "assignee_kind",
+        "assignee",
+    )
+    return {k: _jsonable(getattr(node, k)) for k in keys}
+
+
+def _changed(before: Node, after: Node) -> tuple[dict[str, Any], dict[str, Any]]:
+    names = [
+        f.name
+        for f in attrs.fields(Node)
+        if f.name not in ("updated_at",) and getattr(before, f.name) != getattr(after, f.name)
+    ]
+    return _node_fields(before, names), _node_fields(after, names)
+
+
+def _check_size(what: str, text: str, limit: int, *, chars: bool = False) -> None:
+    size = len(text) if chars else len(text.encode())
+    if size > limit:
+        unit = "characters" if chars else "bytes"
+        raise LimitExceeded(
+            f"{what} is {size} {unit}; the limit is {limit}",
+            next=f"Shorten the {what}, or put the bulk in an artifact.",
+            limit=what,
+            bound=limit,
+        )
+
+
+def check_vcs_url(url: str) -> str:
+    """An absolute URL, or empty. skift never reads it."""
+    url = url.strip()
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if not parts.scheme or not (parts.netloc or (parts.scheme == "file" and parts.path)):
+        raise Invalid(
+            f"{url!r} is not an absolute URL",
+            next="Give the clone URL with its scheme, e.g. https://github.com/acme/api.git, or leave it empty.",
+        )
+    return url
+
+
+class Engine:
+    """Every rule of skift, applied inside a store transaction."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+
+    # ------------------------------------------------------------------ events
+
+    async def _event(
+        self,
+        tx: Tx,
+        actor: Actor,
+        op: str,
+        *,
+        project_id: UUID | None = None,
+        node_id: UUID | None = None,
+        reason: str | None = None,
+        request_id: str | None = None,
+        before: dict[str, Any] | None = None,
+        after: dict[str, Any] | None = None,
+    ) -> Event:
+        return Event(
+            id=new_id(),
+            org_id=tx.org_id,
+            project_id=project_id,
+            node_id=node_id,
+            principal_id=actor.id,
+            principal_kind=actor.kind,
+            identity_scheme=actor.identity_scheme,
+            request_id=request_id,
+            op=op,
+            reason=reason,
+            before=before,
+            after=after,
+            occurred_at=await tx.now(),
+        )
+
+    # ---------------------------------------------------------------- projects
+
+    async def resolve_project(self, tx: Tx, ref: str) -> Project:
+        text = ref.strip()
+        if "/" in text:
+            text = text.split("/", 1)[1]
+        project: Project | None = None
+        ident = parse_ulid(text)
+        if ident is not None:
+            project = await tx.project_by_id(ident)
+        if project is None:
+            project = await tx.project_by_slug(text.lower())
+        if project is None:
+            raise NotFound(
+                f"no project {ref!r}",
+                next="List projects with 'skift project list', or create one with 'skift project create TITLE'.",
+            )
+        return project
+
+    async def create_project(
+        self,
+        tx: Tx,
+        actor: Actor,
+        title: str,
+        *,
+        slug: str | None = None,
+        priority: Priority = Priority.P2,
+        vcs_url: str = "",
+    ) -> Project:
+        title = title.strip()
+        if not title:
+            raise Invalid("a project needs a title", next="Give a short human-readable title.")
+        _check_size("title", title, self.limits.title_chars, chars=True)
+        vcs = check_vcs_url(vcs_url)
+        if slug is not None:
+            wanted = check_slug(slug)
+            if await tx.project_by_slug(wanted) is not None:
+                raise Conflict(
+                    f"the slug {wanted!r} is taken",
+                    next="Choose another slug, or leave it out to derive one from the title.",
+                )
+        else:
+            base = slugify(title)
+            wanted = disambiguate(base, await tx.slugs_like(base))
+        now = await tx.now()
+        project = Project(
+            id=new_id(),
+            org_id=tx.org_id,
+            slug=wanted,
+            title=title,
+            priority=priority,
+            vcs_url=vcs,
+            created_at=now,
+        )
+        await tx.insert_project(project)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "create_project",
+                    project_id=project.id,
+                    after={"slug": wanted, "title": title, "priority": priority.value, "vcs_url": vcs},
+                )
+            ]
+        )
+        return project
+
+    async def update_project(
+        self,
+        tx: Tx,
+        actor: Actor,
+        ref: str,
+        *,
+        title: str | None = None,
+        slug: str | None = None,
+        priority: Priority | None = None,
+        vcs_url: str | None = None,
+    ) -> Project:
+        project = await self.resolve_project(tx, ref)
+        project = await tx.project_by_id(project.id, lock=True) or project
+        self._writable_project(project)
+        changes: dict[str, Any] = {}
+        if title is not None:
+            title = title.strip()
+            if not title:
+                raise Invalid("a project needs a title", next="Give a short human-readable title.")
+            _check_size("title", title, self.limits.title_chars, chars=True)
+            changes["title"] = title
+            if slug is None:
+                base = slugify(title)
+                if base != project.slug:
+                    taken = await tx.slugs_like(base)
+                    owner = await tx.project_by_slug(base)
+                    if owner is not None and owner.id == project.id:
+                        changes["slug"] = base
+                    else:
+                        changes["slug"] = disambiguate(base, taken)
+        if slug is not None:
+            wanted = check_slug(slug)
+            owner = await tx.project_by_slug(wanted)
+            if owner is not None and owner.id != project.id:
+                raise Conflict(f"the slug {wanted!r} is taken", next="Choose another slug.")
+            changes["slug"] = wanted
+        if priority is not None:
+            changes["priority"] = priority
+        if vcs_url is not None:
+            changes["vcs_url"] = check_vcs_url(vcs_url)
+        updated = attrs.evolve(project, **changes)
+        await tx.update_project(updated)
+        before = {k: _jsonable(getattr(project, k)) for k in changes}
+        after = {k: _jsonable(getattr(updated, k)) for k in changes}
+        await tx.append_events(
+            [await self._event(tx, actor, "update_project", project_id=project.id, before=before, after=after)]
+        )
+        return updated
+
+    async def archive_project(self, tx: Tx, actor: Actor, ref: str, reason: str) -> Project:
+        project = await self.resolve_project(tx, ref)
+        project = await tx.project_by_id(project.id, lock=True) or project
+        if project.archived_at is not None:
+            raise Refused(f"{project.slug} is already archived", next="Nothing to do.")
+        reason = self._reason(reason, "archive")
+        now = await tx.now()
+        updated = attrs.evolve(project, archived_at=now)
+        await tx.update_project(updated)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx, actor, "archive_project", project_id=project.id, reason=reason,
+                    after={"archived_at": now.isoformat()},
+                )
+            ]
+        )
+        return updated
+
+    async def hold_project(self, tx: Tx, actor: Actor, ref: str, reason: str, *, hold: bool) -> int:
+        """Park or release a whole project; returns how many open nodes it parks or frees."""
+        self._may_hold(actor)
+        project = await self.resolve_project(tx, ref)
+        project = await tx.project_by_id(project.id, lock=True) or project
+        self._writable_project(project)
+        reason = self._reason(reason, "hold" if hold else "unhold")
+        now = await tx.now()
+        if hold:
+            if project.hold is not None:
+                raise Refused(
+                    f"{project.slug} is already held since {project.hold.at:%Y-%m-%d %H:%M} ({project.hold.reason})",
+                    next=f"Release it first with 'skift unhold --project {project.slug} --reason …'.",
+                )
+            updated = attrs.evolve(project, hold=Hold(at=now, by=actor.id, reason=reason))
+        else:
+            if project.hold is None:
+                raise Refused(f"{project.slug} is not held", next="Nothing to release.")
+            updated = attrs.evolve(project, hold=None)
+        await tx.update_project(updated)
+        query = ReadyQuery(projects=(project.id,), limit=1)
+        count = await tx.held_count(query) if hold else len(await tx.ready(attrs.evolve(query, limit=10**9)))
+        await tx.append_events(
+            [
+                await self._event(
+                    tx, actor, "hold_project" if hold else "unhold_project", project_id=project.id,
+                    reason=reason,
+                )
+            ]
+        )
+        return count
+
+    async def project_infos(self, tx: Tx, projects: Sequence[Project]) -> list[ProjectInfo]:
+        activity = await tx.project_activity([p.id for p in projects])
+        return [self._project_info(p, activity.get(p.id, p.created_at)) for p in projects]
+
+    def _project_info(self, project: Project, active_at: datetime) -> ProjectInfo:
+        return ProjectInfo(
+            id=ulid_str(project.id),
+            slug=project.slug,
+            title=project.title,
+            priority=project.priority,
+            vcs_url=project.vcs_url,
+            archived=project.archived_at is not None,
+            archived_at=project.archived_at,
+            held=project.hold is not None,
+            hold_reason=project.hold.reason if project.hold else None,
+            created_at=project.created_at,
+            active_at=active_at,
+            node_count=project.node_counter,
+        )
+
+    def _writable_project(self, project: Project) -> None:
+        if project.archived_at is not None:
+            raise Refused(
+                f"{project.slug} is archived and read-only",
+                next="Archived projects take no patches, claims or new edges; file the work in a live project.",
+            )
+
+    def _reason(self, reason: str | None, what: str) -> str:
+        text = (reason or "").strip()
+        if not text:
+            raise Invalid(
+                f"a {what} needs a reason",
+                next="Say why (--reason), because a change nobody can explain is one nobody dares undo.",
+            )
+        _check_size("reason", text, self.limits.reason_chars, chars=True)
+        return text
+
+    def _may_hold(self, actor: Actor) -> None:
+        if not actor.is_user:
+            raise Refused(
+                "only a person may hold or release work",
+                next="If this work should be parked, say so in a comment on it, or file a gate asking a person to hold it.",
+            )
+
+    # ------------------------------------------------------------------- nodes
+
+    async def resolve_node(
+        self, tx: Tx, ref: str, project: Project | None, *, lock: bool = False
+    ) -> Node:
+        parsed = parse_node_ref(ref)
+        node: Node | None = None
+        if parsed.id is not None:
+            node = (await tx.nodes_by_id([parsed.id], lock=lock)).get(parsed.id)
+        else:
+            assert parsed.number is not None
+            target = project
+            if parsed.project is not None:
+                target = await self.resolve_project(tx, parsed.project)
+            if target is None:
+                raise Invalid(
+                    f"{ref!r} names a node by number alone, and no project is given",
+                    next="Qualify it as slug#N, or name the project (-p/--project).",
+                )
+            node = await tx.node_by_number(target.id, parsed.number, lock=lock)
+        if node is None:
+            raise NotFound(f"no node {ref!r}", next="Check the reference; 'skift list' shows a project's nodes.")
+        return node
+
+    async def infos(self, tx: Tx, nodes: Sequence[Node]) -> list[NodeInfo]:
+        if not nodes:
+            return []
+        projects = await tx.projects_by_id({n.project_id for n in nodes})
+        parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
+        parents = await tx.nodes_by_id(parent_ids) if parent_ids else {}
+        derived = await tx.derive([n.id for n in nodes])
+        out: list[NodeInfo] = []
+        for n in nodes:
+            slug = projects[n.project_id].slug
+            parent = parents.get(n.parent_id) if n.parent_id else None
+            d = derived[n.id]
+            out.append(
+                NodeInfo(
+                    ref=format_ref(slug, n.number),
+                    id=ulid_str(n.id),
+                    number=n.number,
+                    project=slug,
+                    title=n.title,
+                    body=n.body,
+                    kind=n.kind,
+                    status=n.status,
+                    priority=n.priority,
+                    parent=format_ref(slug, parent.number) if parent else None,
+                    labels=n.labels,
+                    assignee_kind=n.assignee_kind,
+                    assignee=n.assignee,
+                    context_id=str(n.context_id),
+                    created_at=n.created_at,
+                    blocked=d.blocked,
+                    held=d.held,
+                    claimed=d.claimed,
+                    ready=d.ready and n.status is Status.OPEN,
+                    result=n.result,
+                )
+            )
+        return out
+
+    async def resolve(self, tx: Tx, ref: str, project_ref: str | None) -> Resolved:
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project)
+        info = (await self.infos(tx, [node]))[0]
+        return Resolved(ref=info.ref, id=info.id, title=info.title)
+
+    # ------------------------------------------------------------------- patch
+
+    def needs_graph_lock(self, ops: Sequence[Op]) -> bool:
+        for op in ops:
+            if isinstance(op, AddEdge | RemoveEdge):
+                return True
+            if isinstance(op, CreateNode) and (op.parent or op.blocked_by):
+                return True
+            if isinstance(op, UpdateNode) and op.parent is not None:
+                return True
+        return False
+
+    def check_patch_limits(self, ops: Sequence[Op]) -> None:
+        lim = self.limits
+        if not ops:
+            raise Invalid("the patch has no operations", next="Add at least one operation to 'ops'.")
+        if len(ops) > lim.ops_per_patch:
+            raise LimitExceeded(
+                f"the patch has {len(ops)} operations; the limit is {lim.ops_per_patch}",
+                next="Split it into several patches.",
+                limit="ops_per_patch",
+                bound=lim.ops_per_patch,
+            )
+        creates = sum(1 for o in ops if isinstance(o, CreateNode))
+        if creates > lim.nodes_per_patch:
+            raise LimitExceeded(
+                f"the patch creates {creates} nodes; the limit is {lim.nodes_per_patch}",
+                next="Split it into several patches.",
+                limit="nodes_per_patch",
+                bound=lim.nodes_per_patch,
+            )
+        edges = sum(1 for o in ops if isinstance(o, AddEdge)) + sum(
+            len(o.blocked_by) for o in ops if isinstance(o, CreateNode)
+        )
+        if edges > lim.edges_per_patch:
+            raise LimitExceeded(
+                f"the patch adds {edges} edges; the limit is {lim.edges_per_patch}",
+                next="Split it into several patches.",
+                limit="edges_per_patch",
+                bound=lim.edges_per_patch,
+            )
+
+    async def patch(
+        self,
+        tx: Tx,
+        actor: Actor,
+        project_ref: str,
+        ops: Sequence[Op],
+        *,
+        request_id: str,
+        lease: str | None = None,
+        release_after: ReleaseReason | None = None,
+    ) -> PatchResult:
+        self.check_patch_limits(ops)
+        project = await self.resolve_project(tx, project_ref)
+        self._writable_project(project)
+        fp = fingerprint(ulid_str(project.id), ops, lease)
+        stored = await tx.reserve_request(request_id, fp)
+        if stored is not None:
+            if stored.fingerprint != fp or stored.response is None:
+                raise IdempotencyMismatch(
+                    f"request id {request_id!r} was already used for a different patch",
+                    next="Use a fresh request id for new content; reuse an id only to retry the same patch.",
+                )
+            return from_json(stored.response, PatchResult)
+        ctx = _Patch(self, tx, actor, project, request_id)
+        if lease is not None:
+            await ctx.use_lease(lease)
+        count = sum(1 for o in ops if isinstance(o, CreateNode))
+        if count:
+            ctx.next_number = await tx.allocate_numbers(project.id, count)
+        for index, op in enumerate(ops):
+            try:
+                await ctx.apply(op)
+            except SkiftError as exc:
+                exc.details.setdefault("index", index)
+                raise
+        await ctx.check_cycles()
+        await ctx.finish(release_after)
+        result = PatchResult(
+            request_id=request_id,
+            created={alias: ctx.refs[nid] for alias, nid in ctx.aliases.items()},
+            dropped=tuple(ctx.refs[n] for n in ctx.dropped),
+            nodes=tuple(await self.infos(tx, [ctx.nodes[n] for n in ctx.touched])),
+            parked=ctx.parked,
+        )
+        await tx.save_response(request_id, to_json(result))
+        return result
+
+    # ------------------------------------------------------------------- reads
+
+    async def get(self, tx: Tx, ref: str, project_ref: str | None) -> NodeInfo:
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project)
+        return (await self.infos(tx, [node]))[0]
+
+    async def resolve_filter(
+        self, tx: Tx, actor: Actor, flt: NodeFilter, *, for_work: bool
+    ) -> tuple[ReadyQuery, list[Project]]:
+        if for_work and (flt.status is not None or flt.held is not None):
+            raise Invalid(
+                "status and held filter listings only",
+                next="Leave status/held out of ready and claim; use 'skift list' to see closed or held nodes.",
+            )
+        projects = [await self.resolve_project(tx, p) for p in flt.projects]
+        parent: UUID | None = None
+        if flt.parent is not None:
+            parent = (await self.resolve_node(tx, flt.parent, projects[0] if len(projects) == 1 else None)).id
+        q = ReadyQuery(
+            projects=tuple(p.id for p in projects),
+            kinds=flt.kinds,
+            labels=flt.labels,
+            any_labels=flt.any_labels,
+            assignee_kind=flt.assignee_kind,
+            agent_only=for_work and not actor.is_user,
+            max_priority_rank=flt.min_priority.rank if flt.min_priority else 4,
+            parent=parent,
+        )
+        return q, projects
+
+    def page_size(self, limit: int | None) -> int:
+        size = self.limits.default_page_size if limit is None else limit
+        if size <= 0:
+            raise Invalid("the page size must be positive", next="Give --limit 1 or more.")
+        if size > self.limits.page_size:
+            raise LimitExceeded(
+                f"a page of {size} is over the limit of {self.limits.page_size}",
+                next=f"Ask for at most {self.limits.page_size} and follow next_page.",
+                limit="page_size",
+                bound=self.limits.page_size,
+            )
+        return size
+
+    async def ready(
+        self, tx: Tx, actor: Actor, flt: NodeFilter, *, limit: int | None, page: str | None
+    ) -> ReadyPage:
+        size = self.page_size(limit)
+        offset = _decode_page(page)
+        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
+        cursor = await tx.get_cursor(actor.id, flt.scope_hash())
+        q = attrs.evolve(q, after_project=cursor, limit=size + 1, offset=offset)
+        nodes = await tx.ready(q)
+        more = len(nodes) > size
+        nodes = nodes[:size]
+        held = await tx.held_count(q)
+        return ReadyPage(
+            nodes=tuple(await self.infos(tx, nodes)),
+            held_count=held,
+            next_page=_encode_page(offset + size) if more else None,
+        )
+
+    async def list_nodes(
+        self, tx: Tx, actor: Actor, flt: NodeFilter, *, limit: int | None, page: str | None
+    ) -> ReadyPage:
+        size = self.page_size(limit)
+        offset = _decode_page(page)
+        q, _ = await self.resolve_filter(tx, actor, flt, for_work=False)
+        q = attrs.evolve(q, limit=size + 1, offset=offset)
+        nodes = await tx.list_nodes(q, status=flt.status, held=flt.held)
+        more = len(nodes) > size
+        nodes = nodes[:size]
+        return ReadyPage(
+            nodes=tuple(await self.infos(tx, nodes)),
+            held_count=await tx.held_count(attrs.evolve(q, offset=0)),
+            next_page=_encode_page(offset + size) if more else None,
+        )
+
+    # ----------------------------------------------------------------- explain
+
+    async def explain(self, tx: Tx, ref: str, project_ref: str | None) -> Explanation:
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project)
+        info = (await self.infos(tx, [node]))[0]
+        reasons: list[Reason] = []
+        own_project = await tx.project_by_id(node.project_id)
+        assert own_project is not None
+        if node.status is not Status.OPEN:
+            reasons.append(Reason(kind="closed", detail={"status": node.status.value}))
+        if own_project.archived_at is not None:
+            reasons.append(
+                Reason(
+                    kind="archived",
+                    detail={"project": own_project.slug, "at": own_project.archived_at.isoformat()},
+                )
+            )
+        cone = await _Cone.load(self, tx, node)
+        for blocker in cone.unsatisfied(node.id):
+            detail: dict[str, Any] = {
+                "ref": cone.ref(blocker),
+                "title": blocker.title,
+                "status": blocker.status.value,
+            }
+            if blocker.is_gate:
+                detail["gate"] = True
+            stall = cone.hold_upstream(blocker.id)
+            if stall is not None:
+                detail["held"] = stall
+            reasons.append(Reason(kind="blocked_by", detail=detail))
+            if blocker.is_gate and blocker.status is Status.OPEN:
+                reasons.append(
+                    Reason(
+                        kind="waiting_on_person",
+                        detail={"ref": cone.ref(blocker), "title": blocker.title, "assignee": blocker.assignee},
+                    )
+                )
+        kids = cone.open_children(node.id)
+        if kids:
+            reasons.append(
+                Reason(kind="open_children", detail={"count": len(kids), "refs": [cone.ref(k) for k in kids]})
+            )
+        live = (await tx.live_leases([node.id])).get(node.id)
+        if live is not None:
+            holder = (await tx.principals_by_id([live.holder])).get(live.holder)
+            reasons.append(
+                Reason(
+                    kind="leased",
+                    detail={
+                        "holder": holder.name if holder else ulid_str(live.holder),
+                        "until": live.expires_at.isoformat(),
+                        "harness": live.harness,
+                        "agent_ref": live.agent_ref,
+                    },
+                )
+            )
+        hold = cone.hold_of(node.id)
+        if hold is not None:
+            reasons.append(Reason(kind="held", detail=hold))
+        if node.status is Status.OPEN:
+            doom = cone.doom(node.id)
+            if doom is not None:
+                reasons.append(Reason(kind="no_path", detail=doom))
+        reasons = [await self._name_principals(tx, r) for r in reasons]
+        return Explanation(ref=info.ref, title=node.title, ready=info.ready, reasons=tuple(reasons))
+
+    async def _name_principals(self, tx: Tx, reason: Reason) -> Reason:
+        detail = dict(reason.detail)
+        for key in ("by",):
+            if isinstance(detail.get(key), UUID):
+                pid: UUID = detail[key]
+                p = (await tx.principals_by_id([pid])).get(pid)
+                detail[key] = p.name if p else ulid_str(pid)
+        held = detail.get("held")
+        if isinstance(held, dict):
+            detail["held"] = (await self._name_principals(tx, Reason(kind="held", detail=held))).detail  # pyright: ignore[reportUnknownArgumentType]
+        return Reason(kind=reason.kind, detail=detail)
+
+    # ------------------------------------------------------------------ leases
+
+    def ttl(self, ttl: timedelta | None) -> timedelta:
+        lim = self.limits
+        if ttl is None:
+            return lim.lease_ttl_default
+        if ttl <= timedelta(0):
+            raise Invalid(
+                "a lease TTL must be positive",
+                next=f"Ask for a TTL between {lim.lease_ttl_floor} and {lim.lease_ttl_ceiling}.",
+            )
+        return min(max(ttl, lim.lease_ttl_floor), lim.lease_ttl_ceiling)
+
+    async def claim(
+        self,
+        tx: Tx,
+        actor: Actor,
+        ref: str,
+        project_ref: str | None,
+        *,
+        ttl: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+    ) -> Claim:
+        span = self.ttl(ttl)
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project, lock=True)
+        owner = await tx.project_by_id(node.project_id)
+        assert owner is not None
+        ref_text = format_ref(owner.slug, node.number)
+        self._writable_project(owner)
+        if node.status is not Status.OPEN:
+            raise Refused(
+                f"{ref_text} is {node.status.value}, not open",
+                next=f"Reopen it first ('skift reopen {ref_text} --reason …') if the work must be redone.",
+            )
+        if node.is_gate and not actor.is_user:
+            raise Refused(
+                f"{ref_text} is a gate: a person must act on it",
+                next="Work on something else (skift ready), or comment on the gate; its assignee completes it.",
+            )
+        ex = await self.explain(tx, ulid_str(node.id), None)
+        if not ex.ready:
+            first = ex.reasons[0] if ex.reasons else Reason(kind="not_ready")
+            raise Refused(
+                f"{ref_text} is not ready: " + _describe(ex.reasons),
+                next=_next_move(first, ref_text),
+                reasons=[to_json(r) for r in ex.reasons],
+            )
+        return await self._take(tx, actor, node, owner, span, harness, agent_ref, session_ref)
+
+    async def claim_next(
+        self,
+        tx: Tx,
+        actor: Actor,
+        flt: NodeFilter,
+        *,
+        ttl: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+    ) -> Claim:
+        span = self.ttl(ttl)
+        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
+        scope = flt.scope_hash()
+        cursor = await tx.get_cursor(actor.id, scope)
+        eligible = await tx.ready_projects(q)
+        rotation = [p for p in eligible if cursor is None or p > cursor] + [
+            p for p in eligible if cursor is not None and p <= cursor
+        ]
+        for pid in rotation:
+            node = await tx.lock_first_ready(q, pid)
+            if node is None:
+                continue
+            owner = await tx.project_by_id(pid)
+            assert owner is not None
+            await tx.set_cursor(actor.id, scope, pid)
+            return await self._take(tx, actor, node, owner, span, harness, agent_ref, session_ref)
+        held = await tx.held_count(q)
+        raise NothingReady(
+            "nothing ready matches" + (f" ({held} held)" if held else ""),
+            next="Wait for work (--wait), widen the filter, or ask a person to release held work.",
+            held_count=held,
+        )
+
+    async def _take(
+        self,
+        tx: Tx,
+        actor: Actor,
+        node: Node,
+        project: Project,
+        ttl: timedelta,
+        harness: str,
+        agent_ref: str,
+        session_ref: str,
+    ) -> Claim:
+        now = await tx.now()
+        stale = await tx.unreleased_lease(node.id)
+        events: list[Event] = []
+        if stale is not None:
+            if stale.live(now):
+                raise Conflict(f"{format_ref(project.slug, node.number)} is leased", next="Claim another node.")
+            await tx.update_lease(attrs.evolve(stale, released_at=now, release_reason=ReleaseReason.EXPIRED))
+            events.append(
+                await self._event(
+                    tx, actor, "expire_lease", project_id=project.id, node_id=node.id,
+                    reason="expired", before={"lease": ulid_str(stale.id)},
+                )
+            )
+        lease = Lease(
+            id=new_id(),
+            org_id=tx.org_id,
+            node_id=node.id,
+            holder=actor.id,
+            harness=harness,
+            agent_ref=agent_ref,
+            session_ref=session_ref,
+            created_at=now,
+            expires_at=now + ttl,
+        )
+        await tx.insert_lease(lease)
+        events.append(
+            await self._event(
+                tx, actor, "claim", project_id=project.id, node_id=node.id,
+                after={
+                    "lease": ulid_str(lease.id),
+                    "expires_at": lease.expires_at.isoformat(),
+                    "harness": harness,
+                    "agent_ref": agent_ref,
+                },
+            )
+        )
+        await tx.append_events(events)
+        info = (await self.infos(tx, [node]))[0]
+        return Claim(
+            node=info,
+            lease=self.lease_info(lease, info.ref, actor.principal.name),
+            inputs=tuple(await self.inputs(tx, node)),
+            comments=CommentsHint(),
+        )
+
+    def lease_info(self, lease: Lease, ref: str, holder: str) -> LeaseInfo:
+        return LeaseInfo(
+            id=ulid_str(lease.id),
+            node=ref,
+            holder=holder,
+            expires_at=lease.expires_at,
+            created_at=lease.created_at,
+            harness=lease.harness,
+            agent_ref=lease.agent_ref,
+            session_ref=lease.session_ref,
+            released_at=lease.released_at,
+            release_reason=lease.release_reason,
+        )
+
+    async def inputs(self, tx: Tx, node: Node) -> list[Input]:
+        """Results of every blocking predecessor, attributed to who completed it."""
+        edges = await tx.edges_into([node.id])
+        sources = await tx.nodes_by_id([e.from_id for e in edges])
+        ordered = sorted(sources.values(), key=lambda n: (n.project_id, n.number))
+        infos = await self.infos(tx, ordered)
+        out: list[Input] = []
+        for n, info in zip(ordered, infos, strict=True):
+            author: str | None = None
+            if n.status is Status.DONE:
+                for ev in reversed(await tx.events(node_id=n.id)):
+                    if ev.op == "complete_node":
+                        p = (await tx.principals_by_id([ev.principal_id])).get(ev.principal_id)
+                        author = p.name if p else None
+                        break
+            out.append(Input(ref=info.ref, title=n.title, result=n.result, author=author))
+        return out
+
+    async def _fence(self, tx: Tx, actor: Actor, node: Node, lease_ref: str) -> Lease:
+        """The node's current live lease, if ``lease_ref`` names it; else FencingError."""
+        ident = parse_ulid(lease_ref.strip())
+        lease = await tx.lease_by_id(ident, lock=True) if ident else None
+        now = await tx.now()
+        if lease is None or lease.node_id != node.id:
+            raise FencingError(
+                f"lease {lease_ref} is not a lease on this node",
+                next="Use the lease id that Claim returned for this node, or claim it again.",
+            )
+        if lease.released_at is not None or lease.expires_at <= now:
+            state = (
+                f"released ({lease.release_reason.value if lease.release_reason else 'released'})"
+                if lease.released_at is not None
+                else f"expired at {lease.expires_at.isoformat()}"
+            )
+            raise FencingError(
+                f"lease {lease_ref} is {state}; writes under it are refused",
+                next="Stop work on this attempt; claim the node again if it is still ready.",
+            )
+        if lease.holder != actor.id:
+            raise FencingError(
+                f"lease {lease_ref} belongs to another principal",
+                next="Only the holder writes under a lease; claim your own work.",
+            )
+        return lease
+
+    async def heartbeat(
+        self, tx: Tx, actor: Actor, ref: str, project_ref: str | None, lease_ref: str, ttl: timedelta | None
+    ) -> LeaseInfo:
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project, lock=True)
+        lease = await self._fence(tx, actor, node, lease_ref)
+        span = self.ttl(ttl) if ttl is not None else lease.expires_at - lease.created_at
+        span = min(span, self.limits.lease_ttl_ceiling)
+        now = await tx.now()
+        renewed = attrs.evolve(lease, expires_at=now + span)
+        await tx.update_lease(renewed)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx, actor, "heartbeat", project_id=node.project_id, node_id=node.id,
+                    after={"lease": ulid_str(lease.id), "expires_at": renewed.expires_at.isoformat()},
+                )
+            ]
+        )
+        info = (await self.infos(tx, [node]))[0]
+        return self.lease_info(renewed, info.ref, actor.principal.name)
+
+    async def release(
+        self, tx: Tx, actor: Actor, ref: str, project_ref: str | None, lease_ref: str, reason: ReleaseReason
+    ) -> NodeInfo:
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project, lock=True)
+        lease = await self._fence(tx, actor, node, lease_ref)
+        now = await tx.now()
+        await tx.update_lease(attrs.evolve(lease, released_at=now, release_reason=reason))
+        await tx.append_events(
+            [
+                await self._event(
+                    tx, actor, "release", project_id=node.project_id, node_id=node.id,
+                    reason=reason.value, before={"lease": ulid_str(lease.id)},
+                )
+            ]
+        )
+        return (await self.infos(tx, [node]))[0]
+
+    async def sweep_expired(self, tx: Tx, actor: Actor, limit: int = 500) -> int:
+        """Record the expiry of leases whose time ran out (readiness never waits for this)."""
+        leases = await tx.expired_leases(limit)
+        if not leases:
+            return 0
+        now = await tx.now()
+        nodes = await tx.nodes_by_id([lease.node_id for lease in leases])
+        events: list[Event] = []
+        for lease in leases:
+            await tx.update_lease(attrs.evolve(lease, released_at=now, release_reason=ReleaseReason.EXPIRED))
+            node = nodes.get(lease.node_id)
+            events.append(
+                await self._event(
+                    tx, actor, "expire_lease", project_id=node.project_id if node else None,
+                    node_id=lease.node_id, reason="expired", before={"lease": ulid_str(lease.id)},
+                )
+            )
+        await tx.append_events(events)
+        return len(leases)
+
+    async def leases(self, tx: Tx, ref: str, project_ref: str | None) -> list[LeaseInfo]:
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        node = await self.resolve_node(tx, ref, project)
+        info = (await self.infos(tx, [node]))[0]
+        history = await tx.lease_history(node.id)
+        holders = await tx.principals_by_id({lease.holder for lease in history})
+        return [
+            self.lease_info(lease, info.ref, holders[lease.holder].name if lease.holder in holders else "?")
+            for lease in history
+        ]
+
+    # ------------------------------------------------------------------ events
+
+    async def event_infos(self, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
+        principals = await tx.principals_by_id({e.principal_id for e in events})
+        projects = await tx.projects_by_id({e.project_id for e in events if e.project_id})
+        nodes = await tx.nodes_by_id({e.node_id for e in events if e.node_id})
+        out: list[EventInfo] = []
+        for e in events:
+            proj = projects.get(e.project_id) if e.project_id else None
+            node = nodes.get(e.node_id) if e.node_id else None
+            node_proj = projects.get(node.project_id) if node else None
+            out.append(
+                EventInfo(
+                    id=ulid_str(e.id),
+                    op=e.op,
+                    project=proj.slug if proj else None,
+                    node=format_ref(node_proj.slug, node.number) if node and node_proj else None,
+                    principal=principals[e.principal_id].name if e.principal_id in principals else "?",
+                    principal_kind=e.principal_kind.value,
+                    reason=e.reason,
+                    request_id=e.request_id,
+                    before=e.before,
+                    after=e.after,
+                    occurred_at=e.occurred_at,
+                )
+            )
+        return out
+
+
+def _encode_page(offset: int) -> str:
+    return f"o{offset}"
+
+
+def _decode_page(page: str | None) -> int:
+    if not page:
+        return 0
+    if page.startswith("o") and page[1:].isdigit():
+        return int(page[1:])
+    raise Invalid(f"{page!r} is not a page token", next="Pass next_page exactly as a previous page returned it.")
+
+
+def _describe(reasons: Sequence[Reason]) -> str:
+    parts: list[str] = []
+    for r in reasons:
+        d = r.detail
+        if r.kind == "blocked_by":
+            parts.append(f"blocked by {d['ref']} ({d['status']})")
+        elif r.kind == "open_children":
+            parts.append(f"{d['count']} open children")
+        elif r.kind == "leased":
+            parts.append(f"leased by {d['holder']} until {d['until']}")
+        elif r.kind == "held":
+            parts.append(f"held on {d['on']} by {d['by']}: {d['reason']}")
+        elif r.kind == "waiting_on_person":
+            parts.append(f"waiting on a person ({d['ref']})")
+        elif r.kind == "archived":
+            parts.append(f"its project {d['project']} is archived")
+        elif r.kind == "no_path":
+            parts.append("no path to readiness: " + str(d.get("why", "")))
+        elif r.kind == "closed":
+            parts.append(f"it is {d['status']}")
+    return "; ".join(parts) or "not ready"
+
+
+def _next_move(reason: Reason, ref: str) -> str:
+    d = reason.detail
+    if reason.kind == "held":
+        return f"Ask a person to release the hold ('skift unhold {d.get('on', ref)} --reason …'), or take other work."
+    if reason.kind == "blocked_by":
+        return f"Finish {d['ref']} first, or take other work ('skift explain {ref}' shows the chain)."
+    if reason.kind == "leased":
+        return "Someone is working on it; take other work, or wait for the lease to end."
+    if reason.kind == "open_children":
+        return "Its children are the work; claim one of them."
+    return f"See 'skift explain {ref}'."
+
+
+class _Patch:
+    """The state of one patch while its operations apply."""
+
+    def __init__(self, engine: Engine, tx: Tx, actor: Actor, project: Project, request_id: str) -> None:
+        self.e = engine
+        self.tx = tx
+        self.actor = actor
+        self.project = project
+        self.request_id = request_id
+        self.aliases: dict[str, UUID] = {}
+        self.nodes: dict[UUID, Node] = {}
+        self.refs: dict[UUID, str] = {}
+        self.touched: list[UUID] = []
+        self.dropped: list[UUID] = []
+        self.events: list[Event] = []
+        self.arcs: list[tuple[UUID, UUID]] = []
+        self.projects: dict[UUID, Project] = {project.id: project}
+        self.lease: Lease | None = None
+        self.next_number = 0
+        self.parked = 0
+        self.now: datetime | None = None
+
+    async def use_lease(self, lease_ref: str) -> None:
+        ident = parse_ulid(lease_ref.strip())
+        lease = await self.tx.lease_by_id(ident, lock=True) if ident else None
+        now = await self.tx.now()
+        if lease is None or lease.released_at is not None or lease.expires_at <= now or lease.holder != self.actor.id:
+            why = "unknown"
+            if lease is not None:
+                why = (
+                    "released" if lease.released_at is not None
+                    else "expired" if lease.expires_at <= now
+                    else "held by another principal"
+                )
+            raise FencingError(
+                f"lease {lease_ref} is {why}; this patch is refused",
+                next="Stop work on this attempt; claim the node again if it is still ready.",
+            )
+        self.lease = lease
+
+    async def _project(self, project_id: UUID) -> Project:
+        if project_id not in self.projects:
+            p = await self.tx.project_by_id(project_id)
+            assert p is not None
+            self.projects[project_id] = p
+        return self.projects[project_id]
+
+    def _touch(self, node: Node) -> None:
+        self.nodes[node.id] = node
+        if node.id not in self.touched:
+            self.touched.append(node.id)
+
+    async def node(self, ref: str) -> Node:
+        if ref in self.aliases:
+            return self.nodes[self.aliases[ref]]
+        node = await self.e.resolve_node(self.tx, ref, self.project, lock=True)
+        if node.id in self.nodes:
+            return self.nodes[node.id]
+        self.nodes[node.id] = node
+        project = await self._project(node.project_id)
+        self.refs[node.id] = format_ref(project.slug, node.number)
+        return node
+
+    async def guard(self, node: Node, *, gate_lease: bool = True) -> None:
+        """A write to ``node``: its project must be live, and a live lease on it must be ours."""
+        project = await self._project(node.project_id)
+        self.e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
+        leases = await self.tx.live_leases([node.id])
+        live = leases.get(node.id)
+        if live is None:
+            return
+        if self.lease is not None and live.id == self.lease.id:
+            return
+        holder = (await self.tx.principals_by_id([live.holder])).get(live.holder)
+        raise Conflict(
+            f"{self.refs[node.id]} is leased by {holder.name if holder else 'another principal'} "
+            f"until {live.expires_at.isoformat()}",
+            next="Writes that change a leased node carry its lease; wait for it to end, or ask its holder.",
+        )
+
+    async def event(self, op: str, node: Node | None, **kw: Any) -> None:
+        self.events.append(
+            await self.e._event(  # pyright: ignore[reportPrivateUsage]
+                self.tx, self.actor, op,
+                project_id=node.project_id if node else self.project.id,
+                node_id=node.id if node else None,
+                request_id=self.request_id,
+                **kw,
+            )
+        )
+
+    async def write(self, before: Node, after: Node) -> None:
+        after = attrs.evolve(after, updated_at=await self.tx.now())
+        await self.tx.update_node(after)
+        self._touch(after)
+
+    async def apply(self, op: Op) -> None:
+        match op:
+            case CreateNode():
+                await self.create(op)
+            case UpdateNode():
+                await self.update(op)
+            case DropNode():
+                await self.drop(op)
+            case CompleteNode():
+                await self.complete(op)
+            case ReopenNode():
+                await self.reopen(op)
+            case HoldNode():
+                await self.hold(op, hold=True)
+            case UnholdNode():
+                await self.hold(op, hold=False)
+            case AddEdge():
+                await self.add_edge(op)
+            case RemoveEdge():
+                await self.remove_edge(op)
+
+    def _labels(self, labels: Sequence[str]) -> tuple[str, ...]:
+        lim = self.e.limits
+        clean = tuple(dict.fromkeys(label.strip() for label in labels if label.strip()))
+        if len(clean) > lim.labels_per_node:
+            raise LimitExceeded(
+                f"{len(clean)} labels; the limit is {lim.labels_per_node}",
+                next="Use fewer labels.",
+                limit="labels_per_node",
+                bound=lim.labels_per_node,
+            )
+        for label in clean:
+            _check_size("label", label, lim.label_chars, chars=True)
+        return clean
+
+    def _title(self, title: str) -> str:
+        text = title.strip()
+        if not text:
+            raise Invalid("a node needs a title", next="Give a short title saying what the work is.")
+        _check_size("title", text, self.e.limits.title_chars, chars=True)
+        return text
+
+    async def _parent(self, ref: str, child_project: UUID) -> Node:
+        parent = await self.node(ref)
+        if parent.project_id != child_project:
+            raise Invalid(
+                f"{self.refs[parent.id]} is in another project; a parent must be in the child's project",
+                next="Link across projects with a blocks edge (add_edge) instead.",
+            )
+        if parent.status is not Status.OPEN:
+            raise Refused(
+                f"{self.refs[parent.id]} is {parent.status.value}; children go under open work",
+                next=f"Reopen {self.refs[parent.id]} first, or file the child elsewhere.",
+            )
+        await self.guard(parent)
+        return parent
+
+    async def create(self, op: CreateNode) -> None:
+        title = self._title(op.title)
+        _check_size("body", op.body, self.e.limits.body_bytes)
+        if op.alias is not None:
+            if not _ALIAS_RE.match(op.alias) or parse_ulid(op.alias) is not None:
+                raise Invalid(
+                    f"{op.alias!r} is not a usable alias",
+                    next="Use a short name of letters, digits, _ . - starting with a letter, e.g. research.",
+                )
+            if op.alias in self.aliases:
+                raise Invalid(f"alias {op.alias!r} is used twice in this patch", next="Give each created node its own alias.")
+        parent_id: UUID | None = None
+        if op.parent is not None:
+            parent_id = (await self._parent(op.parent, self.project.id)).id
+        now = await self.tx.now()
+        number = self.next_number
+        self.next_number += 1
+        node = Node(
+            id=new_id(),
+            org_id=self.tx.org_id,
+            project_id=self.project.id,
+            number=number,
+            parent_id=parent_id,
+            kind=op.kind.strip() or "task",
+            title=title,
+            body=op.body,
+            priority=op.priority,
+            assignee_kind=op.assignee_kind,
+            assignee=op.assignee or None,
+            labels=self._labels(op.labels),
+            context_id=uuid.uuid4(),
+            created_by=self.actor.id,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.tx.insert_nodes([node])
+        self.refs[node.id] = format_ref(self.project.slug, number)
+        self._touch(node)
+        if op.alias is not None:
+            self.aliases[op.alias] = node.id
+        if parent_id is not None:
+            self.arcs.append((parent_id, node.id))
+        await self.event("create_node", node, after=_node_fields(node))
+        for blocker_ref in op.blocked_by:
+            await self._link(await self.node(blocker_ref), node)
+
+    async def _link(self, source: Node, target: Node) -> None:
+        if source.id == target.id:
+            raise CycleError(
+                f"{self.refs[source.id]} cannot block itself",
+                next="Remove the edge; a node never waits on itself.",
+            )
+        self.e._writable_project(await self._project(source.project_id))  # pyright: ignore[reportPrivateUsage]
+        await self.guard(target)
+        existing = await self.tx.edges_into([target.id])
+        if any(e.from_id == source.id and e.kind is EdgeKind.BLOCKS for e in existing):
+            return
+        edge = Edge(org_id=self.tx.org_id, from_id=source.id, to_id=target.id, created_at=await self.tx.now())
+        await self.tx.insert_edges([edge])
+        self.arcs.append((target.id, source.id))
+        self._touch(target)
+        await self.event(
+            "add_edge", target, after={"from": self.refs[source.id], "to": self.refs[target.id], "kind": "blocks"}
+        )
+
+    def _edge_kind(self, kind: str) -> None:
+        if kind != EdgeKind.BLOCKS.value:
+            raise Invalid(f"edge kind {kind!r} is not supported", next="Use kind 'blocks' (the default).")
+
+    async def add_edge(self, op: AddEdge) -> None:
+        self._edge_kind(op.kind)
+        await self._link(await self.node(op.from_), await self.node(op.to))
+
+    async def remove_edge(self, op: RemoveEdge) -> None:
+        self._edge_kind(op.kind)
+        source, target = await self.node(op.from_), await self.node(op.to)
+        self.e._writable_project(await self._project(source.project_id))  # pyright: ignore[reportPrivateUsage]
+        await self.guard(target)
+        if not await self.tx.delete_edge(source.id, target.id, op.kind):
+            raise NotFound(
+                f"{self.refs[source.id]} does not block {self.refs[target.id]}",
+                next=f"'skift explain {self.refs[target.id]}' lists what blocks it.",
+            )
+        self._touch(target)
+        await self.event(
+            "remove_edge", target, before={"from": self.refs[source.id], "to": self.refs[target.id], "kind": op.kind}
+        )
+
+    async def update(self, op: UpdateNode) -> None:
+        node = await self.node(op.node)
+        await self.guard(node)
+        changes: dict[str, Any] = {}
+        if op.title is not None:
+            changes["title"] = self._title(op.title)
+        if op.body is not None:
+            _check_size("body", op.body, self.e.limits.body_bytes)
+            changes["body"] = op.body
+        if op.kind is not None:
+            changes["kind"] = op.kind.strip() or "task"
+        if op.priority is not None:
+            changes["priority"] = op.priority
+        if op.labels is not None:
+            changes["labels"] = self._labels(op.labels)
+        if op.assignee is not None:
+            changes["assignee"] = op.assignee or None
+        if op.assignee_kind is not None:
+            if op.assignee_kind == "":
+                changes["assignee_kind"] = None
+            else:
+                try:
+                    changes["assignee_kind"] = AssigneeKind(op.assignee_kind)
+                except ValueError:
+                    raise Invalid(
+                        f"assignee_kind {op.assignee_kind!r} is not agent or user",
+                        next="Use agent, user, or an empty string to unset it.",
+                    ) from None
+        if op.parent is not None:
+            if op.parent == "":
+                new_parent: UUID | None = None
+            else:
+                parent = await self._parent(op.parent, node.project_id)
+                if parent.id == node.id:
+                    raise CycleError(f"{self.refs[node.id]} cannot contain itself", next="Choose another parent.")
+                new_parent = parent.id
+            if new_parent != node.parent_id:
+                if node.parent_id is not None:
+                    old_parent = await self.node(ulid_str(node.parent_id))
+                    await self.guard(old_parent)
+                    self._touch(old_parent)
+                if new_parent is not None:
+                    self.arcs.append((new_parent, node.id))
+                    self._touch(self.nodes[new_parent])
+                changes["parent_id"] = new_parent
+        updated = attrs.evolve(node, **changes)
+        if updated == node:
+            self._touch(node)
+            return
+        before, after = _changed(node, updated)
+        await self.write(node, updated)
+        await self.event("update_node", updated, before=before, after=after)
+
+    async def _end_lease(self, node: Node) -> None:
+        if self.lease is not None and self.lease.node_id == node.id and self.lease.released_at is None:
+            now = await self.tx.now()
+            self.lease = attrs.evolve(self.lease, released_at=now, release_reason=ReleaseReason.COMPLETE)
+            await self.tx.update_lease(self.lease)
+
+    async def drop(self, op: DropNode) -> None:
+        node = await self.node(op.node)
+        reason = self.e._reason(op.reason, "drop")  # pyright: ignore[reportPrivateUsage]
+        if node.status is Status.DROPPED:
+            raise Refused(f"{self.refs[node.id]} is already dropped", next="Nothing to do.")
+        targets = [node]
+        if op.cascade is not None:
+            targets = await self._cascade(node)
+            if len(targets) > op.cascade.max_nodes:
+                raise Refused(
+                    f"dropping {self.refs[node.id]} with cascade would drop {len(targets)} nodes; "
+                    f"the bound is {op.cascade.max_nodes}",
+                    next=f"Read what it takes ('skift explain', 'skift list'), then set cascade.max_nodes to "
+                    f"{len(targets)} or more, or drop without cascade.",
+                    count=len(targets),
+                    bound=op.cascade.max_nodes,
+                )
+        for target in targets:
+            await self.guard(target)
+            dropped = attrs.evolve(target, status=Status.DROPPED)
+            await self.write(target, dropped)
+            await self._end_lease(target)
+            self.dropped.append(target.id)
+            await self.event(
+                "drop_node", dropped, reason=reason,
+                before={"status": target.status.value},
+                after={"status": "dropped", "cascade_from": self.refs[node.id] if target is not node else None},
+            )
+
+    async def _cascade(self, root: Node) -> list[Node]:
+        """The node, everything downstream of it through blocks edges, and their descendants."""
+        order: list[UUID] = [root.id]
+        seen = {root.id}
+        frontier = [root.id]
+        while frontier:
+            nxt: list[UUID] = []
+            for e in await self.tx.edges_out_of(frontier):
+                if e.to_id not in seen:
+                    seen.add(e.to_id)
+                    nxt.append(e.to_id)
+            for c in await self.tx.children_of(frontier):
+                if c.id not in seen:
+                    seen.add(c.id)
+                    nxt.append(c.id)
+            order.extend(nxt)
+            frontier = nxt
+        out: list[Node] = []
+        for nid in order:
+            if nid not in self.nodes:
+                loaded = (await self.tx.nodes_by_id([nid], lock=True))[nid]
+                self.nodes[nid] = loaded
+                project = await self._project(loaded.project_id)
+                self.refs[nid] = format_ref(project.slug, loaded.number)
+            n = self.nodes[nid]
+            if n.status is not Status.DROPPED:
+                out.append(n)
+        return out
+
+    async def complete(self, op: CompleteNode) -> None:
+        node = await self.node(op.node)
+        _check_size("result", op.result, self.e.limits.result_bytes)
+        if node.status is not Status.OPEN:
+            raise Refused(
+                f"{self.refs[node.id]} is already {node.status.value}",
+                next=f"Reopen it first ('skift reopen {self.refs[node.id]} --reason …') to complete it again.",
+            )
+        await self.guard(node)
+        done = attrs.evolve(node, status=Status.DONE, result=op.result)
+        await self.write(node, done)
+        await self._end_lease(node)
+        await self.event("complete_node", done, before={"status": "open"}, after={"status": "done", "result": op.result})
+
+    async def reopen(self, op: ReopenNode) -> None:
+        node = await self.node(op.node)
+        reason = self.e._reason(op.reason, "reopen")  # pyright: ignore[reportPrivateUsage]
+        if node.status is Status.OPEN:
+            raise Refused(f"{self.refs[node.id]} is already open", next="Nothing to do.")
+        await self.guard(node)
+        opened = attrs.evolve(node, status=Status.OPEN)
+        await self.write(node, opened)
+        await self.event("reopen_node", opened, reason=reason, before={"status": node.status.value}, after={"status": "open"})
+
+    async def hold(self, op: HoldNode | UnholdNode, *, hold: bool) -> None:
+        self.e._may_hold(self.actor)  # pyright: ignore[reportPrivateUsage]
+        node = await self.node(op.node)
+        reason = self.e._reason(op.reason, "hold" if hold else "unhold")  # pyright: ignore[reportPrivateUsage]
+        project = await self._project(node.project_id)
+        self.e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
+        now = await self.tx.now()
+        if hold:
+            if node.hold is not None:
+                raise Refused(
+                    f"{self.refs[node.id]} is already held ({node.hold.reason})",
+                    next=f"Release it first ('skift unhold {self.refs[node.id]} --reason …') to hold it anew.",
+                )
+            before_ready = await self._open_subtree(node)
+            changed = attrs.evolve(node, hold=Hold(at=now, by=self.actor.id, reason=reason))
+        else:
+            if node.hold is None:
+                raise Refused(
+                    f"{self.refs[node.id]} carries no hold of its own",
+                    next=f"'skift explain {self.refs[node.id]}' shows where a hold on it comes from.",
+                )
+            changed = attrs.evolve(node, hold=None)
+            before_ready = 0
+        await self.write(node, changed)
+        if hold:
+            self.parked += before_ready
+        await self.event("hold_node" if hold else "unhold_node", changed, reason=reason)
+
+    async def _open_subtree(self, node: Node) -> int:
+        """How many open nodes a hold on ``node`` parks: it and its open descendants."""
+        count = 1 if node.status is Status.OPEN else 0
+        frontier = [node.id]
+        seen = {node.id}
+        while frontier:
+            kids = [c for c in await self.tx.children_of(frontier) if c.id not in seen]
+            seen.update(c.id for c in kids)
+            count += sum(1 for c in kids if c.status is Status.OPEN)
+            frontier = [c.id for c in kids]
+        return count
+
+    async def check_cycles(self) -> None:
+        if not self.arcs:
+            return
+        arcs = await self.tx.wait_arcs_from({waited for _, waited in self.arcs})
+        adj: dict[UUID, list[UUID]] = {}
+        for waiter, waited in arcs + self.arcs:
+            adj.setdefault(waiter, []).append(waited)
+        cycle = _find_cycle(adj)
+        if cycle is None:
+            return
+        names = await self._names(cycle)
+        chain = " waits on ".join(names[n] for n in [*cycle, cycle[0]])
+        raise CycleError(
+            f"this patch would make the work wait on itself: {chain}",
+            next="Remove one of these edges or parent links; a parent waits on its children, so a child cannot also block its parent.",
+            cycle=[names[n] for n in cycle],
+        )
+
+    async def _names(self, ids: Sequence[UUID]) -> dict[UUID, str]:
+        missing = [i for i in ids if i not in self.refs]
+        if missing:
+            for nid, n in (await self.tx.nodes_by_id(missing)).items():
+                project = await self._project(n.project_id)
+                self.refs[nid] = format_ref(project.slug, n.number)
+        return {i: self.refs.get(i, ulid_str(i)) for i in ids}
+
+    async def finish(self, release_after: ReleaseReason | None) -> None:
+        now = await self.tx.now()
+        if self.lease is not None and self.lease.released_at is None:
+            if release_after is not None:
+                self.lease = attrs.evolve(self.lease, released_at=now, release_reason=release_after)
+                await self.tx.update_lease(self.lease)
+                node = self.nodes.get(self.lease.node_id) or (await self.tx.nodes_by_id([self.lease.node_id]))[self.lease.node_id]
+                await self.event("release", node, reason=release_after.value, before={"lease": ulid_str(self.lease.id)})
+            else:
+                span = self.lease.expires_at - self.lease.created_at
+                self.lease = attrs.evolve(self.lease, expires_at=max(self.lease.expires_at, now + span))
+                await self.tx.update_lease(self.lease)
+        await self.tx.append_events(self.events)
+
+
+def _find_cycle(adj: dict[UUID, list[UUID]]) -> list[UUID] | None:
+    """A cycle in the directed graph ``adj``, as a list of nodes, or None."""
+    white, grey, black = 0, 1, 2
+    color: dict[UUID, int] = {}
+    parent: dict[UUID, UUID] = {}
+    for start in list(adj):
+        if color.get(start, white) != white:
+            continue
+        stack: list[tuple[UUID, int]] = [(start, 0)]
+        color[start] = grey
+        while stack:
+            node, i = stack[-1]
+            succ = adj.get(node, [])
+            if i < len(succ):
+                stack[-1] = (node, i + 1)
+                nxt = succ[i]
+                c = color.get(nxt, white)
+                if c == white:
+                    color[nxt] = grey
+                    parent[nxt] = node
+                    stack.append((nxt, 0))
+                elif c == grey:
+                    cycle = [node]
+                    while cycle[-1] != nxt:
+                        cycle.append(parent[cycle[-1]])
+                    cycle.reverse()
+                    return cycle
+            else:
+                color[node] = black
+                stack.pop()
+    return None
+
+
+class _Cone:
+    """The upstream cone of one node, loaded once for Explain.
+
+    It answers which blockers are unsatisfied, where a hold upstream stalls the
+    node, and whether the node has any path to readiness at all.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+        self.nodes: dict[UUID, Node] = {}
+        self.blockers: dict[UUID, list[UUID]] = {}
+        self.children: dict[UUID, list[UUID]] = {}
+        self.projects: dict[UUID, Project] = {}
+        self.ancestors: dict[UUID, list[Node]] = {}
+
+    @classmethod
+    async def load(cls, engine: Engine, tx: Tx, root: Node, bound: int = 5000) -> _Cone:
+        cone = cls(engine)
+        cone.nodes[root.id] = root
+        frontier = [root.id]
+        while frontier and len(cone.nodes) < bound:
+            edges = await tx.edges_into(frontier)
+            kids = await tx.children_of(frontier)
+            for f in frontier:
+                cone.blockers.setdefault(f, [])
+                cone.children.setdefault(f, [])
+            new_ids = {e.from_id for e in edges} - set(cone.nodes)
+            loaded = await tx.nodes_by_id(new_ids) if new_ids else {}
+            for e in edges:
+                cone.blockers[e.to_id].append(e.from_id)
+            for k in kids:
+                assert k.parent_id is not None
+                cone.children[k.parent_id].append(k.id)
+                loaded.setdefault(k.id, k)
+            for nid, n in loaded.items():
+                if nid not in cone.nodes:
+                    cone.nodes[nid] = n
+            # only open nodes can hold anything up further
+            frontier = [nid for nid in loaded if cone.nodes[nid].status is Status.OPEN and nid not in cone.blockers]
+        cone.projects = await tx.projects_by_id({n.project_id for n in cone.nodes.values()})
+        for nid, n in cone.nodes.items():
+            if n.status is Status.OPEN:
+                cone.ancestors[nid] = await tx.ancestors(nid)
+        return cone
+
+    def ref(self, node: Node) -> str:
+        return format_ref(self.projects[node.project_id].slug, node.number)
+
+    def unsatisfied(self, nid: UUID) -> list[Node]:
+        out = [self.nodes[b] for b in self.blockers.get(nid, []) if not self.nodes[b].satisfies_edge()]
+        return sorted(out, key=lambda n: (n.project_id, n.number))
+
+    def open_children(self, nid: UUID) -> list[Node]:
+        out = [self.nodes[c] for c in self.children.get(nid, []) if self.nodes[c].status is Status.OPEN]
+        return sorted(out, key=lambda n: n.number)
+
+    def hold_of(self, nid: UUID) -> dict[str, Any] | None:
+        """The hold that parks this node (its own, an ancestor's, or its project's)."""
+        node = self.nodes[nid]
+        for holder in [node, *self.ancestors.get(nid, [])]:
+            if holder.hold is not None:
+                return {
+                    "on": self.ref(holder),
+                    "by": holder.hold.by,
+                    "reason": holder.hold.reason,
+                    "at": holder.hold.at.isoformat(),
+                    "group": ulid_str(holder.hold.group) if holder.hold.group else None,
+                }
+        project = self.projects[node.project_id]
+        if project.hold is not None:
+            return {
+                "on": f"project {project.slug}",
+                "by": project.hold.by,
+                "reason": project.hold.reason,
+                "at": project.hold.at.isoformat(),
+                "group": ulid_str(project.hold.group) if project.hold.group else None,
+            }
+        return None
+
+    def hold_upstream(self, nid: UUID) -> dict[str, Any] | None:
+        """The first hold found walking up from an open blocker, so Explain traces a stall to it."""
+        seen: set[UUID] = set()
+        stack = [nid]
+        while stack:
+            cur = stack.pop(0)
+            if cur in seen or cur not in self.nodes or self.nodes[cur].status is not Status.OPEN:
+                continue
+            seen.add(cur)
+            found = self.hold_of(cur)
+            if found is not None:
+                return found
+            stack.extend(b.id for b in self.unsatisfied(cur))
+            stack.extend(c.id for c in self.open_children(cur))
+        return None
+
+    def doom(self, nid: UUID) -> dict[str, Any] | None:
+        """Why a node can never become ready through ordinary work, or None if it can.
+
+        A node is doomed when its project is archived, when a dropped gate blocks
+        it (only completion satisfies a gate), or when something it waits on
+        (an unsatisfied blocker or an open child) can never be completed.
+        """
+        memo: dict[UUID, dict[str, Any] | None] = {}
+
+        def walk(cur: UUID, depth: int) -> dict[str, Any] | None:
+            if cur in memo:
+                return memo[cur]
+            memo[cur] = None
+            node = self.nodes[cur]
+            result: dict[str, Any] | None = None
+            project = self.projects[node.project_id]
+            if project.archived_at is not None and node.status is Status.OPEN:
+                result = {"at": self.ref(node), "why": f"{self.ref(node)} is open in archived project {project.slug}"}
+            if result is None and cur in self.blockers:
+                for b in self.unsatisfied(cur):
+                    if b.status is Status.DROPPED:
+                        result = {
+                            "at": self.ref(b),
+                            "why": f"{self.ref(b)} is a dropped gate; only completing it satisfies the edge",
+                        }
+                        break
+                    inner = walk(b.id, depth + 1)
+                    if inner is not None:
+                        result = inner
+                        break
+                if result is None:
+                    for c in self.open_children(cur):
+                        inner = walk(c.id, depth + 1)
+                        if inner is not None:
+                            result = inner
+                            break
+            memo[cur] = result
+            return result
+
+        return walk(nid, 0)
+
+
+def filter_from(
+    projects: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    any_labels: Sequence[str] = (),
+    assignee_kind: AssigneeKind | str | None = None,
+    min_priority: Priority | str | None = None,
+    parent: str | None = None,
+    status: Status | str | None = None,
+    held: bool | None = None,
+) -> NodeFilter:
+    try:
+        return NodeFilter(
+            projects=tuple(projects),
+            kinds=tuple(kinds),
+            labels=tuple(labels),
+            any_labels=tuple(any_labels),
+            assignee_kind=AssigneeKind(assignee_kind) if assignee_kind else None,
+            min_priority=Priority(min_priority) if min_priority else None,
+            parent=parent,
+            status=Status(status) if status else None,
+            held=held,
+        )
+    except ValueError as exc:
+        raise Invalid(str(exc), next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.") from None
+
+
+def derived_ready(d: Derived, node: Node) -> bool:
+    return d.ready and node.status is Status.OPEN

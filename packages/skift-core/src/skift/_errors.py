@@ -1,0 +1,106 @@
+"""The one exception tree of skift.
+
+Every failure a caller can act on is a :class:`SkiftError`. Each class maps to
+one gRPC status, one CLI exit code and one MCP tool error, and every instance
+carries ``next``: the move a caller (often an agent) should make instead.
+
+::
+
+    SkiftError
+    ├── NotFound          a reference resolves to nothing the caller may see
+    ├── Invalid           malformed input: a bad field, a bad reference, a bad document
+    ├── Refused           a rule or the policy says no (claiming work that is not ready too)
+    ├── Conflict          the state moved under the caller
+    │   ├── FencingError        a lease id that is not the node's current, live lease
+    │   ├── CycleError          the write would make the wait relation cyclic
+    │   └── IdempotencyMismatch a request id reused with different content
+    ├── LimitExceeded     a structural ceiling (operations per patch, sizes, page size)
+    ├── NothingReady      ClaimNext found no matching ready work (or its wait ran out)
+    ├── Unavailable       the store or server cannot be reached right now; retry
+    └── Unauthenticated   the caller's identity is missing, unknown or revoked
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class SkiftError(Exception):
+    """Something went wrong in skift."""
+
+    code: ClassVar[str] = "error"
+
+    def __init__(self, message: str | None = None, *, next: str = "", **details: Any) -> None:
+        self.message = message or (type(self).__doc__ or "").strip()
+        self.next = next
+        self.details = details
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.next}".strip() if self.next else self.message
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of SURFACE.md: ``{"code", "message", "next", ...details}``."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message, "next": self.next}
+        out.update(self.details)
+        return out
+
+
+class NotFound(SkiftError):
+    """No such thing, or nothing the caller may see."""
+
+    code = "not_found"
+
+
+class Invalid(SkiftError):
+    """The input is malformed."""
+
+    code = "invalid"
+
+
+class Refused(SkiftError):
+    """A rule refuses this."""
+
+    code = "refused"
+
+
+class Conflict(SkiftError):
+    """The state changed under the request."""
+
+    code = "conflict"
+
+
+class FencingError(Conflict):
+    """The lease is not the node's current live lease."""
+
+
+class CycleError(Conflict):
+    """The write would make the wait relation cyclic."""
+
+
+class IdempotencyMismatch(Conflict):
+    """The request id was already used for different content."""
+
+
+class LimitExceeded(SkiftError):
+    """A structural limit was exceeded."""
+
+    code = "limit"
+
+
+class NothingReady(SkiftError):
+    """No ready work matches."""
+
+    code = "nothing_ready"
+
+
+class Unavailable(SkiftError):
+    """The store is unavailable; retry with the same request id."""
+
+    code = "unavailable"
+
+
+class Unauthenticated(SkiftError):
+    """The caller's identity is missing, unknown or revoked."""
+
+    code = "unauthenticated"

@@ -1,0 +1,36 @@
+"""Structural ceilings: they stop one request from consuming the service.
+
+Set high enough that ordinary work never meets them. Each is configurable per
+store (``skift.open(url, limits=Limits(...))``); a request over one gets
+:class:`~skift.LimitExceeded` naming the limit and its value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    ops_per_patch: int = 5000
+    nodes_per_patch: int = 5000
+    edges_per_patch: int = 10000
+    title_chars: int = 500
+    body_bytes: int = 64 * 1024
+    result_bytes: int = 256 * 1024
+    reason_chars: int = 2000
+    labels_per_node: int = 64
+    label_chars: int = 100
+    page_size: int = 500
+    default_page_size: int = 50
+    keep_set: int = 1000
+    lease_ttl_ceiling: timedelta = timedelta(hours=1)
+    lease_ttl_floor: timedelta = timedelta(seconds=1)
+    lease_ttl_default: timedelta = timedelta(minutes=5)
+    claim_wait_ceiling: timedelta = timedelta(minutes=10)
+    statement_timeout: timedelta = timedelta(seconds=30)
+
+
+DEFAULT_LIMITS = Limits()

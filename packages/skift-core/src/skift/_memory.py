@@ -1,0 +1,436 @@
+"""The in-memory reference store: small, obviously right, and public.
+
+Transactions are serialized by one lock and undone from a log on failure, so a
+refused patch leaves no trace. Embedders use it to test against skift without
+a database (``skift.open("memory:")``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import attrs
+
+from . import _readiness as readiness
+from ._models import Edge, Event, Lease, Node, Org, Principal, PrincipalKind, Project, Status
+from ._refs import new_id
+from ._store import Derived, ReadyQuery, StoredRequest
+
+Undo = Callable[[], None]
+
+
+class _State:
+    def __init__(self) -> None:
+        self.orgs: dict[UUID, Org] = {}
+        self.principals: dict[UUID, Principal] = {}
+        self.projects: dict[UUID, Project] = {}
+        self.slugs: dict[tuple[UUID, str], UUID] = {}
+        self.nodes: dict[UUID, Node] = {}
+        self.numbers: dict[tuple[UUID, int], UUID] = {}
+        self.edges: dict[tuple[UUID, UUID, str], Edge] = {}
+        self.into: dict[UUID, set[UUID]] = {}
+        self.out: dict[UUID, set[UUID]] = {}
+        self.children: dict[UUID, set[UUID]] = {}
+        self.leases: dict[UUID, Lease] = {}
+        self.node_leases: dict[UUID, list[UUID]] = {}
+        self.requests: dict[tuple[UUID, str], StoredRequest] = {}
+        self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
+        self.events: list[Event] = []
+
+
+class MemoryStore:
+    """A :class:`~skift.Store` kept in this process's memory. Nothing survives it."""
+
+    def __init__(self) -> None:
+        self._state = _State()
+        self._lock = asyncio.Lock()
+        self._changed = asyncio.Condition()
+        self._offset = timedelta()
+
+    def set_clock_offset(self, offset: timedelta) -> None:
+        self._offset = offset
+
+    def _now(self) -> datetime:
+        return datetime.now(UTC) + self._offset
+
+    @asynccontextmanager
+    async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncIterator[MemoryTx]:
+        async with self._lock:
+            tx = MemoryTx(self._state, org_id, self._now())
+            try:
+                yield tx
+            except BaseException:
+                tx.rollback()
+                raise
+        if tx.wrote:
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def ensure_org(self, name: str) -> Org:
+        async with self._lock:
+            for org in self._state.orgs.values():
+                if org.name == name:
+                    return org
+            org = Org(id=new_id(), name=name, created_at=self._now())
+            self._state.orgs[org.id] = org
+            return org
+
+    async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
+        async with self._lock:
+            for p in self._state.principals.values():
+                if p.org_id == org_id and p.name == name:
+                    return p
+            p = Principal(id=new_id(), org_id=org_id, name=name, kind=kind, created_at=self._now())
+            self._state.principals[p.id] = p
+            return p
+
+    async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout.total_seconds())
+            except TimeoutError:
+                pass
+
+    async def close(self) -> None:
+        return None
+
+
+class MemoryTx:
+    """One serialized transaction over the in-memory state, undone on failure."""
+
+    def __init__(self, state: _State, org_id: UUID, now: datetime) -> None:
+        self._s = state
+        self._org = org_id
+        self._now = now
+        self._undo: list[Undo] = []
+        self.wrote = False
+
+    @property
+    def org_id(self) -> UUID:
+        return self._org
+
+    def rollback(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+        self.wrote = False
+
+    def _set(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
+        missing = key not in mapping
+        old = mapping.get(key)
+        mapping[key] = value
+        self.wrote = True
+        if missing:
+            self._undo.append(lambda: mapping.pop(key, None))
+        else:
+            self._undo.append(lambda: mapping.__setitem__(key, old))
+
+    def _add(self, index: dict[UUID, set[UUID]], key: UUID, value: UUID) -> None:
+        members = index.setdefault(key, set())
+        if value not in members:
+            members.add(value)
+            self._undo.append(lambda: members.discard(value))
+
+    def _discard(self, index: dict[UUID, set[UUID]], key: UUID, value: UUID) -> None:
+        members = index.get(key)
+        if members is not None and value in members:
+            members.discard(value)
+            self._undo.append(lambda: members.add(value))
+
+    async def now(self) -> datetime:
+        return self._now
+
+    # principals
+    async def principal_by_name(self, name: str) -> Principal | None:
+        for p in self._s.principals.values():
+            if p.org_id == self._org and p.name == name:
+                return p
+        return None
+
+    async def principals_by_id(self, ids: Collection[UUID]) -> dict[UUID, Principal]:
+        return {i: p for i in ids if (p := self._s.principals.get(i)) and p.org_id == self._org}
+
+    async def insert_principal(self, principal: Principal) -> None:
+        self._set(self._s.principals, principal.id, principal)
+
+    # projects
+    def _project(self, project_id: UUID) -> Project | None:
+        p = self._s.projects.get(project_id)
+        return p if p is not None and p.org_id == self._org else None
+
+    async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None:
+        return self._project(project_id)
+
+    async def project_by_slug(self, slug: str) -> Project | None:
+        pid = self._s.slugs.get((self._org, slug))
+        return self._project(pid) if pid else None
+
+    async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
+        return {i: p for i in ids if (p := self._project(i)) is not None}
+
+    async def slugs_like(self, base: str) -> set[str]:
+        return {
+            s for (o, s) in self._s.slugs if o == self._org and (s == base or s.startswith(base + "-"))
+        }
+
+    async def insert_project(self, project: Project) -> None:
+        self._set(self._s.projects, project.id, project)
+        self._set(self._s.slugs, (self._org, project.slug), project.id)
+
+    async def update_project(self, project: Project) -> None:
+        self._set(self._s.projects, project.id, project)
+        if (self._org, project.slug) not in self._s.slugs:
+            self._set(self._s.slugs, (self._org, project.slug), project.id)
+
+    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
+        rows = [
+            p
+            for p in self._s.projects.values()
+            if p.org_id == self._org and (archived or p.archived_at is None)
+        ]
+        activity = await self.project_activity([p.id for p in rows])
+        rows.sort(key=lambda p: (activity.get(p.id, p.created_at), p.id), reverse=True)
+        return rows[offset : offset + limit]
+
+    async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
+        wanted = set(ids)
+        out: dict[UUID, datetime] = {}
+        for e in self._s.events:
+            if e.org_id == self._org and e.project_id in wanted:
+                out[e.project_id] = max(out.get(e.project_id, e.occurred_at), e.occurred_at)
+        return out
+
+    async def allocate_numbers(self, project_id: UUID, count: int) -> int:
+        p = self._s.projects[project_id]
+        self._set(self._s.projects, project_id, attrs.evolve(p, node_counter=p.node_counter + count))
+        return p.node_counter + 1
+
+    # nodes
+    def _node(self, node_id: UUID) -> Node | None:
+        n = self._s.nodes.get(node_id)
+        return n if n is not None and n.org_id == self._org else None
+
+    async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]:
+        return {i: n for i in ids if (n := self._node(i)) is not None}
+
+    async def node_by_number(self, project_id: UUID, number: int, *, lock: bool = False) -> Node | None:
+        nid = self._s.numbers.get((project_id, number))
+        return self._node(nid) if nid else None
+
+    async def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        for n in nodes:
+            self._set(self._s.nodes, n.id, n)
+            self._set(self._s.numbers, (n.project_id, n.number), n.id)
+            if n.parent_id is not None:
+                self._add(self._s.children, n.parent_id, n.id)
+
+    async def update_node(self, node: Node) -> None:
+        old = self._s.nodes[node.id]
+        if old.parent_id != node.parent_id:
+            if old.parent_id is not None:
+                self._discard(self._s.children, old.parent_id, node.id)
+            if node.parent_id is not None:
+                self._add(self._s.children, node.parent_id, node.id)
+        self._set(self._s.nodes, node.id, node)
+
+    async def children_of(self, ids: Collection[UUID]) -> list[Node]:
+        out: list[Node] = []
+        for i in ids:
+            out.extend(self._s.nodes[c] for c in sorted(self._s.children.get(i, ())))
+        return out
+
+    async def ancestors(self, node_id: UUID) -> list[Node]:
+        chain: list[Node] = []
+        seen = {node_id}
+        node = self._node(node_id)
+        while node is not None and node.parent_id is not None and node.parent_id not in seen:
+            seen.add(node.parent_id)
+            node = self._s.nodes[node.parent_id]
+            chain.append(node)
+        return chain
+
+    # edges
+    async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
+        return [e for e in self._s.edges.values() if e.to_id in ids and e.org_id == self._org]
+
+    async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]:
+        return [e for e in self._s.edges.values() if e.from_id in ids and e.org_id == self._org]
+
+    async def insert_edges(self, edges: Sequence[Edge]) -> None:
+        for e in edges:
+            self._set(self._s.edges, (e.from_id, e.to_id, e.kind.value), e)
+            self._add(self._s.into, e.to_id, e.from_id)
+            self._add(self._s.out, e.from_id, e.to_id)
+
+    async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool:
+        key = (from_id, to_id, kind)
+        edge = self._s.edges.get(key)
+        if edge is None or edge.org_id != self._org:
+            return False
+        del self._s.edges[key]
+        self.wrote = True
+        self._undo.append(lambda: self._s.edges.__setitem__(key, edge))
+        if not any(k[0] == from_id and k[1] == to_id for k in self._s.edges):
+            self._discard(self._s.into, to_id, from_id)
+            self._discard(self._s.out, from_id, to_id)
+        return True
+
+    def _waits(self, node_id: UUID) -> set[UUID]:
+        return self._s.into.get(node_id, set()) | self._s.children.get(node_id, set())
+
+    async def wait_arcs_from(self, ids: Collection[UUID]) -> list[tuple[UUID, UUID]]:
+        arcs: list[tuple[UUID, UUID]] = []
+        seen = set(ids)
+        stack = list(ids)
+        while stack:
+            waiter = stack.pop()
+            for waited in self._waits(waiter):
+                arcs.append((waiter, waited))
+                if waited not in seen:
+                    seen.add(waited)
+                    stack.append(waited)
+        return arcs
+
+    # leases
+    async def live_leases(self, node_ids: Collection[UUID]) -> dict[UUID, Lease]:
+        out: dict[UUID, Lease] = {}
+        for nid in node_ids:
+            lease = self._unreleased(nid)
+            if lease is not None and lease.live(self._now):
+                out[nid] = lease
+        return out
+
+    def _unreleased(self, node_id: UUID) -> Lease | None:
+        for lid in self._s.node_leases.get(node_id, ()):
+            lease = self._s.leases[lid]
+            if lease.released_at is None:
+                return lease
+        return None
+
+    async def lease_by_id(self, lease_id: UUID, *, lock: bool = False) -> Lease | None:
+        lease = self._s.leases.get(lease_id)
+        return lease if lease is not None and lease.org_id == self._org else None
+
+    async def unreleased_lease(self, node_id: UUID) -> Lease | None:
+        return self._unreleased(node_id)
+
+    async def insert_lease(self, lease: Lease) -> None:
+        self._set(self._s.leases, lease.id, lease)
+        history = self._s.node_leases.setdefault(lease.node_id, [])
+        history.append(lease.id)
+        self._undo.append(history.pop)
+
+    async def update_lease(self, lease: Lease) -> None:
+        self._set(self._s.leases, lease.id, lease)
+
+    async def lease_history(self, node_id: UUID) -> list[Lease]:
+        return [self._s.leases[i] for i in self._s.node_leases.get(node_id, ())]
+
+    async def expired_leases(self, limit: int) -> list[Lease]:
+        rows = [
+            lease
+            for lease in self._s.leases.values()
+            if lease.org_id == self._org and lease.released_at is None and lease.expires_at <= self._now
+        ]
+        rows.sort(key=lambda lease: lease.expires_at)
+        return rows[:limit]
+
+    # derived state
+    def _leased(self) -> set[UUID]:
+        return {
+            lease.node_id
+            for lease in self._s.leases.values()
+            if lease.org_id == self._org and lease.live(self._now)
+        }
+
+    def _derive(self, node: Node, leased: set[UUID]) -> Derived:
+        return readiness.derive(
+            node,
+            nodes=self._s.nodes,
+            blockers=self._s.into.get(node.id, ()),
+            children=self._s.children.get(node.id, ()),
+            projects=self._s.projects,
+            leased=leased,
+        )
+
+    async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
+        leased = self._leased()
+        return {i: self._derive(n, leased) for i in ids if (n := self._node(i)) is not None}
+
+    def _candidates(self, q: ReadyQuery) -> list[tuple[Node, Derived]]:
+        leased = self._leased()
+        out: list[tuple[Node, Derived]] = []
+        for n in self._s.nodes.values():
+            if n.org_id != self._org or n.status is not Status.OPEN or not readiness.matches(n, q):
+                continue
+            out.append((n, self._derive(n, leased)))
+        return out
+
+    async def ready(self, query: ReadyQuery) -> list[Node]:
+        ready = [n for n, d in self._candidates(query) if d.ready]
+        ordered = readiness.turn_order(ready, query.after_project)
+        return ordered[query.offset : query.offset + query.limit]
+
+    async def list_nodes(self, query: ReadyQuery, *, status: Status | None, held: bool | None) -> list[Node]:
+        rows = [
+            n
+            for n in self._s.nodes.values()
+            if n.org_id == self._org
+            and readiness.matches(n, query)
+            and (status is None or n.status is status)
+            and (held is None or readiness.held(n, self._s.nodes, self._s.projects) == held)
+        ]
+        rows.sort(key=lambda n: (n.project_id, n.number))
+        return rows[query.offset : query.offset + query.limit]
+
+    async def held_count(self, query: ReadyQuery) -> int:
+        return sum(1 for _, d in self._candidates(query) if d.held and attrs.evolve(d, held=False).ready)
+
+    async def ready_projects(self, query: ReadyQuery) -> list[UUID]:
+        return sorted({n.project_id for n, d in self._candidates(query) if d.ready})
+
+    async def lock_first_ready(self, query: ReadyQuery, project_id: UUID) -> Node | None:
+        scoped = attrs.evolve(query, projects=(project_id,), offset=0, limit=1, after_project=None)
+        found = await self.ready(scoped)
+        return found[0] if found else None
+
+    # claim cursors
+    async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None:
+        return self._s.cursors.get((self._org, principal_id, filter_hash))
+
+    async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
+        self._set(self._s.cursors, (self._org, principal_id, filter_hash), project_id)
+
+    # idempotency
+    async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
+        key = (self._org, request_id)
+        found = self._s.requests.get(key)
+        if found is not None:
+            return found
+        self._set(self._s.requests, key, StoredRequest(fingerprint=fingerprint, response=None))
+        return None
+
+    async def save_response(self, request_id: str, response: dict[str, Any]) -> None:
+        key = (self._org, request_id)
+        old = self._s.requests[key]
+        self._set(self._s.requests, key, attrs.evolve(old, response=response))
+
+    # events
+    async def append_events(self, events: Sequence[Event]) -> None:
+        start = len(self._s.events)
+        self._s.events.extend(events)
+        self.wrote = True
+        self._undo.append(lambda: self._s.events.__delitem__(slice(start, None)))
+
+    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
+        rows = [
+            e
+            for e in self._s.events
+            if e.org_id == self._org and (node_id is None or e.node_id == node_id)
+        ]
+        return rows[:limit]

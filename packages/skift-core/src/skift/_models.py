@@ -1,0 +1,192 @@
+"""The domain entities: what skift stores.
+
+Frozen, keyword-only attrs classes. Derived facts (blocked, held, claimed,
+ready) are never fields here; they are computed by readiness at read time.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import attrs
+
+
+class Status(enum.StrEnum):
+    """A node's stored status. Nothing else is stored; readiness is derived."""
+
+    OPEN = "open"
+    DONE = "done"
+    DROPPED = "dropped"
+
+
+class Priority(enum.StrEnum):
+    """Advisory, comparable only within a project. p0 sorts first."""
+
+    P0 = "p0"
+    P1 = "p1"
+    P2 = "p2"
+    P3 = "p3"
+    P4 = "p4"
+
+    @property
+    def rank(self) -> int:
+        return int(self.value[1])
+
+
+class AssigneeKind(enum.StrEnum):
+    """Who may take a node. Unset means agent-eligible; ``user`` makes it a gate."""
+
+    AGENT = "agent"
+    USER = "user"
+
+
+class PrincipalKind(enum.StrEnum):
+    USER = "user"
+    AGENT = "agent"
+    SERVICE = "service"
+
+
+class EdgeKind(enum.StrEnum):
+    """``blocks`` is the only kind that affects readiness."""
+
+    BLOCKS = "blocks"
+
+
+class ReleaseReason(enum.StrEnum):
+    """Why a lease ended, so an orchestrator can tell a gate from a crash."""
+
+    COMPLETE = "complete"
+    GATE = "gate"
+    CRASH = "crash"
+    BUDGET = "budget"
+    EXPIRED = "expired"
+    PREEMPTED = "preempted"
+
+
+@attrs.frozen(kw_only=True)
+class Org:
+    id: UUID
+    name: str
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Principal:
+    id: UUID
+    org_id: UUID
+    name: str
+    kind: PrincipalKind
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Hold:
+    """A stored decision to park work: who, when, why, and the focus sweep if any."""
+
+    at: datetime
+    by: UUID
+    reason: str
+    group: UUID | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Project:
+    id: UUID
+    org_id: UUID
+    slug: str
+    title: str
+    node_counter: int = 0
+    priority: Priority = Priority.P2
+    vcs_url: str = ""
+    archived_at: datetime | None = None
+    hold: Hold | None = None
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Node:
+    id: UUID
+    org_id: UUID
+    project_id: UUID
+    number: int
+    parent_id: UUID | None = None
+    kind: str = "task"
+    title: str
+    body: str = ""
+    status: Status = Status.OPEN
+    priority: Priority = Priority.P2
+    assignee_kind: AssigneeKind | None = None
+    assignee: str | None = None
+    labels: tuple[str, ...] = ()
+    hold: Hold | None = None
+    result: str | None = None
+    context_id: UUID
+    created_by: UUID
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_gate(self) -> bool:
+        return self.assignee_kind is AssigneeKind.USER
+
+    def satisfies_edge(self) -> bool:
+        """Does this node, as the source of a ``blocks`` edge, let its target go?
+
+        Done satisfies. Dropped satisfies too, except for a gate: a gate is
+        satisfied only by completion, so an agent cannot drop its way past one.
+        """
+        if self.status is Status.DONE:
+            return True
+        return self.status is Status.DROPPED and not self.is_gate
+
+
+@attrs.frozen(kw_only=True)
+class Edge:
+    org_id: UUID
+    from_id: UUID
+    to_id: UUID
+    kind: EdgeKind = EdgeKind.BLOCKS
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Lease:
+    """The contract between skift and whatever executes work; ``id`` is the fencing token."""
+
+    id: UUID
+    org_id: UUID
+    node_id: UUID
+    holder: UUID
+    harness: str = ""
+    agent_ref: str = ""
+    session_ref: str = ""
+    created_at: datetime
+    expires_at: datetime
+    released_at: datetime | None = None
+    release_reason: ReleaseReason | None = None
+
+    def live(self, now: datetime) -> bool:
+        return self.released_at is None and self.expires_at > now
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """Immutable record of one change: who, what, why, before and after."""
+
+    id: UUID
+    org_id: UUID
+    project_id: UUID | None = None
+    node_id: UUID | None = None
+    principal_id: UUID
+    principal_kind: PrincipalKind
+    on_behalf_of: UUID | None = None
+    identity_scheme: str = "local"
+    request_id: str | None = None
+    op: str
+    reason: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    occurred_at: datetime

@@ -1,0 +1,265 @@
+"""The patch format: a flat list of operations applied in one transaction.
+
+Written for a model to generate correctly on the first try. The project is
+hoisted to the patch; ``create_node`` takes an ``alias`` that any later
+operation may use wherever a node reference is expected.
+
+In ``update_node`` a field left ``None`` is unchanged; an empty string clears
+``parent``, ``assignee`` and ``assignee_kind``.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ._errors import Invalid
+from ._models import AssigneeKind, Priority
+
+
+@attrs.frozen(kw_only=True)
+class Cascade:
+    """The blast radius a cascading drop states before it runs."""
+
+    max_nodes: int
+
+
+@attrs.frozen(kw_only=True)
+class CreateNode:
+    title: str
+    alias: str | None = None
+    body: str = ""
+    kind: str = "task"
+    priority: Priority = Priority.P2
+    parent: str | None = None
+    labels: tuple[str, ...] = ()
+    assignee_kind: AssigneeKind | None = None
+    assignee: str | None = None
+    blocked_by: tuple[str, ...] = ()
+    op: str = attrs.field(default="create_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class UpdateNode:
+    node: str
+    title: str | None = None
+    body: str | None = None
+    kind: str | None = None
+    priority: Priority | None = None
+    parent: str | None = None
+    labels: tuple[str, ...] | None = None
+    assignee_kind: str | None = None
+    assignee: str | None = None
+    op: str = attrs.field(default="update_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class DropNode:
+    node: str
+    reason: str
+    cascade: Cascade | None = None
+    op: str = attrs.field(default="drop_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class CompleteNode:
+    node: str
+    result: str = ""
+    op: str = attrs.field(default="complete_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class ReopenNode:
+    node: str
+    reason: str
+    op: str = attrs.field(default="reopen_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class HoldNode:
+    node: str
+    reason: str
+    op: str = attrs.field(default="hold_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class UnholdNode:
+    node: str
+    reason: str
+    op: str = attrs.field(default="unhold_node", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class AddEdge:
+    from_: str
+    to: str
+    kind: str = "blocks"
+    op: str = attrs.field(default="add_edge", init=False)
+
+
+@attrs.frozen(kw_only=True)
+class RemoveEdge:
+    from_: str
+    to: str
+    kind: str = "blocks"
+    op: str = attrs.field(default="remove_edge", init=False)
+
+
+Op = (
+    CreateNode
+    | UpdateNode
+    | DropNode
+    | CompleteNode
+    | ReopenNode
+    | HoldNode
+    | UnholdNode
+    | AddEdge
+    | RemoveEdge
+)
+
+OP_TYPES: dict[str, type[Op]] = {
+    "create_node": CreateNode,
+    "update_node": UpdateNode,
+    "drop_node": DropNode,
+    "complete_node": CompleteNode,
+    "reopen_node": ReopenNode,
+    "hold_node": HoldNode,
+    "unhold_node": UnholdNode,
+    "add_edge": AddEdge,
+    "remove_edge": RemoveEdge,
+}
+
+STRUCTURAL_OPS = (AddEdge, RemoveEdge)
+
+def _structure(value: object, tp: Any, path: str) -> Any:
+    """Check ``value`` against the annotation ``tp``; raise Invalid naming ``path``."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _structure(value, args[0], path)
+    if tp is str:
+        if not isinstance(value, str):
+            raise _bad(path, f"expected a string, got {_typename(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _bad(path, f"expected a whole number, got {_typename(value)}")
+        return value
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            choices = ", ".join(str(m.value) for m in tp)
+            raise _bad(path, f"{value!r} is not one of {choices}") from None
+    if origin is tuple:
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise _bad(path, f"expected a list of strings, got {_typename(value)}")
+        items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        return tuple(_structure(v, str, f"{path}[{i}]") for i, v in enumerate(items))
+    if attrs.has(tp):
+        return _structure_attrs(value, tp, path)
+    raise AssertionError(f"no structure rule for {tp!r}")  # pragma: no cover
+
+
+def _structure_attrs(value: object, cls: type[Any], path: str) -> Any:
+    if not isinstance(value, Mapping):
+        raise _bad(path, f"expected an object, got {_typename(value)}")
+    doc: dict[str, Any] = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    known: set[str] = set()
+    for f in attrs.fields(cls):
+        if not f.init:
+            continue
+        key = "from" if f.name == "from_" else f.name
+        known.add(key)
+        if key not in doc:
+            if f.default is attrs.NOTHING:
+                raise _bad(f"{path}.{key}", "required field missing")
+            continue
+        kwargs[f.name] = _structure(doc[key], hints[f.name], f"{path}.{key}")
+    extra = sorted(set(doc) - known)
+    if extra:
+        raise _bad(path, f"unknown field {', '.join(extra)}; known: {', '.join(sorted(known))}")
+    return cls(**kwargs)
+
+
+def _typename(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class _FieldError(Exception):
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _bad(path: str, problem: str) -> _FieldError:
+    return _FieldError(path, problem)
+
+
+def parse_op(doc: object, index: int = 0) -> Op:
+    """One operation from its JSON/YAML form, or :class:`Invalid` naming the index and field."""
+    where = f"ops[{index}]"
+    if not isinstance(doc, Mapping):
+        raise Invalid(f"{where} is not an object", next="Each operation is an object with an 'op' field.")
+    fields: dict[str, Any] = dict(doc)  # pyright: ignore[reportUnknownArgumentType]
+    name = fields.pop("op", None)
+    if name not in OP_TYPES:
+        raise Invalid(
+            f"{where}.op is {name!r}, which is not an operation",
+            next="Use one of: " + ", ".join(OP_TYPES) + ".",
+            index=index,
+            field="op",
+        )
+    cls = OP_TYPES[str(name)]
+    try:
+        op: Op = _structure_attrs(fields, cls, where)
+    except _FieldError as exc:
+        raise Invalid(
+            f"{exc.path} ({name}): {exc.problem}",
+            next=f"Fix {where} and send the patch again; see 'Patch documents' in docs/concepts.md.",
+            index=index,
+            field=exc.path,
+        ) from None
+    return op
+
+
+def parse_ops(docs: object) -> list[Op]:
+    if isinstance(docs, str | bytes) or not isinstance(docs, Sequence):
+        raise Invalid("ops must be a list of operations", next="Give 'ops' as a list.")
+    items: list[object] = list(docs)  # pyright: ignore[reportUnknownArgumentType]
+    return [parse_op(d, i) for i, d in enumerate(items)]
+
+
+def op_to_dict(op: Op) -> dict[str, Any]:
+    out: dict[str, Any] = {"op": op.op}
+    for f in attrs.fields(type(op)):
+        value = getattr(op, f.name)
+        if not f.init or value == f.default:
+            continue
+        key = "from" if f.name == "from_" else f.name
+        if isinstance(value, Cascade):
+            out[key] = {"max_nodes": value.max_nodes}
+        elif isinstance(value, tuple):
+            out[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            out[key] = value
+    return out
+
+
+def fingerprint(project: str, ops: Sequence[Op], lease: str | None) -> str:
+    """A digest of what a patch asks for; key order and whitespace do not change it."""
+    doc = {"project": project, "lease": lease, "ops": [op_to_dict(o) for o in ops]}
+    canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canon.encode()).hexdigest()

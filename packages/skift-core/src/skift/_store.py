@@ -1,0 +1,218 @@
+"""The seam between the engine and a store.
+
+A store is a transactional unit of work with graph primitives: load and lock
+rows, walk the wait relation, allocate node numbers, write rows, append
+events. It holds no rules. The rules live in the engine (``_engine``); the one
+exception allowed is readiness and the turn order, which a store must be able
+to compute where its rows are (SQL in PostgreSQL, the reference Python in
+``_readiness`` for the in-memory store). A hypothesis state machine keeps the
+two equal.
+
+Every transaction is scoped to one organization; a store never returns a row
+of another organization from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+from uuid import UUID
+
+import attrs
+
+from ._models import (
+    AssigneeKind,
+    Edge,
+    Event,
+    Lease,
+    Node,
+    Org,
+    Principal,
+    PrincipalKind,
+    Project,
+    Status,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Derived:
+    """Facts derived at read time, never stored."""
+
+    blocked: bool
+    held: bool
+    claimed: bool
+    open_children: bool
+    archived: bool
+
+    @property
+    def ready(self) -> bool:
+        return not (self.blocked or self.held or self.claimed or self.open_children or self.archived)
+
+
+@attrs.frozen(kw_only=True)
+class ReadyQuery:
+    """What a Ready or ClaimNext asks for, with references already resolved.
+
+    ``projects`` empty means every project of the organization. The turn
+    order rotates across projects: each project's ready nodes are ranked by
+    priority then age (then number), and the page interleaves one node per
+    project per pass, starting with the first project (by id) after
+    ``after_project``.
+    """
+
+    projects: tuple[UUID, ...] = ()
+    kinds: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    any_labels: tuple[str, ...] = ()
+    assignee_kind: AssigneeKind | None = None
+    agent_only: bool = False
+    max_priority_rank: int = 4
+    parent: UUID | None = None
+    after_project: UUID | None = None
+    limit: int = 50
+    offset: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class StoredRequest:
+    fingerprint: str
+    response: dict[str, Any] | None
+
+
+class Tx(Protocol):
+    """One transaction in one organization."""
+
+    @property
+    def org_id(self) -> UUID: ...
+
+    async def now(self) -> datetime:
+        """The store's clock (the database's in PostgreSQL), fixed for the transaction."""
+        ...
+
+    # principals
+    async def principal_by_name(self, name: str) -> Principal | None: ...
+    async def principals_by_id(self, ids: Collection[UUID]) -> dict[UUID, Principal]: ...
+    async def insert_principal(self, principal: Principal) -> None: ...
+
+    # projects
+    async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None: ...
+    async def project_by_slug(self, slug: str) -> Project | None:
+        """The project a current or retired slug names."""
+        ...
+
+    async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]: ...
+    async def slugs_like(self, base: str) -> set[str]:
+        """Every slug, current or retired, equal to ``base`` or starting ``base-``."""
+        ...
+
+    async def insert_project(self, project: Project) -> None: ...
+    async def update_project(self, project: Project) -> None:
+        """Write the row; a changed slug is added to the project's slugs, the old one kept."""
+        ...
+
+    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
+        """Projects in activity order, most recent first; archived ones only when asked."""
+        ...
+
+    async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
+        """When each project last saw an event (its activity time, derived from events)."""
+        ...
+
+    async def allocate_numbers(self, project_id: UUID, count: int) -> int:
+        """Reserve ``count`` node numbers on the project row; returns the first."""
+        ...
+
+    # nodes
+    async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]: ...
+    async def node_by_number(self, project_id: UUID, number: int, *, lock: bool = False) -> Node | None: ...
+    async def insert_nodes(self, nodes: Sequence[Node]) -> None: ...
+    async def update_node(self, node: Node) -> None: ...
+    async def children_of(self, ids: Collection[UUID]) -> list[Node]: ...
+    async def ancestors(self, node_id: UUID) -> list[Node]:
+        """The parent chain of a node, nearest first."""
+        ...
+
+    # edges
+    async def edges_into(self, ids: Collection[UUID]) -> list[Edge]: ...
+    async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]: ...
+    async def insert_edges(self, edges: Sequence[Edge]) -> None: ...
+    async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool: ...
+    async def wait_arcs_from(self, ids: Collection[UUID]) -> list[tuple[UUID, UUID]]:
+        """Every arc (waiter, waited_on) reachable from ``ids`` along the wait relation.
+
+        The wait relation is the union of ``blocks`` edges (the target waits on
+        the source) and containment (a parent waits on each child).
+        """
+        ...
+
+    # leases
+    async def live_leases(self, node_ids: Collection[UUID]) -> dict[UUID, Lease]: ...
+    async def lease_by_id(self, lease_id: UUID, *, lock: bool = False) -> Lease | None: ...
+    async def unreleased_lease(self, node_id: UUID) -> Lease | None: ...
+    async def insert_lease(self, lease: Lease) -> None: ...
+    async def update_lease(self, lease: Lease) -> None: ...
+    async def lease_history(self, node_id: UUID) -> list[Lease]: ...
+    async def expired_leases(self, limit: int) -> list[Lease]:
+        """Unreleased leases whose time has run out, oldest first, locked, skipping locked."""
+        ...
+
+    # derived state: the rule that may exist twice
+    async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]: ...
+    async def ready(self, query: ReadyQuery) -> list[Node]: ...
+    async def list_nodes(self, query: ReadyQuery, *, status: Status | None, held: bool | None) -> list[Node]:
+        """Nodes matching the filter in any state, by project (ascending id) then number."""
+        ...
+
+    async def held_count(self, query: ReadyQuery) -> int:
+        """How many nodes in the query's scope would be ready but for a hold."""
+        ...
+
+    async def lock_first_ready(self, query: ReadyQuery, project_id: UUID) -> Node | None:
+        """Lock and return the first ready node of one project, skipping rows others hold."""
+        ...
+
+    async def ready_projects(self, query: ReadyQuery) -> list[UUID]:
+        """Projects in scope with at least one ready node, ascending by id."""
+        ...
+
+    # claim cursors
+    async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None: ...
+    async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None: ...
+
+    # idempotency
+    async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
+        """Reserve a request id; if it was already used, return what was stored."""
+        ...
+
+    async def save_response(self, request_id: str, response: dict[str, Any]) -> None: ...
+
+    # events
+    async def append_events(self, events: Sequence[Event]) -> None: ...
+    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]: ...
+
+
+class Store(Protocol):
+    """A place skift keeps its graph."""
+
+    def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AbstractAsyncContextManager[Tx]:
+        """Begin a transaction in one organization.
+
+        ``graph_lock`` serializes writes that change the wait relation within
+        the organization, so two concurrent patches cannot each add half of a
+        cycle.
+        """
+        ...
+
+    async def ensure_org(self, name: str) -> Org: ...
+    async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal: ...
+    async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
+        """Return when something in the organization may have changed, or at the timeout."""
+        ...
+
+    def set_clock_offset(self, offset: timedelta) -> None:
+        """Move this store's clock (tests only): every ``now()`` is shifted by ``offset``."""
+        ...
+
+    async def close(self) -> None: ...

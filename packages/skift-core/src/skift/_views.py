@@ -1,0 +1,154 @@
+"""What the API returns: nodes as a caller sees them, pages, results, explanations.
+
+These are the shapes of SURFACE.md. References are ``slug#N`` strings and ids
+are ULID strings, so a caller never handles a store's internal form.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from ._models import AssigneeKind, Priority, ReleaseReason, Status
+
+
+@attrs.frozen(kw_only=True)
+class NodeInfo:
+    """A node with its derived state, as every response carries it."""
+
+    ref: str
+    id: str
+    number: int
+    project: str
+    title: str
+    body: str
+    kind: str
+    status: Status
+    priority: Priority
+    parent: str | None
+    labels: tuple[str, ...]
+    assignee_kind: AssigneeKind | None
+    assignee: str | None
+    context_id: str
+    created_at: datetime
+    blocked: bool
+    held: bool
+    claimed: bool
+    ready: bool
+    result: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ProjectInfo:
+    id: str
+    slug: str
+    title: str
+    priority: Priority
+    vcs_url: str
+    archived: bool
+    archived_at: datetime | None
+    held: bool
+    hold_reason: str | None
+    created_at: datetime
+    active_at: datetime
+    node_count: int
+
+
+@attrs.frozen(kw_only=True)
+class Resolved:
+    """What a reference resolves to, with the title so a caller can check itself."""
+
+    ref: str
+    id: str
+    title: str
+
+
+@attrs.frozen(kw_only=True)
+class PatchResult:
+    request_id: str
+    created: dict[str, str]
+    dropped: tuple[str, ...]
+    nodes: tuple[NodeInfo, ...]
+    parked: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ReadyPage:
+    nodes: tuple[NodeInfo, ...]
+    held_count: int
+    next_page: str | None
+
+
+@attrs.frozen(kw_only=True)
+class Reason:
+    """One reason a node is not ready: ``kind`` plus details (see SURFACE.md)."""
+
+    kind: str
+    detail: dict[str, Any] = attrs.field(factory=dict[str, Any])
+
+
+@attrs.frozen(kw_only=True)
+class Explanation:
+    ref: str
+    title: str
+    ready: bool
+    reasons: tuple[Reason, ...]
+
+    def kinds(self) -> list[str]:
+        return [r.kind for r in self.reasons]
+
+
+@attrs.frozen(kw_only=True)
+class LeaseInfo:
+    id: str
+    node: str
+    holder: str
+    expires_at: datetime
+    created_at: datetime
+    harness: str = ""
+    agent_ref: str = ""
+    session_ref: str = ""
+    released_at: datetime | None = None
+    release_reason: ReleaseReason | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Input:
+    """A blocking predecessor's result, attributed to who completed it."""
+
+    ref: str
+    title: str
+    result: str | None
+    author: str | None
+    artifacts: tuple[dict[str, Any], ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class CommentsHint:
+    unresolved: int = 0
+    newest_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Claim:
+    node: NodeInfo
+    lease: LeaseInfo
+    inputs: tuple[Input, ...]
+    comments: CommentsHint
+
+
+@attrs.frozen(kw_only=True)
+class EventInfo:
+    id: str
+    op: str
+    project: str | None
+    node: str | None
+    principal: str
+    principal_kind: str
+    reason: str | None
+    request_id: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    occurred_at: datetime

@@ -1,0 +1,1 @@
+"""Reserved: built by a later issue (see README)."""
