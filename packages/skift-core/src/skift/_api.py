@@ -146,7 +146,7 @@ class LocalSkift:
         self.store = store
         self.spec = principal or User(getpass.getuser())
         self.org_name = org
-        self.engine = Engine(limits)
+        self.engine = Engine(limits, org=org)
         self.identity_scheme = identity_scheme
         self._owns = owns_store
         self._actor: Actor | None = None

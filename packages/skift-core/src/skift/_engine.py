@@ -209,8 +209,9 @@ def check_vcs_url(url: str) -> str:
 class Engine:
     """Every rule of skift, applied inside a store transaction."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, *, org: str = "default") -> None:
         self.limits = limits
+        self.org = org
 
     # ------------------------------------------------------------------ events
 
@@ -247,14 +248,16 @@ class Engine:
 
     async def resolve_project(self, tx: Tx, ref: str) -> Project:
         text = ref.strip()
+        org: str | None = None
         if "/" in text:
-            text = text.split("/", 1)[1]
+            org, text = text.split("/", 1)
         project: Project | None = None
-        ident = parse_ulid(text)
-        if ident is not None:
-            project = await tx.project_by_id(ident)
-        if project is None:
-            project = await tx.project_by_slug(text.lower())
+        if org is None or org == self.org:  # another organization's project is nothing
+            ident = parse_ulid(text)
+            if ident is not None:
+                project = await tx.project_by_id(ident)
+            if project is None:
+                project = await tx.project_by_slug(text.lower())
         if project is None:
             raise NotFound(
                 f"no project {ref!r}",
@@ -462,7 +465,9 @@ class Engine:
     ) -> Node:
         parsed = parse_node_ref(ref)
         node: Node | None = None
-        if parsed.id is not None:
+        if parsed.org is not None and parsed.org != self.org:
+            pass  # a reference into another organization behaves exactly like a reference to nothing
+        elif parsed.id is not None:
             node = (await tx.nodes_by_id([parsed.id], lock=lock)).get(parsed.id)
         else:
             assert parsed.number is not None
@@ -601,6 +606,12 @@ class Engine:
                 exc.details.setdefault("index", index)
                 raise
         await ctx.check_cycles()
+        if release_after is not None and ctx.lease is not None and ctx.lease.node_id not in ctx.touched:
+            # gate-and-release releases the lease of the node it gates, never another node's
+            raise FencingError(
+                f"lease {lease} is not a lease on the node this patch writes",
+                next="Use the lease id that Claim returned for this node.",
+            )
         await ctx.finish(release_after)
         result = PatchResult(
             request_id=request_id,
@@ -1543,9 +1554,11 @@ class _Patch:
     async def check_cycles(self) -> None:
         if not self.arcs:
             return
+        # The store already holds this patch's writes, so walking it from the new arcs sees the
+        # resulting graph; an arc added and then removed again in the patch is not in it.
         arcs = await self.tx.wait_arcs_from({waited for _, waited in self.arcs})
         adj: dict[UUID, list[UUID]] = {}
-        for waiter, waited in arcs + self.arcs:
+        for waiter, waited in arcs:
             adj.setdefault(waiter, []).append(waited)
         cycle = _find_cycle(adj)
         if cycle is None:
@@ -1586,7 +1599,9 @@ def _find_cycle(adj: dict[UUID, list[UUID]]) -> list[UUID] | None:
     white, grey, black = 0, 1, 2
     color: dict[UUID, int] = {}
     parent: dict[UUID, UUID] = {}
-    for start in list(adj):
+    for succ in adj.values():
+        succ.sort()
+    for start in sorted(adj):
         if color.get(start, white) != white:
             continue
         stack: list[tuple[UUID, int]] = [(start, 0)]

@@ -8,6 +8,7 @@ slug, or its ULID. The ULID stays internal; the API accepts either form.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from uuid import UUID
 
@@ -22,9 +23,23 @@ _NODE_RE = re.compile(r"^(?:(?:(?P<org>[^/#\s]+)/)?(?P<slug>[^/#\s]+))?#(?P<num>
 _SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,98}[a-z0-9])?$")
 
 
+_last_id = 0
+_id_lock = threading.Lock()
+
+
 def new_id() -> UUID:
-    """A fresh ULID, as the UUID the stores keep."""
-    return ULID().to_uuid()
+    """A fresh ULID, as the UUID the stores keep.
+
+    Monotonic within this process: two ids minted in the same millisecond still
+    sort in the order they were made, so id order is creation order.
+    """
+    global _last_id
+    value = int.from_bytes(ULID().bytes, "big")
+    with _id_lock:
+        if value <= _last_id:
+            value = _last_id + 1
+        _last_id = value
+    return UUID(int=value)
 
 
 def ulid_str(value: UUID) -> str:

@@ -1,0 +1,59 @@
+"""Numbered ``.sql`` migrations, applied in order under an advisory lock.
+
+Each file in ``migrations/`` is applied once, in its own transaction, and
+recorded in ``skift_migrations``. Several servers starting at once over one
+database serialize on the lock, so exactly one applies each migration.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import psycopg
+
+_FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+# an arbitrary constant naming "skift's migration lock" among advisory locks
+_LOCK_KEY = 0x736B696674_01
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every migration shipped, in order."""
+    folder = resources.files("skift_pg") / "migrations"
+    out: list[tuple[int, str, str]] = []
+    for entry in folder.iterdir():
+        m = _FILE.match(entry.name)
+        if m:
+            out.append((int(m.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    out.sort()
+    versions = [v for v, _, _ in out]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError("two migrations share a number")
+    return out
+
+
+async def migrate(dsn: str) -> list[str]:
+    """Bring the database at ``dsn`` up to date; returns the names of migrations applied."""
+    applied: list[str] = []
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS skift_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur = await conn.execute("SELECT version FROM skift_migrations")
+            done = {row[0] for row in await cur.fetchall()}
+            for version, name, sql in migrations():
+                if version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(sql.encode())
+                    await conn.execute(
+                        "INSERT INTO skift_migrations (version, name) VALUES (%s, %s)", (version, name)
+                    )
+                applied.append(name)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+    return applied

@@ -1,0 +1,53 @@
+"""Named SQL queries, loaded once from the ``.sql`` files beside this module.
+
+A file is a sequence of blocks, each opened by ``-- name: NAME`` and a
+one-line comment saying what the query is for. Blocks named with a leading
+underscore are fragments: they are spliced, at load time, wherever another
+block says ``/*:_name*/``. No SQL is ever built from run-time values.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_SPLICE = re.compile(r"/\*:(_\w+)\*/")
+
+
+def parse(text: str) -> dict[str, str]:
+    """Split a named-query file into ``{name: sql}``, fragments spliced in."""
+    parts = _NAME.split(text)
+    raw: dict[str, str] = {}
+    for i in range(1, len(parts), 2):
+        name, body = parts[i], parts[i + 1]
+        lines = [ln for ln in body.strip().splitlines() if not ln.startswith("-- ")]
+        if name in raw:
+            raise ValueError(f"query {name!r} is defined twice")
+        raw[name] = "\n".join(lines).strip()
+
+    def expand(sql: str, depth: int = 0) -> str:
+        if depth > 10:
+            raise ValueError("fragments nest too deeply")
+        return _SPLICE.sub(lambda m: expand(raw[m.group(1)], depth + 1), sql)
+
+    return {name: expand(sql) for name, sql in raw.items() if not name.startswith("_")}
+
+
+@cache
+def queries() -> dict[str, str]:
+    """Every named query of the store."""
+    out: dict[str, str] = {}
+    folder = resources.files("skift_pg") / "queries"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            for name, sql in parse(entry.read_text(encoding="utf-8")).items():
+                if name in out:
+                    raise ValueError(f"query {name!r} is defined in two files")
+                out[name] = sql
+    return out
+
+
+def q(name: str) -> str:
+    return queries()[name]

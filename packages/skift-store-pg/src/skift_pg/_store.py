@@ -1,0 +1,656 @@
+"""The PostgreSQL store: skift's graph in tables, its readiness in SQL.
+
+A :class:`PgStore` owns a psycopg connection pool. Each transaction is scoped
+to one organization; every query names ``org_id``. The engine in skift-core
+holds the rules; this module only loads, locks, writes and computes the
+derived facts (readiness and the turn order) where the rows are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import psycopg.errors
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+from skift import (
+    AssigneeKind,
+    Derived,
+    Edge,
+    EdgeKind,
+    Event,
+    Hold,
+    Lease,
+    LimitExceeded,
+    Limits,
+    Node,
+    Org,
+    Principal,
+    PrincipalKind,
+    Priority,
+    Project,
+    ReadyQuery,
+    ReleaseReason,
+    Status,
+    StoredRequest,
+    TransientError,
+    Unavailable,
+    new_id,
+)
+
+from ._queries import q
+
+log = logging.getLogger("skift_pg")
+
+Row = dict[str, Any]
+Conn = psycopg.AsyncConnection[Row]
+
+_PRIORITIES = list(Priority)
+
+
+def _hold(row: Row) -> Hold | None:
+    if row["held_at"] is None:
+        return None
+    return Hold(at=row["held_at"], by=row["held_by"], reason=row["held_reason"], group=row["hold_group"])
+
+
+def _hold_params(hold: Hold | None) -> Row:
+    if hold is None:
+        return {"held_at": None, "held_by": None, "held_reason": None, "hold_group": None}
+    return {"held_at": hold.at, "held_by": hold.by, "held_reason": hold.reason, "hold_group": hold.group}
+
+
+def project_from_row(row: Row) -> Project:
+    return Project(
+        id=row["id"],
+        org_id=row["org_id"],
+        slug=row["slug"],
+        title=row["title"],
+        node_counter=row["node_counter"],
+        priority=_PRIORITIES[row["priority"]],
+        vcs_url=row["vcs_url"],
+        archived_at=row["archived_at"],
+        hold=_hold(row),
+        created_at=row["created_at"],
+    )
+
+
+def node_from_row(row: Row) -> Node:
+    return Node(
+        id=row["id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        number=row["number"],
+        parent_id=row["parent_id"],
+        kind=row["kind"],
+        title=row["title"],
+        body=row["body"],
+        status=Status(row["status"]),
+        priority=_PRIORITIES[row["priority"]],
+        assignee_kind=AssigneeKind(row["assignee_kind"]) if row["assignee_kind"] else None,
+        assignee=row["assignee"],
+        labels=tuple(row["labels"]),
+        hold=_hold(row),
+        result=row["result"],
+        context_id=row["context_id"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def edge_from_row(row: Row) -> Edge:
+    return Edge(
+        org_id=row["org_id"],
+        from_id=row["from_id"],
+        to_id=row["to_id"],
+        kind=EdgeKind(row["kind"]),
+        created_at=row["created_at"],
+    )
+
+
+def lease_from_row(row: Row) -> Lease:
+    return Lease(
+        id=row["id"],
+        org_id=row["org_id"],
+        node_id=row["node_id"],
+        holder=row["holder"],
+        harness=row["harness"],
+        agent_ref=row["agent_ref"],
+        session_ref=row["session_ref"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        released_at=row["released_at"],
+        release_reason=ReleaseReason(row["release_reason"]) if row["release_reason"] else None,
+    )
+
+
+def principal_from_row(row: Row) -> Principal:
+    return Principal(
+        id=row["id"],
+        org_id=row["org_id"],
+        name=row["name"],
+        kind=PrincipalKind(row["kind"]),
+        created_at=row["created_at"],
+    )
+
+
+def event_from_row(row: Row) -> Event:
+    return Event(
+        id=row["id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        node_id=row["node_id"],
+        principal_id=row["principal_id"],
+        principal_kind=PrincipalKind(row["principal_kind"]),
+        on_behalf_of=row["on_behalf_of"],
+        identity_scheme=row["identity_scheme"],
+        request_id=row["request_id"],
+        op=row["op"],
+        reason=row["reason"],
+        before=row["before"],
+        after=row["after"],
+        occurred_at=row["occurred_at"],
+    )
+
+
+def _node_params(n: Node) -> Row:
+    return {
+        "id": n.id,
+        "org": n.org_id,
+        "project_id": n.project_id,
+        "number": n.number,
+        "parent_id": n.parent_id,
+        "kind": n.kind,
+        "title": n.title,
+        "body": n.body,
+        "status": n.status.value,
+        "priority": n.priority.rank,
+        "assignee_kind": n.assignee_kind.value if n.assignee_kind else None,
+        "assignee": n.assignee,
+        "labels": list(n.labels),
+        "result": n.result,
+        "context_id": n.context_id,
+        "created_by": n.created_by,
+        "created_at": n.created_at,
+        "updated_at": n.updated_at,
+        **_hold_params(n.hold),
+    }
+
+
+def _project_params(p: Project) -> Row:
+    return {
+        "id": p.id,
+        "org": p.org_id,
+        "slug": p.slug,
+        "title": p.title,
+        "node_counter": p.node_counter,
+        "priority": p.priority.rank,
+        "vcs_url": p.vcs_url,
+        "archived_at": p.archived_at,
+        "created_at": p.created_at,
+        **_hold_params(p.hold),
+    }
+
+
+def _lease_params(lease: Lease) -> Row:
+    return {
+        "id": lease.id,
+        "org": lease.org_id,
+        "node_id": lease.node_id,
+        "holder": lease.holder,
+        "harness": lease.harness,
+        "agent_ref": lease.agent_ref,
+        "session_ref": lease.session_ref,
+        "created_at": lease.created_at,
+        "expires_at": lease.expires_at,
+        "released_at": lease.released_at,
+        "release_reason": lease.release_reason.value if lease.release_reason else None,
+    }
+
+
+def _org_lock_key(org_id: UUID) -> int:
+    digest = hashlib.sha256(b"skift-graph:" + org_id.bytes).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class PgStore:
+    """A :class:`~skift.Store` in PostgreSQL."""
+
+    def __init__(self, dsn: str, *, limits: Limits | None = None, min_size: int = 1, max_size: int = 16) -> None:
+        self.dsn = dsn
+        self.limits = limits or Limits()
+        timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
+        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={
+                "row_factory": dict_row,
+                "autocommit": True,
+                "options": f"-c statement_timeout={timeout_ms}",
+            },
+            connection_class=psycopg.AsyncConnection[Row],
+        )
+        self._opened = False
+        self._open_lock = asyncio.Lock()
+        self._offset = timedelta()
+        self._waiters: dict[UUID, asyncio.Event] = {}
+        self._listener: asyncio.Task[None] | None = None
+
+    def set_clock_offset(self, offset: timedelta) -> None:
+        self._offset = offset
+
+    async def _ensure_open(self) -> None:
+        if self._opened:
+            return
+        async with self._open_lock:
+            if not self._opened:
+                try:
+                    await self._pool.open(wait=True, timeout=10)
+                except Exception as exc:
+                    raise Unavailable(
+                        f"cannot reach PostgreSQL: {exc}",
+                        next="Check that the server is running and the DSN is right; then retry.",
+                    ) from exc
+                self._opened = True
+
+    @asynccontextmanager
+    async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncIterator[PgTx]:
+        await self._ensure_open()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                tx = PgTx(conn, org_id, self._offset)
+                if graph_lock:
+                    await tx.exec("graph_lock", key=_org_lock_key(org_id))
+                yield tx
+                if tx.wrote:
+                    await tx.exec("notify", org=str(org_id))
+        except psycopg.errors.DeadlockDetected as exc:
+            raise TransientError(str(exc)) from exc
+        except psycopg.errors.SerializationFailure as exc:
+            raise TransientError(str(exc)) from exc
+        except psycopg.errors.QueryCanceled as exc:
+            raise LimitExceeded(
+                "the statement ran past the statement timeout",
+                next="Narrow the request (a smaller page, a smaller patch) and retry.",
+                limit="statement_timeout",
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise Unavailable(
+                f"PostgreSQL is unavailable: {exc}",
+                next="Retry with the same request id; nothing was committed twice.",
+            ) from exc
+
+    async def ensure_org(self, name: str) -> Org:
+        await self._ensure_open()
+        for _ in range(3):
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(q("ensure_org"), {"id": new_id(), "name": name})
+                row = await cur.fetchone()
+            if row is not None:
+                return Org(id=row["id"], name=row["name"], created_at=row["created_at"])
+        raise TransientError("could not create the organization")
+
+    async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
+        await self._ensure_open()
+        for _ in range(3):
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(
+                    q("ensure_principal"), {"id": new_id(), "org": org_id, "name": name, "kind": kind.value}
+                )
+                row = await cur.fetchone()
+            if row is not None:
+                return principal_from_row(row)
+        raise TransientError("could not create the principal")
+
+    async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
+        """Wait for a NOTIFY naming the org; polling by the caller is the correctness path."""
+        await self._ensure_listener()
+        event = self._waiters.setdefault(org_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout.total_seconds())
+
+    async def _ensure_listener(self) -> None:
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        except psycopg.Error:
+            log.warning("cannot LISTEN for changes; ClaimNext with wait falls back to polling")
+            return
+        try:
+            await conn.execute("LISTEN skift_changes")
+            async for note in conn.notifies():
+                try:
+                    org = UUID(note.payload)
+                except ValueError:
+                    continue
+                event = self._waiters.pop(org, None)
+                if event is not None:
+                    event.set()
+        except psycopg.Error:
+            log.info("the change listener lost its connection; waiters fall back to polling")
+        finally:
+            await conn.close()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+            self._listener = None
+        if self._opened:
+            await self._pool.close()
+            self._opened = False
+
+
+class PgTx:
+    """One transaction in one organization."""
+
+    def __init__(self, conn: Conn, org_id: UUID, offset: timedelta) -> None:
+        self._conn = conn
+        self._org = org_id
+        self._offset = offset
+        self._now: datetime | None = None
+        self.wrote = False
+
+    @property
+    def org_id(self) -> UUID:
+        return self._org
+
+    async def exec(self, name: str, **params: Any) -> None:
+        await self._conn.execute(q(name), {"org": self._org, **params})
+
+    async def write(self, name: str, **params: Any) -> int:
+        cur = await self._conn.execute(q(name), {"org": self._org, **params})
+        self.wrote = True
+        return cur.rowcount
+
+    async def rows(self, name: str, **params: Any) -> list[Row]:
+        cur = await self._conn.execute(q(name), {"org": self._org, **params})
+        return await cur.fetchall()
+
+    async def row(self, name: str, **params: Any) -> Row | None:
+        cur = await self._conn.execute(q(name), {"org": self._org, **params})
+        return await cur.fetchone()
+
+    async def now(self) -> datetime:
+        if self._now is None:
+            row = await self.row("now", offset=self._offset)
+            assert row is not None
+            self._now = row["now"]
+        return self._now
+
+    # principals
+    async def principal_by_name(self, name: str) -> Principal | None:
+        row = await self.row("principal_by_name", name=name)
+        return principal_from_row(row) if row else None
+
+    async def principals_by_id(self, ids: Collection[UUID]) -> dict[UUID, Principal]:
+        if not ids:
+            return {}
+        return {r["id"]: principal_from_row(r) for r in await self.rows("principals_by_id", ids=list(ids))}
+
+    async def insert_principal(self, principal: Principal) -> None:
+        await self.write(
+            "insert_principal",
+            id=principal.id,
+            name=principal.name,
+            kind=principal.kind.value,
+            created_at=principal.created_at,
+        )
+
+    # projects
+    async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None:
+        row = await self.row("project_by_id_locked" if lock else "project_by_id", id=project_id)
+        return project_from_row(row) if row else None
+
+    async def project_by_slug(self, slug: str) -> Project | None:
+        row = await self.row("project_by_slug", slug=slug)
+        return project_from_row(row) if row else None
+
+    async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
+        if not ids:
+            return {}
+        return {r["id"]: project_from_row(r) for r in await self.rows("projects_by_id", ids=list(ids))}
+
+    async def slugs_like(self, base: str) -> set[str]:
+        return {r["slug"] for r in await self.rows("slugs_like", base=base)}
+
+    async def insert_project(self, project: Project) -> None:
+        await self.write("insert_project", **_project_params(project))
+
+    async def update_project(self, project: Project) -> None:
+        await self.write("update_project", **_project_params(project))
+        await self.write("add_slug", id=project.id, slug=project.slug)
+
+    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
+        rows = await self.rows("list_projects", archived=archived, limit=limit, offset=offset)
+        return [project_from_row(r) for r in rows]
+
+    async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
+        if not ids:
+            return {}
+        return {r["project_id"]: r["at"] for r in await self.rows("project_activity", ids=list(ids))}
+
+    async def allocate_numbers(self, project_id: UUID, count: int) -> int:
+        cur = await self._conn.execute(q("allocate_numbers"), {"org": self._org, "id": project_id, "count": count})
+        self.wrote = True
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row["first"])
+
+    # nodes
+    async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]:
+        if not ids:
+            return {}
+        rows = await self.rows("nodes_by_id_locked" if lock else "nodes_by_id", ids=list(ids))
+        return {r["id"]: node_from_row(r) for r in rows}
+
+    async def node_by_number(self, project_id: UUID, number: int, *, lock: bool = False) -> Node | None:
+        row = await self.row(
+            "node_by_number_locked" if lock else "node_by_number", project=project_id, number=number
+        )
+        return node_from_row(row) if row else None
+
+    async def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        if not nodes:
+            return
+        async with self._conn.cursor() as cur:
+            await cur.executemany(q("insert_node"), [_node_params(n) for n in nodes])
+        self.wrote = True
+
+    async def update_node(self, node: Node) -> None:
+        await self.write("update_node", **_node_params(node))
+
+    async def children_of(self, ids: Collection[UUID]) -> list[Node]:
+        if not ids:
+            return []
+        return [node_from_row(r) for r in await self.rows("children_of", ids=list(ids))]
+
+    async def ancestors(self, node_id: UUID) -> list[Node]:
+        return [node_from_row(r) for r in await self.rows("ancestors", id=node_id)]
+
+    # edges
+    async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
+        if not ids:
+            return []
+        return [edge_from_row(r) for r in await self.rows("edges_into", ids=list(ids))]
+
+    async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]:
+        if not ids:
+            return []
+        return [edge_from_row(r) for r in await self.rows("edges_out_of", ids=list(ids))]
+
+    async def insert_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        params = [
+            {"org": e.org_id, "from_id": e.from_id, "to_id": e.to_id, "kind": e.kind.value, "created_at": e.created_at}
+            for e in edges
+        ]
+        async with self._conn.cursor() as cur:
+            await cur.executemany(q("insert_edge"), params)
+        self.wrote = True
+
+    async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool:
+        return await self.write("delete_edge", from_id=from_id, to_id=to_id, kind=kind) > 0
+
+    async def wait_arcs_from(self, ids: Collection[UUID]) -> list[tuple[UUID, UUID]]:
+        if not ids:
+            return []
+        return [(r["waiter"], r["waited"]) for r in await self.rows("wait_arcs_from", ids=list(ids))]
+
+    # leases
+    async def live_leases(self, node_ids: Collection[UUID]) -> dict[UUID, Lease]:
+        if not node_ids:
+            return {}
+        rows = await self.rows("live_leases", ids=list(node_ids), now=await self.now())
+        return {r["node_id"]: lease_from_row(r) for r in rows}
+
+    async def lease_by_id(self, lease_id: UUID, *, lock: bool = False) -> Lease | None:
+        row = await self.row("lease_by_id_locked" if lock else "lease_by_id", id=lease_id)
+        return lease_from_row(row) if row else None
+
+    async def unreleased_lease(self, node_id: UUID) -> Lease | None:
+        row = await self.row("unreleased_lease", id=node_id)
+        return lease_from_row(row) if row else None
+
+    async def insert_lease(self, lease: Lease) -> None:
+        await self.write("insert_lease", **_lease_params(lease))
+
+    async def update_lease(self, lease: Lease) -> None:
+        await self.write("update_lease", **_lease_params(lease))
+
+    async def lease_history(self, node_id: UUID) -> list[Lease]:
+        return [lease_from_row(r) for r in await self.rows("lease_history", id=node_id)]
+
+    async def expired_leases(self, limit: int) -> list[Lease]:
+        return [lease_from_row(r) for r in await self.rows("expired_leases", now=await self.now(), limit=limit)]
+
+    # derived state
+    async def _query_params(self, query: ReadyQuery) -> Row:
+        return {
+            "projects": list(query.projects),
+            "kinds": list(query.kinds),
+            "labels": list(query.labels),
+            "any_labels": list(query.any_labels),
+            "assignee_kind": query.assignee_kind.value if query.assignee_kind else None,
+            "agent_only": query.agent_only,
+            "max_rank": query.max_priority_rank,
+            "parent": query.parent,
+            "now": await self.now(),
+        }
+
+    async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
+        if not ids:
+            return {}
+        rows = await self.rows("derive", ids=list(ids), now=await self.now())
+        return {
+            r["id"]: Derived(
+                blocked=r["blocked"],
+                held=r["held"],
+                claimed=r["claimed"],
+                open_children=r["open_children"],
+                archived=r["archived"],
+            )
+            for r in rows
+        }
+
+    async def ready(self, query: ReadyQuery) -> list[Node]:
+        params = await self._query_params(query)
+        rows = await self.rows(
+            "ready", **params, after=query.after_project, limit=query.limit, offset=query.offset
+        )
+        return [node_from_row(r) for r in rows]
+
+    async def list_nodes(self, query: ReadyQuery, *, status: Status | None, held: bool | None) -> list[Node]:
+        params = await self._query_params(query)
+        rows = await self.rows(
+            "list_nodes",
+            **params,
+            status=status.value if status else None,
+            held=held,
+            limit=query.limit,
+            offset=query.offset,
+        )
+        return [node_from_row(r) for r in rows]
+
+    async def held_count(self, query: ReadyQuery) -> int:
+        row = await self.row("held_count", **await self._query_params(query))
+        assert row is not None
+        return int(row["n"])
+
+    async def ready_projects(self, query: ReadyQuery) -> list[UUID]:
+        return [r["project_id"] for r in await self.rows("ready_projects", **await self._query_params(query))]
+
+    async def lock_first_ready(self, query: ReadyQuery, project_id: UUID) -> Node | None:
+        row = await self.row("lock_first_ready", **await self._query_params(query), project=project_id)
+        return node_from_row(row) if row else None
+
+    # claim cursors
+    async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None:
+        row = await self.row("get_cursor", principal=principal_id, hash=filter_hash)
+        return row["project_id"] if row else None
+
+    async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
+        await self.write(
+            "set_cursor", principal=principal_id, hash=filter_hash, project=project_id, now=await self.now()
+        )
+
+    # idempotency
+    async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
+        row = await self.row("reserve_request", rid=request_id, fingerprint=fingerprint, now=await self.now())
+        if row is not None:
+            self.wrote = True
+            return None
+        found = await self.row("get_request", rid=request_id)
+        assert found is not None
+        return StoredRequest(fingerprint=found["fingerprint"], response=found["response"])
+
+    async def save_response(self, request_id: str, response: dict[str, Any]) -> None:
+        await self.write("save_response", rid=request_id, response=Jsonb(response))
+
+    # events
+    async def append_events(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        params = [
+            {
+                "id": e.id,
+                "org": e.org_id,
+                "project_id": e.project_id,
+                "node_id": e.node_id,
+                "principal_id": e.principal_id,
+                "principal_kind": e.principal_kind.value,
+                "on_behalf_of": e.on_behalf_of,
+                "identity_scheme": e.identity_scheme,
+                "request_id": e.request_id,
+                "op": e.op,
+                "reason": e.reason,
+                "before": Jsonb(e.before) if e.before is not None else None,
+                "after": Jsonb(e.after) if e.after is not None else None,
+                "occurred_at": e.occurred_at,
+            }
+            for e in events
+        ]
+        async with self._conn.cursor() as cur:
+            await cur.executemany(q("insert_event"), params)
+        self.wrote = True
+
+    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
+        return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]

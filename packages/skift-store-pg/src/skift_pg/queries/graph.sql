@@ -1,0 +1,405 @@
+-- The graph store's named queries. Each block starts with `-- name: NAME`
+-- and a one-line comment saying what it is for. Blocks whose name starts
+-- with an underscore are fragments: the loader splices them where another
+-- query says /*:_name*/, once, at load time. Parameters are psycopg's
+-- %(name)s placeholders; nothing is ever formatted into SQL at run time.
+-- Every predicate carries org_id: a transaction never sees another
+-- organization's rows.
+
+-- name: _held_tree
+-- The held subtree: every node that carries a hold or has an ancestor that does.
+held_tree AS (
+    SELECT h.id FROM nodes h WHERE h.org_id = %(org)s AND h.held_at IS NOT NULL
+    UNION
+    SELECT c.id FROM nodes c JOIN held_tree t ON c.parent_id = t.id WHERE c.org_id = %(org)s
+)
+
+-- name: _blocked
+-- A blocks edge into n whose source has not satisfied it: open, or a dropped gate.
+EXISTS (
+    SELECT 1 FROM edges e JOIN nodes s ON s.id = e.from_id
+    WHERE e.to_id = n.id AND e.kind = 'blocks'
+      AND (s.status = 'open' OR (s.status = 'dropped' AND s.assignee_kind IS NOT DISTINCT FROM 'user'))
+)
+
+-- name: _open_children
+-- n has a child that is still open.
+EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.status = 'open')
+
+-- name: _claimed
+-- n has a live lease: unreleased and not yet expired by the transaction's clock.
+EXISTS (
+    SELECT 1 FROM leases l
+    WHERE l.node_id = n.id AND l.released_at IS NULL AND l.expires_at > %(now)s
+)
+
+-- name: _held
+-- n, an ancestor or its project carries a hold (needs the held_tree CTE and p).
+(p.held_at IS NOT NULL OR n.id IN (SELECT id FROM held_tree))
+
+-- name: _filter
+-- The NodeFilter of Ready, ClaimNext and ListNodes.
+n.org_id = %(org)s
+AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
+AND (cardinality(%(kinds)s::text[]) = 0 OR n.kind = ANY (%(kinds)s::text[]))
+AND n.labels @> %(labels)s::text[]
+AND (cardinality(%(any_labels)s::text[]) = 0 OR n.labels && %(any_labels)s::text[])
+AND (%(assignee_kind)s::text IS NULL OR n.assignee_kind = %(assignee_kind)s::text)
+AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND n.priority <= %(max_rank)s
+AND (%(parent)s::uuid IS NULL OR n.parent_id = %(parent)s::uuid)
+
+-- name: _ready_unheld
+-- Ready but for holds: open, in a live project, unblocked, no open children, no live lease.
+n.status = 'open'
+AND p.archived_at IS NULL
+AND NOT /*:_blocked*/
+AND NOT /*:_open_children*/
+AND NOT /*:_claimed*/
+
+-- name: ready
+-- A page of ready nodes in turn order: one per project per pass, projects in
+-- ascending id after the caller's rotation cursor, priority then age within one.
+WITH RECURSIVE /*:_held_tree*/,
+ranked AS (
+    SELECT n.*, row_number() OVER (
+        PARTITION BY n.project_id ORDER BY n.priority, n.created_at, n.number
+    ) AS turn
+    FROM nodes n JOIN projects p ON p.id = n.project_id
+    WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
+)
+SELECT * FROM ranked
+ORDER BY turn, (%(after)s::uuid IS NOT NULL AND project_id <= %(after)s::uuid), project_id
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: held_count
+-- How many nodes in scope would be ready but for a hold.
+WITH RECURSIVE /*:_held_tree*/
+SELECT count(*) AS n
+FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND /*:_held*/
+
+-- name: ready_projects
+-- Projects in scope with at least one ready node, ascending by id (the rotation order).
+WITH RECURSIVE /*:_held_tree*/
+SELECT DISTINCT n.project_id
+FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
+ORDER BY n.project_id
+
+-- name: lock_first_ready
+-- ClaimNext's take: lock the first ready node of one project, skipping rows other claimers hold.
+WITH RECURSIVE /*:_held_tree*/
+SELECT n.*
+FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND n.project_id = %(project)s AND /*:_ready_unheld*/ AND NOT /*:_held*/
+ORDER BY n.priority, n.created_at, n.number
+LIMIT 1
+FOR UPDATE OF n SKIP LOCKED
+
+-- name: derive
+-- The derived facts of some nodes: blocked, held, claimed, open children, archived.
+WITH RECURSIVE /*:_held_tree*/
+SELECT n.id,
+       /*:_blocked*/ AS blocked,
+       /*:_held*/ AS held,
+       /*:_claimed*/ AS claimed,
+       /*:_open_children*/ AS open_children,
+       p.archived_at IS NOT NULL AS archived
+FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE n.org_id = %(org)s AND n.id = ANY (%(ids)s::uuid[])
+
+-- name: list_nodes
+-- ListNodes: nodes matching the filter in any state, by project then number.
+WITH RECURSIVE /*:_held_tree*/
+SELECT n.*
+FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/
+  AND (%(status)s::text IS NULL OR n.status = %(status)s::text)
+  AND (%(held)s::boolean IS NULL OR /*:_held*/ = %(held)s::boolean)
+ORDER BY n.project_id, n.number
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: wait_arcs_from
+-- Every (waiter, waited_on) arc reachable from some nodes along the wait
+-- relation: blocks edges (the target waits on the source) and containment
+-- (a parent waits on each child). The engine looks for a cycle in them.
+WITH RECURSIVE walk (id) AS (
+    SELECT unnest(%(ids)s::uuid[])
+    UNION
+    SELECT x.waited
+    FROM walk, LATERAL (
+        SELECT e.from_id AS waited FROM edges e WHERE e.to_id = walk.id AND e.org_id = %(org)s
+        UNION ALL
+        SELECT c.id FROM nodes c WHERE c.parent_id = walk.id AND c.org_id = %(org)s
+    ) x
+)
+SELECT e.to_id AS waiter, e.from_id AS waited
+FROM edges e WHERE e.org_id = %(org)s AND e.to_id IN (SELECT id FROM walk)
+UNION ALL
+SELECT c.parent_id, c.id
+FROM nodes c WHERE c.org_id = %(org)s AND c.parent_id IN (SELECT id FROM walk)
+
+-- name: now
+-- The transaction's clock: the database's, shifted only by a test's offset.
+SELECT now() + %(offset)s::interval AS now
+
+-- name: graph_lock
+-- Serialize writes that change the wait relation within one organization.
+SELECT pg_advisory_xact_lock(%(key)s)
+
+-- name: notify
+-- Wake ClaimNext waiters of this organization once the transaction commits.
+SELECT pg_notify('skift_changes', %(org)s::text)
+
+-- name: ensure_org
+-- The organization of this name, created on first use.
+WITH ins AS (
+    INSERT INTO orgs (id, name, created_at) VALUES (%(id)s, %(name)s, now())
+    ON CONFLICT (name) DO NOTHING
+    RETURNING *
+)
+SELECT * FROM ins UNION ALL SELECT * FROM orgs WHERE name = %(name)s
+
+-- name: ensure_principal
+-- The principal of this name in an organization, created on first use.
+WITH ins AS (
+    INSERT INTO principals (id, org_id, name, kind, created_at)
+    VALUES (%(id)s, %(org)s, %(name)s, %(kind)s, now())
+    ON CONFLICT (org_id, name) DO NOTHING
+    RETURNING *
+)
+SELECT * FROM ins UNION ALL SELECT * FROM principals WHERE org_id = %(org)s AND name = %(name)s
+
+-- name: principal_by_name
+-- A principal by name within the organization.
+SELECT * FROM principals WHERE org_id = %(org)s AND name = %(name)s
+
+-- name: principals_by_id
+-- Principals by id within the organization.
+SELECT * FROM principals WHERE org_id = %(org)s AND id = ANY (%(ids)s::uuid[])
+
+-- name: insert_principal
+-- Add a principal.
+INSERT INTO principals (id, org_id, name, kind, created_at)
+VALUES (%(id)s, %(org)s, %(name)s, %(kind)s, %(created_at)s)
+
+-- name: project_by_id
+-- One project.
+SELECT * FROM projects WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: project_by_id_locked
+-- One project, locked for a write to its row.
+SELECT * FROM projects WHERE org_id = %(org)s AND id = %(id)s FOR UPDATE
+
+-- name: project_by_slug
+-- The project a current or retired slug names.
+SELECT p.* FROM project_slugs s JOIN projects p ON p.id = s.project_id
+WHERE s.org_id = %(org)s AND s.slug = %(slug)s
+
+-- name: projects_by_id
+-- Several projects.
+SELECT * FROM projects WHERE org_id = %(org)s AND id = ANY (%(ids)s::uuid[])
+
+-- name: slugs_like
+-- Slugs equal to a base or starting base-, current or retired, for disambiguation.
+SELECT slug FROM project_slugs
+WHERE org_id = %(org)s AND (slug = %(base)s OR starts_with(slug, %(base)s || '-'))
+
+-- name: insert_project
+-- Create a project and register its slug.
+WITH p AS (
+    INSERT INTO projects (id, org_id, slug, title, node_counter, priority, vcs_url, archived_at,
+                          held_at, held_by, held_reason, hold_group, created_at)
+    VALUES (%(id)s, %(org)s, %(slug)s, %(title)s, %(node_counter)s, %(priority)s, %(vcs_url)s,
+            %(archived_at)s, %(held_at)s, %(held_by)s, %(held_reason)s, %(hold_group)s, %(created_at)s)
+    RETURNING id
+)
+INSERT INTO project_slugs (org_id, slug, project_id) SELECT %(org)s, %(slug)s, id FROM p
+
+-- name: update_project
+-- Write a project's mutable fields (the node counter moves only by allocate_numbers).
+UPDATE projects SET slug = %(slug)s, title = %(title)s, priority = %(priority)s,
+    vcs_url = %(vcs_url)s, archived_at = %(archived_at)s, held_at = %(held_at)s,
+    held_by = %(held_by)s, held_reason = %(held_reason)s, hold_group = %(hold_group)s
+WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: add_slug
+-- Keep a project's new slug beside its old ones.
+INSERT INTO project_slugs (org_id, slug, project_id) VALUES (%(org)s, %(slug)s, %(id)s)
+ON CONFLICT (org_id, slug) DO NOTHING
+
+-- name: list_projects
+-- Projects in activity order (newest event first), archived ones only when asked.
+SELECT p.* FROM projects p
+LEFT JOIN LATERAL (
+    SELECT max(e.occurred_at) AS at FROM events e WHERE e.project_id = p.id
+) a ON true
+WHERE p.org_id = %(org)s AND (%(archived)s OR p.archived_at IS NULL)
+ORDER BY coalesce(a.at, p.created_at) DESC, p.id DESC
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: project_activity
+-- When each project last saw an event.
+SELECT e.project_id, max(e.occurred_at) AS at FROM events e
+WHERE e.org_id = %(org)s AND e.project_id = ANY (%(ids)s::uuid[])
+GROUP BY e.project_id
+
+-- name: allocate_numbers
+-- Reserve a block of node numbers on the project row; returns the first.
+UPDATE projects SET node_counter = node_counter + %(count)s
+WHERE org_id = %(org)s AND id = %(id)s
+RETURNING node_counter - %(count)s + 1 AS first
+
+-- name: nodes_by_id
+-- Nodes by id.
+SELECT * FROM nodes WHERE org_id = %(org)s AND id = ANY (%(ids)s::uuid[])
+
+-- name: nodes_by_id_locked
+-- Nodes by id, locked for the writes of this transaction (in id order, to avoid deadlocks).
+SELECT * FROM nodes WHERE org_id = %(org)s AND id = ANY (%(ids)s::uuid[]) ORDER BY id FOR UPDATE
+
+-- name: node_by_number
+-- A node by its project and number.
+SELECT * FROM nodes WHERE org_id = %(org)s AND project_id = %(project)s AND number = %(number)s
+
+-- name: node_by_number_locked
+-- A node by its project and number, locked.
+SELECT * FROM nodes WHERE org_id = %(org)s AND project_id = %(project)s AND number = %(number)s
+FOR UPDATE
+
+-- name: insert_node
+-- Create a node.
+INSERT INTO nodes (id, org_id, project_id, number, parent_id, kind, title, body, status, priority,
+                   assignee_kind, assignee, labels, held_at, held_by, held_reason, hold_group,
+                   result, context_id, created_by, created_at, updated_at)
+VALUES (%(id)s, %(org)s, %(project_id)s, %(number)s, %(parent_id)s, %(kind)s, %(title)s, %(body)s,
+        %(status)s, %(priority)s, %(assignee_kind)s, %(assignee)s, %(labels)s, %(held_at)s,
+        %(held_by)s, %(held_reason)s, %(hold_group)s, %(result)s, %(context_id)s, %(created_by)s,
+        %(created_at)s, %(updated_at)s)
+
+-- name: update_node
+-- Write a node's mutable fields.
+UPDATE nodes SET parent_id = %(parent_id)s, kind = %(kind)s, title = %(title)s, body = %(body)s,
+    status = %(status)s, priority = %(priority)s, assignee_kind = %(assignee_kind)s,
+    assignee = %(assignee)s, labels = %(labels)s, held_at = %(held_at)s, held_by = %(held_by)s,
+    held_reason = %(held_reason)s, hold_group = %(hold_group)s, result = %(result)s,
+    updated_at = %(updated_at)s
+WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: children_of
+-- The children of some nodes, by number.
+SELECT * FROM nodes WHERE org_id = %(org)s AND parent_id = ANY (%(ids)s::uuid[])
+ORDER BY parent_id, number
+
+-- name: ancestors
+-- A node's parent chain, nearest first.
+WITH RECURSIVE chain (id, parent_id, depth) AS (
+    SELECT n.id, n.parent_id, 0 FROM nodes n WHERE n.org_id = %(org)s AND n.id = %(id)s
+    UNION ALL
+    SELECT p.id, p.parent_id, chain.depth + 1
+    FROM nodes p JOIN chain ON p.id = chain.parent_id
+    WHERE p.org_id = %(org)s AND chain.depth < 10000
+)
+SELECT n.* FROM chain JOIN nodes n ON n.id = chain.id WHERE chain.depth > 0 ORDER BY chain.depth
+
+-- name: edges_into
+-- Edges into some nodes.
+SELECT * FROM edges WHERE org_id = %(org)s AND to_id = ANY (%(ids)s::uuid[])
+
+-- name: edges_out_of
+-- Edges out of some nodes.
+SELECT * FROM edges WHERE org_id = %(org)s AND from_id = ANY (%(ids)s::uuid[])
+
+-- name: insert_edge
+-- Add an edge.
+INSERT INTO edges (org_id, from_id, to_id, kind, created_at)
+VALUES (%(org)s, %(from_id)s, %(to_id)s, %(kind)s, %(created_at)s)
+
+-- name: delete_edge
+-- Remove an edge; returns it if it existed.
+DELETE FROM edges WHERE org_id = %(org)s AND from_id = %(from_id)s AND to_id = %(to_id)s AND kind = %(kind)s
+RETURNING from_id
+
+-- name: live_leases
+-- Live leases of some nodes.
+SELECT * FROM leases
+WHERE org_id = %(org)s AND node_id = ANY (%(ids)s::uuid[]) AND released_at IS NULL AND expires_at > %(now)s
+
+-- name: lease_by_id
+-- One lease.
+SELECT * FROM leases WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: lease_by_id_locked
+-- One lease, locked: fencing checks and the write they guard happen under this lock.
+SELECT * FROM leases WHERE org_id = %(org)s AND id = %(id)s FOR UPDATE
+
+-- name: unreleased_lease
+-- A node's unreleased lease, live or expired.
+SELECT * FROM leases WHERE org_id = %(org)s AND node_id = %(id)s AND released_at IS NULL
+
+-- name: insert_lease
+-- Take a lease.
+INSERT INTO leases (id, org_id, node_id, holder, harness, agent_ref, session_ref, created_at,
+                    expires_at, released_at, release_reason)
+VALUES (%(id)s, %(org)s, %(node_id)s, %(holder)s, %(harness)s, %(agent_ref)s, %(session_ref)s,
+        %(created_at)s, %(expires_at)s, %(released_at)s, %(release_reason)s)
+
+-- name: update_lease
+-- Renew or release a lease.
+UPDATE leases SET expires_at = %(expires_at)s, released_at = %(released_at)s,
+    release_reason = %(release_reason)s
+WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: lease_history
+-- Every attempt on a node, oldest first.
+SELECT * FROM leases WHERE org_id = %(org)s AND node_id = %(id)s ORDER BY created_at, id
+
+-- name: expired_leases
+-- Unreleased leases whose time ran out, for the sweeper; skips rows a claim holds.
+SELECT * FROM leases
+WHERE org_id = %(org)s AND released_at IS NULL AND expires_at <= %(now)s
+ORDER BY expires_at LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: get_cursor
+-- The caller's rotation cursor for one filter.
+SELECT project_id FROM claim_cursors
+WHERE org_id = %(org)s AND principal_id = %(principal)s AND filter_hash = %(hash)s
+
+-- name: set_cursor
+-- Advance the caller's rotation cursor after a claim.
+INSERT INTO claim_cursors (org_id, principal_id, filter_hash, project_id, updated_at)
+VALUES (%(org)s, %(principal)s, %(hash)s, %(project)s, %(now)s)
+ON CONFLICT (org_id, principal_id, filter_hash)
+DO UPDATE SET project_id = excluded.project_id, updated_at = excluded.updated_at
+
+-- name: reserve_request
+-- Reserve a request id; waits on a concurrent transaction holding the same id.
+INSERT INTO requests (org_id, request_id, fingerprint, created_at)
+VALUES (%(org)s, %(rid)s, %(fingerprint)s, %(now)s)
+ON CONFLICT (org_id, request_id) DO NOTHING
+RETURNING request_id
+
+-- name: get_request
+-- What an earlier request with this id asked for and got.
+SELECT fingerprint, response FROM requests WHERE org_id = %(org)s AND request_id = %(rid)s
+
+-- name: save_response
+-- Record the response a request id replays.
+UPDATE requests SET response = %(response)s WHERE org_id = %(org)s AND request_id = %(rid)s
+
+-- name: insert_event
+-- Append an event.
+INSERT INTO events (id, org_id, project_id, node_id, principal_id, principal_kind, on_behalf_of,
+                    identity_scheme, request_id, op, reason, before, after, occurred_at)
+VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
+        %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
+        %(after)s, %(occurred_at)s)
+
+-- name: events
+-- Events in order, optionally of one node.
+SELECT * FROM events
+WHERE org_id = %(org)s AND (%(node)s::uuid IS NULL OR node_id = %(node)s::uuid)
+ORDER BY id
+LIMIT %(limit)s
