@@ -21,7 +21,7 @@ import os
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, event, settings
@@ -55,7 +55,7 @@ def _norm(value: Any) -> Any:
 class TwoStores(RuleBasedStateMachine):
     dsn: str = ""
     counter = 0
-    outcomes: Counter[str] = Counter()
+    outcomes: ClassVar[Counter[str]] = Counter()
 
     def __init__(self) -> None:
         super().__init__()
@@ -282,7 +282,9 @@ class TwoStores(RuleBasedStateMachine):
         for sk in self.user:
             nodes = self.run(sk.list_nodes(limit=500)).nodes
 
-            async def arcs(sk: skift.LocalSkift = sk) -> list[tuple[Any, Any]]:
+            async def arcs(
+                sk: skift.LocalSkift = sk, nodes: tuple[skift.NodeInfo, ...] = nodes
+            ) -> list[tuple[Any, Any]]:
                 await sk.__aenter__()
                 org = sk._org_id  # pyright: ignore[reportPrivateUsage]
                 assert org is not None

@@ -12,7 +12,7 @@ an agent through a gate; every change is an immutable event.
         res = await sk.patch(proj.slug, [skift.CreateNode(alias="a", title="Research")])
 """
 
-from ._api import Agent, LocalSkift, PrincipalSpec, Service, Skift, TransientError, User, open
+from ._api import Agent, LocalSkift, PrincipalSpec, Service, Skift, User, open
 from ._convert import from_json, to_json
 from ._engine import Actor, Engine, NodeFilter
 from ._errors import (
@@ -64,7 +64,7 @@ from ._ops import (
     parse_ops,
 )
 from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
-from ._store import Derived, ReadyQuery, Store, StoredRequest, Tx
+from ._store import Derived, ReadyQuery, Store, StoredRequest, TransientError, Tx
 from ._views import (
     Claim,
     CommentsHint,

@@ -23,7 +23,7 @@ from ._engine import Actor, Engine, NodeFilter, filter_from
 from ._errors import Invalid, NothingReady
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
-from ._models import AssigneeKind, Priority, PrincipalKind, ReleaseReason
+from ._models import AssigneeKind, PrincipalKind, Priority, ReleaseReason
 from ._ops import (
     AddEdge,
     Cascade,
@@ -37,7 +37,7 @@ from ._ops import (
     parse_op,
 )
 from ._refs import new_id, ulid_str
-from ._store import Store, Tx
+from ._store import Store, TransientError, Tx
 from ._views import (
     Claim,
     EventInfo,
@@ -53,10 +53,6 @@ from ._views import (
 T = TypeVar("T")
 
 
-class TransientError(Exception):
-    """A store failure that is safe to retry as a whole transaction (deadlock, serialization)."""
-
-
 @attrs.frozen
 class PrincipalSpec:
     """Who an in-process caller acts as: a name and a kind."""
@@ -65,17 +61,17 @@ class PrincipalSpec:
     kind: PrincipalKind = PrincipalKind.USER
 
 
-def User(name: str) -> PrincipalSpec:  # noqa: N802 - reads as a constructor
+def User(name: str) -> PrincipalSpec:
     """A person."""
     return PrincipalSpec(name, PrincipalKind.USER)
 
 
-def Agent(name: str) -> PrincipalSpec:  # noqa: N802
+def Agent(name: str) -> PrincipalSpec:
     """An AI agent or other automated worker."""
     return PrincipalSpec(name, PrincipalKind.AGENT)
 
 
-def Service(name: str) -> PrincipalSpec:  # noqa: N802
+def Service(name: str) -> PrincipalSpec:
     """A service acting on its own account (an orchestrator, a notifier)."""
     return PrincipalSpec(name, PrincipalKind.SERVICE)
 
@@ -92,10 +88,17 @@ class Skift(Protocol):
     """The skift API, as every implementation offers it."""
 
     async def create_project(
-        self, title: str, *, slug: str | None = None, priority: Priority | str = Priority.P2, vcs_url: str = ""
+        self,
+        title: str,
+        *,
+        slug: str | None = None,
+        priority: Priority | str = Priority.P2,
+        vcs_url: str = "",
     ) -> ProjectInfo: ...
     async def get_project(self, ref: str) -> ProjectInfo: ...
-    async def list_projects(self, *, archived: bool = False, limit: int | None = None) -> list[ProjectInfo]: ...
+    async def list_projects(
+        self, *, archived: bool = False, limit: int | None = None
+    ) -> list[ProjectInfo]: ...
     async def update_project(
         self,
         ref: str,
@@ -107,25 +110,56 @@ class Skift(Protocol):
     ) -> ProjectInfo: ...
     async def archive_project(self, ref: str, *, reason: str = "archived") -> ProjectInfo: ...
     async def patch(
-        self, project: str, ops: Sequence[OpLike], *, request_id: str | None = None, lease: str | None = None
+        self,
+        project: str,
+        ops: Sequence[OpLike],
+        *,
+        request_id: str | None = None,
+        lease: str | None = None,
     ) -> PatchResult: ...
     async def get(self, ref: str, *, project: str | None = None) -> NodeInfo: ...
     async def resolve(self, ref: str, *, project: str | None = None) -> Resolved: ...
-    async def ready(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage: ...
-    async def list_nodes(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage: ...
+    async def ready(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> ReadyPage: ...
+    async def list_nodes(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> ReadyPage: ...
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation: ...
-    async def claim(self, ref: str, *, project: str | None = None, ttl: timedelta | None = None, **kw: Any) -> Claim: ...
-    async def claim_next(self, *, ttl: timedelta | None = None, wait: timedelta | None = None, **kw: Any) -> Claim: ...
-    async def heartbeat(self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None) -> LeaseInfo: ...
+    async def claim(
+        self, ref: str, *, project: str | None = None, ttl: timedelta | None = None, **kw: Any
+    ) -> Claim: ...
+    async def claim_next(
+        self, *, ttl: timedelta | None = None, wait: timedelta | None = None, **kw: Any
+    ) -> Claim: ...
+    async def heartbeat(
+        self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None
+    ) -> LeaseInfo: ...
     async def complete(
-        self, ref: str, *, lease: str | None = None, result: str = "", project: str | None = None,
+        self,
+        ref: str,
+        *,
+        lease: str | None = None,
+        result: str = "",
+        project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult: ...
     async def release(
-        self, ref: str, *, lease: str, reason: ReleaseReason | str = ReleaseReason.CRASH, project: str | None = None
+        self,
+        ref: str,
+        *,
+        lease: str,
+        reason: ReleaseReason | str = ReleaseReason.CRASH,
+        project: str | None = None,
     ) -> NodeInfo: ...
     async def gate(
-        self, ref: str, *, lease: str, title: str, body: str = "", project: str | None = None,
+        self,
+        ref: str,
+        *,
+        lease: str,
+        title: str,
+        body: str = "",
+        project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult: ...
 
@@ -199,12 +233,19 @@ class LocalSkift:
     # ---------------------------------------------------------------- projects
 
     async def create_project(
-        self, title: str, *, slug: str | None = None, priority: Priority | str = Priority.P2, vcs_url: str = ""
+        self,
+        title: str,
+        *,
+        slug: str | None = None,
+        priority: Priority | str = Priority.P2,
+        vcs_url: str = "",
     ) -> ProjectInfo:
         prio = _priority(priority)
 
         async def go(tx: Tx, a: Actor) -> ProjectInfo:
-            p = await self.engine.create_project(tx, a, title, slug=slug, priority=prio, vcs_url=vcs_url)
+            p = await self.engine.create_project(
+                tx, a, title, slug=slug, priority=prio, vcs_url=vcs_url
+            )
             return (await self.engine.project_infos(tx, [p]))[0]
 
         return await self._run(go)
@@ -216,7 +257,9 @@ class LocalSkift:
 
         return await self._run(go)
 
-    async def list_projects(self, *, archived: bool = False, limit: int | None = None) -> list[ProjectInfo]:
+    async def list_projects(
+        self, *, archived: bool = False, limit: int | None = None
+    ) -> list[ProjectInfo]:
         size = self.engine.page_size(limit)
 
         async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
@@ -237,7 +280,9 @@ class LocalSkift:
         prio = _priority(priority) if priority is not None else None
 
         async def go(tx: Tx, a: Actor) -> ProjectInfo:
-            p = await self.engine.update_project(tx, a, ref, title=title, slug=slug, priority=prio, vcs_url=vcs_url)
+            p = await self.engine.update_project(
+                tx, a, ref, title=title, slug=slug, priority=prio, vcs_url=vcs_url
+            )
             return (await self.engine.project_infos(tx, [p]))[0]
 
         return await self._run(go)
@@ -254,21 +299,32 @@ class LocalSkift:
 
     async def hold_project(self, ref: str, *, reason: str) -> int:
         """Park a whole project. Returns how many nodes the hold parks."""
-        return await self._run(lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=True))
+        return await self._run(
+            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=True)
+        )
 
     async def unhold_project(self, ref: str, *, reason: str) -> int:
         """Release a project's hold. Returns how many nodes became ready."""
-        return await self._run(lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=False))
+        return await self._run(
+            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=False)
+        )
 
     # ------------------------------------------------------------------- graph
 
     async def patch(
-        self, project: str, ops: Sequence[OpLike], *, request_id: str | None = None, lease: str | None = None
+        self,
+        project: str,
+        ops: Sequence[OpLike],
+        *,
+        request_id: str | None = None,
+        lease: str | None = None,
     ) -> PatchResult:
         parsed = _ops(ops)
         rid = request_id or ulid_str(new_id())
         if not rid.strip():
-            raise Invalid("request_id is empty", next="Leave it out to have one made, or give a non-empty id.")
+            raise Invalid(
+                "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+            )
         self.engine.check_patch_limits(parsed)
         return await self._run(
             lambda tx, a: self.engine.patch(tx, a, project, parsed, request_id=rid, lease=lease),
@@ -286,29 +342,52 @@ class LocalSkift:
     async def resolve(self, ref: str, *, project: str | None = None) -> Resolved:
         return await self._run(lambda tx, a: self.engine.resolve(tx, ref, project))
 
-    async def ready(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage:
+    async def ready(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> ReadyPage:
         flt = filter_from(**filters)
         return await self._run(lambda tx, a: self.engine.ready(tx, a, flt, limit=limit, page=page))
 
-    async def list_nodes(self, *, limit: int | None = None, page: str | None = None, **filters: Any) -> ReadyPage:
+    async def list_nodes(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> ReadyPage:
         flt = filter_from(**filters)
-        return await self._run(lambda tx, a: self.engine.list_nodes(tx, a, flt, limit=limit, page=page))
+        return await self._run(
+            lambda tx, a: self.engine.list_nodes(tx, a, flt, limit=limit, page=page)
+        )
 
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation:
         return await self._run(lambda tx, a: self.engine.explain(tx, ref, project))
 
     async def drop(
-        self, ref: str, *, reason: str, cascade: int | None = None, project: str | None = None,
-        lease: str | None = None, request_id: str | None = None,
+        self,
+        ref: str,
+        *,
+        reason: str,
+        cascade: int | None = None,
+        project: str | None = None,
+        lease: str | None = None,
+        request_id: str | None = None,
     ) -> PatchResult:
-        op = DropNode(node=ref, reason=reason, cascade=Cascade(max_nodes=cascade) if cascade is not None else None)
+        op = DropNode(
+            node=ref,
+            reason=reason,
+            cascade=Cascade(max_nodes=cascade) if cascade is not None else None,
+        )
         return await self._node_patch(ref, project, [op], lease=lease, request_id=request_id)
 
     async def reopen(
-        self, ref: str, *, reason: str, project: str | None = None, lease: str | None = None,
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        lease: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult:
-        return await self._node_patch(ref, project, [ReopenNode(node=ref, reason=reason)], lease=lease, request_id=request_id)
+        return await self._node_patch(
+            ref, project, [ReopenNode(node=ref, reason=reason)], lease=lease, request_id=request_id
+        )
 
     async def _node_patch(
         self,
@@ -325,9 +404,18 @@ class LocalSkift:
         async def go(tx: Tx, a: Actor) -> PatchResult:
             proj = await self.engine.resolve_project(tx, project) if project else None
             node = await self.engine.resolve_node(tx, ref, proj)
-            fixed = [attrs.evolve(op, node=ulid_str(node.id)) if hasattr(op, "node") else op for op in ops]  # pyright: ignore[reportArgumentType]
+            fixed = [
+                attrs.evolve(op, node=ulid_str(node.id)) if hasattr(op, "node") else op
+                for op in ops
+            ]  # pyright: ignore[reportArgumentType]
             return await self.engine.patch(
-                tx, a, ulid_str(node.project_id), fixed, request_id=rid, lease=lease, release_after=release_after
+                tx,
+                a,
+                ulid_str(node.project_id),
+                fixed,
+                request_id=rid,
+                lease=lease,
+                release_after=release_after,
             )
 
         return await self._run(go, graph_lock=self.engine.needs_graph_lock(ops))
@@ -346,7 +434,14 @@ class LocalSkift:
     ) -> Claim:
         return await self._run(
             lambda tx, a: self.engine.claim(
-                tx, a, ref, project, ttl=ttl, harness=harness, agent_ref=agent_ref, session_ref=session_ref
+                tx,
+                a,
+                ref,
+                project,
+                ttl=ttl,
+                harness=harness,
+                agent_ref=agent_ref,
+                session_ref=session_ref,
             )
         )
 
@@ -371,7 +466,13 @@ class LocalSkift:
             try:
                 return await self._run(
                     lambda tx, a: self.engine.claim_next(
-                        tx, a, flt, ttl=ttl, harness=harness, agent_ref=agent_ref, session_ref=session_ref
+                        tx,
+                        a,
+                        flt,
+                        ttl=ttl,
+                        harness=harness,
+                        agent_ref=agent_ref,
+                        session_ref=session_ref,
                     )
                 )
             except NothingReady:
@@ -386,15 +487,29 @@ class LocalSkift:
         return await self._run(lambda tx, a: self.engine.heartbeat(tx, a, ref, project, lease, ttl))
 
     async def complete(
-        self, ref: str, *, lease: str | None = None, result: str = "", project: str | None = None,
+        self,
+        ref: str,
+        *,
+        lease: str | None = None,
+        result: str = "",
+        project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult:
         return await self._node_patch(
-            ref, project, [CompleteNode(node=ref, result=result)], lease=lease, request_id=request_id
+            ref,
+            project,
+            [CompleteNode(node=ref, result=result)],
+            lease=lease,
+            request_id=request_id,
         )
 
     async def release(
-        self, ref: str, *, lease: str, reason: ReleaseReason | str = ReleaseReason.CRASH, project: str | None = None
+        self,
+        ref: str,
+        *,
+        lease: str,
+        reason: ReleaseReason | str = ReleaseReason.CRASH,
+        project: str | None = None,
     ) -> NodeInfo:
         why = ReleaseReason(reason)
         if why in (ReleaseReason.COMPLETE, ReleaseReason.EXPIRED, ReleaseReason.GATE):
@@ -405,7 +520,13 @@ class LocalSkift:
         return await self._run(lambda tx, a: self.engine.release(tx, a, ref, project, lease, why))
 
     async def gate(
-        self, ref: str, *, lease: str, title: str, body: str = "", project: str | None = None,
+        self,
+        ref: str,
+        *,
+        lease: str,
+        title: str,
+        body: str = "",
+        project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult:
         """File a gate (a node a person must complete) blocking ``ref`` and release the lease, atomically."""
@@ -420,17 +541,26 @@ class LocalSkift:
             node = await self.engine.resolve_node(tx, ref, proj)
             fixed: list[Op] = [ops[0], AddEdge(from_="gate", to=ulid_str(node.id))]
             return await self.engine.patch(
-                tx, a, ulid_str(node.project_id), fixed, request_id=rid, lease=lease,
+                tx,
+                a,
+                ulid_str(node.project_id),
+                fixed,
+                request_id=rid,
+                lease=lease,
                 release_after=ReleaseReason.GATE,
             )
 
         return await self._run(go, graph_lock=True)
 
     async def hold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
-        return await self._node_patch(ref, project, [HoldNode(node=ref, reason=reason)], lease=None, request_id=None)
+        return await self._node_patch(
+            ref, project, [HoldNode(node=ref, reason=reason)], lease=None, request_id=None
+        )
 
     async def unhold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
-        return await self._node_patch(ref, project, [UnholdNode(node=ref, reason=reason)], lease=None, request_id=None)
+        return await self._node_patch(
+            ref, project, [UnholdNode(node=ref, reason=reason)], lease=None, request_id=None
+        )
 
     async def leases(self, ref: str, *, project: str | None = None) -> list[LeaseInfo]:
         """Every attempt on a node, oldest first."""
@@ -440,7 +570,9 @@ class LocalSkift:
         """Record expiry events for leases whose time ran out; returns how many."""
         return await self._run(lambda tx, a: self.engine.sweep_expired(tx, a, limit))
 
-    async def events(self, *, ref: str | None = None, project: str | None = None, limit: int = 1000) -> list[EventInfo]:
+    async def events(
+        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+    ) -> list[EventInfo]:
         async def go(tx: Tx, a: Actor) -> list[EventInfo]:
             node_id: UUID | None = None
             if ref is not None:
@@ -455,10 +587,13 @@ def _priority(value: Priority | str) -> Priority:
     try:
         return Priority(value)
     except ValueError:
-        raise Invalid(f"priority {value!r} is not p0..p4", next="Use p0 (most urgent) to p4; p2 is the default.") from None
+        raise Invalid(
+            f"priority {value!r} is not p0..p4",
+            next="Use p0 (most urgent) to p4; p2 is the default.",
+        ) from None
 
 
-def open(  # noqa: A001 - the library's front door reads as skift.open
+def open(
     url: str,
     *,
     principal: PrincipalSpec | None = None,
@@ -483,4 +618,3 @@ def open(  # noqa: A001 - the library's front door reads as skift.open
         f"no store for {url!r}",
         next="Use memory: or postgresql://…; PostgreSQL needs the skift-store-pg package installed.",
     )
-

@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -73,7 +73,7 @@ from ._refs import (
     slugify,
     ulid_str,
 )
-from ._store import Derived, ReadyQuery, Tx
+from ._store import Derived, ReadyQuery, TransientError, Tx
 from ._views import (
     Claim,
     CommentsHint,
@@ -150,7 +150,8 @@ def _jsonable(value: object) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        items: tuple[object, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        return [_jsonable(v) for v in items]
     if isinstance(value, Hold):
         return {"at": value.at.isoformat(), "by": ulid_str(value.by), "reason": value.reason}
     return value
@@ -308,7 +309,12 @@ class Engine:
                     actor,
                     "create_project",
                     project_id=project.id,
-                    after={"slug": wanted, "title": title, "priority": priority.value, "vcs_url": vcs},
+                    after={
+                        "slug": wanted,
+                        "title": title,
+                        "priority": priority.value,
+                        "vcs_url": vcs,
+                    },
                 )
             ]
         )
@@ -359,7 +365,11 @@ class Engine:
         before = {k: _jsonable(getattr(project, k)) for k in changes}
         after = {k: _jsonable(getattr(updated, k)) for k in changes}
         await tx.append_events(
-            [await self._event(tx, actor, "update_project", project_id=project.id, before=before, after=after)]
+            [
+                await self._event(
+                    tx, actor, "update_project", project_id=project.id, before=before, after=after
+                )
+            ]
         )
         return updated
 
@@ -375,7 +385,11 @@ class Engine:
         await tx.append_events(
             [
                 await self._event(
-                    tx, actor, "archive_project", project_id=project.id, reason=reason,
+                    tx,
+                    actor,
+                    "archive_project",
+                    project_id=project.id,
+                    reason=reason,
                     after={"archived_at": now.isoformat()},
                 )
             ]
@@ -403,11 +417,18 @@ class Engine:
             updated = attrs.evolve(project, hold=None)
         await tx.update_project(updated)
         query = ReadyQuery(projects=(project.id,), limit=1)
-        count = await tx.held_count(query) if hold else len(await tx.ready(attrs.evolve(query, limit=10**9)))
+        count = (
+            await tx.held_count(query)
+            if hold
+            else len(await tx.ready(attrs.evolve(query, limit=10**9)))
+        )
         await tx.append_events(
             [
                 await self._event(
-                    tx, actor, "hold_project" if hold else "unhold_project", project_id=project.id,
+                    tx,
+                    actor,
+                    "hold_project" if hold else "unhold_project",
+                    project_id=project.id,
                     reason=reason,
                 )
             ]
@@ -481,7 +502,10 @@ class Engine:
                 )
             node = await tx.node_by_number(target.id, parsed.number, lock=lock)
         if node is None:
-            raise NotFound(f"no node {ref!r}", next="Check the reference; 'skift list' shows a project's nodes.")
+            raise NotFound(
+                f"no node {ref!r}",
+                next="Check the reference; 'skift list' shows a project's nodes.",
+            )
         return node
 
     async def infos(self, tx: Tx, nodes: Sequence[Node]) -> list[NodeInfo]:
@@ -543,7 +567,9 @@ class Engine:
     def check_patch_limits(self, ops: Sequence[Op]) -> None:
         lim = self.limits
         if not ops:
-            raise Invalid("the patch has no operations", next="Add at least one operation to 'ops'.")
+            raise Invalid(
+                "the patch has no operations", next="Add at least one operation to 'ops'."
+            )
         if len(ops) > lim.ops_per_patch:
             raise LimitExceeded(
                 f"the patch has {len(ops)} operations; the limit is {lim.ops_per_patch}",
@@ -606,7 +632,11 @@ class Engine:
                 exc.details.setdefault("index", index)
                 raise
         await ctx.check_cycles()
-        if release_after is not None and ctx.lease is not None and ctx.lease.node_id not in ctx.touched:
+        if (
+            release_after is not None
+            and ctx.lease is not None
+            and ctx.lease.node_id not in ctx.touched
+        ):
             # gate-and-release releases the lease of the node it gates, never another node's
             raise FencingError(
                 f"lease {lease} is not a lease on the node this patch writes",
@@ -641,7 +671,9 @@ class Engine:
         projects = [await self.resolve_project(tx, p) for p in flt.projects]
         parent: UUID | None = None
         if flt.parent is not None:
-            parent = (await self.resolve_node(tx, flt.parent, projects[0] if len(projects) == 1 else None)).id
+            parent = (
+                await self.resolve_node(tx, flt.parent, projects[0] if len(projects) == 1 else None)
+            ).id
         q = ReadyQuery(
             projects=tuple(p.id for p in projects),
             kinds=flt.kinds,
@@ -736,13 +768,20 @@ class Engine:
                 reasons.append(
                     Reason(
                         kind="waiting_on_person",
-                        detail={"ref": cone.ref(blocker), "title": blocker.title, "assignee": blocker.assignee},
+                        detail={
+                            "ref": cone.ref(blocker),
+                            "title": blocker.title,
+                            "assignee": blocker.assignee,
+                        },
                     )
                 )
         kids = cone.open_children(node.id)
         if kids:
             reasons.append(
-                Reason(kind="open_children", detail={"count": len(kids), "refs": [cone.ref(k) for k in kids]})
+                Reason(
+                    kind="open_children",
+                    detail={"count": len(kids), "refs": [cone.ref(k) for k in kids]},
+                )
             )
         live = (await tx.live_leases([node.id])).get(node.id)
         if live is not None:
@@ -777,7 +816,10 @@ class Engine:
                 detail[key] = p.name if p else ulid_str(pid)
         held = detail.get("held")
         if isinstance(held, dict):
-            detail["held"] = (await self._name_principals(tx, Reason(kind="held", detail=held))).detail  # pyright: ignore[reportUnknownArgumentType]
+            inner = cast(dict[str, Any], held)
+            detail["held"] = (
+                await self._name_principals(tx, Reason(kind="held", detail=inner))
+            ).detail
         return Reason(kind=reason.kind, detail=detail)
 
     # ------------------------------------------------------------------ leases
@@ -847,17 +889,11 @@ class Engine:
         q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
         scope = flt.scope_hash()
         cursor = await tx.get_cursor(actor.id, scope)
-        eligible = await tx.ready_projects(q)
-        rotation = [p for p in eligible if cursor is None or p > cursor] + [
-            p for p in eligible if cursor is not None and p <= cursor
-        ]
-        for pid in rotation:
-            node = await tx.lock_first_ready(q, pid)
-            if node is None:
-                continue
-            owner = await tx.project_by_id(pid)
+        node = await tx.lock_next_ready(attrs.evolve(q, after_project=cursor))
+        if node is not None:
+            owner = await tx.project_by_id(node.project_id)
             assert owner is not None
-            await tx.set_cursor(actor.id, scope, pid)
+            await tx.set_cursor(actor.id, scope, node.project_id)
             return await self._take(tx, actor, node, owner, span, harness, agent_ref, session_ref)
         held = await tx.held_count(q)
         raise NothingReady(
@@ -882,12 +918,23 @@ class Engine:
         events: list[Event] = []
         if stale is not None:
             if stale.live(now):
-                raise Conflict(f"{format_ref(project.slug, node.number)} is leased", next="Claim another node.")
-            await tx.update_lease(attrs.evolve(stale, released_at=now, release_reason=ReleaseReason.EXPIRED))
+                # Another claimer committed a lease after our snapshot was taken
+                # but before we locked the row; the whole claim is retried.
+                raise TransientError(
+                    f"{format_ref(project.slug, node.number)} was claimed concurrently"
+                )
+            await tx.update_lease(
+                attrs.evolve(stale, released_at=now, release_reason=ReleaseReason.EXPIRED)
+            )
             events.append(
                 await self._event(
-                    tx, actor, "expire_lease", project_id=project.id, node_id=node.id,
-                    reason="expired", before={"lease": ulid_str(stale.id)},
+                    tx,
+                    actor,
+                    "expire_lease",
+                    project_id=project.id,
+                    node_id=node.id,
+                    reason="expired",
+                    before={"lease": ulid_str(stale.id)},
                 )
             )
         lease = Lease(
@@ -900,11 +947,16 @@ class Engine:
             session_ref=session_ref,
             created_at=now,
             expires_at=now + ttl,
+            ttl=ttl,
         )
         await tx.insert_lease(lease)
         events.append(
             await self._event(
-                tx, actor, "claim", project_id=project.id, node_id=node.id,
+                tx,
+                actor,
+                "claim",
+                project_id=project.id,
+                node_id=node.id,
                 after={
                     "lease": ulid_str(lease.id),
                     "expires_at": lease.expires_at.isoformat(),
@@ -982,12 +1034,18 @@ class Engine:
         return lease
 
     async def heartbeat(
-        self, tx: Tx, actor: Actor, ref: str, project_ref: str | None, lease_ref: str, ttl: timedelta | None
+        self,
+        tx: Tx,
+        actor: Actor,
+        ref: str,
+        project_ref: str | None,
+        lease_ref: str,
+        ttl: timedelta | None,
     ) -> LeaseInfo:
         project = await self.resolve_project(tx, project_ref) if project_ref else None
         node = await self.resolve_node(tx, ref, project, lock=True)
         lease = await self._fence(tx, actor, node, lease_ref)
-        span = self.ttl(ttl) if ttl is not None else lease.expires_at - lease.created_at
+        span = self.ttl(ttl) if ttl is not None else lease.ttl
         span = min(span, self.limits.lease_ttl_ceiling)
         now = await tx.now()
         renewed = attrs.evolve(lease, expires_at=now + span)
@@ -995,8 +1053,15 @@ class Engine:
         await tx.append_events(
             [
                 await self._event(
-                    tx, actor, "heartbeat", project_id=node.project_id, node_id=node.id,
-                    after={"lease": ulid_str(lease.id), "expires_at": renewed.expires_at.isoformat()},
+                    tx,
+                    actor,
+                    "heartbeat",
+                    project_id=node.project_id,
+                    node_id=node.id,
+                    after={
+                        "lease": ulid_str(lease.id),
+                        "expires_at": renewed.expires_at.isoformat(),
+                    },
                 )
             ]
         )
@@ -1004,7 +1069,13 @@ class Engine:
         return self.lease_info(renewed, info.ref, actor.principal.name)
 
     async def release(
-        self, tx: Tx, actor: Actor, ref: str, project_ref: str | None, lease_ref: str, reason: ReleaseReason
+        self,
+        tx: Tx,
+        actor: Actor,
+        ref: str,
+        project_ref: str | None,
+        lease_ref: str,
+        reason: ReleaseReason,
     ) -> NodeInfo:
         project = await self.resolve_project(tx, project_ref) if project_ref else None
         node = await self.resolve_node(tx, ref, project, lock=True)
@@ -1014,8 +1085,13 @@ class Engine:
         await tx.append_events(
             [
                 await self._event(
-                    tx, actor, "release", project_id=node.project_id, node_id=node.id,
-                    reason=reason.value, before={"lease": ulid_str(lease.id)},
+                    tx,
+                    actor,
+                    "release",
+                    project_id=node.project_id,
+                    node_id=node.id,
+                    reason=reason.value,
+                    before={"lease": ulid_str(lease.id)},
                 )
             ]
         )
@@ -1030,12 +1106,19 @@ class Engine:
         nodes = await tx.nodes_by_id([lease.node_id for lease in leases])
         events: list[Event] = []
         for lease in leases:
-            await tx.update_lease(attrs.evolve(lease, released_at=now, release_reason=ReleaseReason.EXPIRED))
+            await tx.update_lease(
+                attrs.evolve(lease, released_at=now, release_reason=ReleaseReason.EXPIRED)
+            )
             node = nodes.get(lease.node_id)
             events.append(
                 await self._event(
-                    tx, actor, "expire_lease", project_id=node.project_id if node else None,
-                    node_id=lease.node_id, reason="expired", before={"lease": ulid_str(lease.id)},
+                    tx,
+                    actor,
+                    "expire_lease",
+                    project_id=node.project_id if node else None,
+                    node_id=lease.node_id,
+                    reason="expired",
+                    before={"lease": ulid_str(lease.id)},
                 )
             )
         await tx.append_events(events)
@@ -1048,7 +1131,9 @@ class Engine:
         history = await tx.lease_history(node.id)
         holders = await tx.principals_by_id({lease.holder for lease in history})
         return [
-            self.lease_info(lease, info.ref, holders[lease.holder].name if lease.holder in holders else "?")
+            self.lease_info(
+                lease, info.ref, holders[lease.holder].name if lease.holder in holders else "?"
+            )
             for lease in history
         ]
 
@@ -1069,7 +1154,9 @@ class Engine:
                     op=e.op,
                     project=proj.slug if proj else None,
                     node=format_ref(node_proj.slug, node.number) if node and node_proj else None,
-                    principal=principals[e.principal_id].name if e.principal_id in principals else "?",
+                    principal=principals[e.principal_id].name
+                    if e.principal_id in principals
+                    else "?",
                     principal_kind=e.principal_kind.value,
                     reason=e.reason,
                     request_id=e.request_id,
@@ -1090,7 +1177,10 @@ def _decode_page(page: str | None) -> int:
         return 0
     if page.startswith("o") and page[1:].isdigit():
         return int(page[1:])
-    raise Invalid(f"{page!r} is not a page token", next="Pass next_page exactly as a previous page returned it.")
+    raise Invalid(
+        f"{page!r} is not a page token",
+        next="Pass next_page exactly as a previous page returned it.",
+    )
 
 
 def _describe(reasons: Sequence[Reason]) -> str:
@@ -1121,7 +1211,9 @@ def _next_move(reason: Reason, ref: str) -> str:
     if reason.kind == "held":
         return f"Ask a person to release the hold ('skift unhold {d.get('on', ref)} --reason …'), or take other work."
     if reason.kind == "blocked_by":
-        return f"Finish {d['ref']} first, or take other work ('skift explain {ref}' shows the chain)."
+        return (
+            f"Finish {d['ref']} first, or take other work ('skift explain {ref}' shows the chain)."
+        )
     if reason.kind == "leased":
         return "Someone is working on it; take other work, or wait for the lease to end."
     if reason.kind == "open_children":
@@ -1132,7 +1224,9 @@ def _next_move(reason: Reason, ref: str) -> str:
 class _Patch:
     """The state of one patch while its operations apply."""
 
-    def __init__(self, engine: Engine, tx: Tx, actor: Actor, project: Project, request_id: str) -> None:
+    def __init__(
+        self, engine: Engine, tx: Tx, actor: Actor, project: Project, request_id: str
+    ) -> None:
         self.e = engine
         self.tx = tx
         self.actor = actor
@@ -1155,12 +1249,19 @@ class _Patch:
         ident = parse_ulid(lease_ref.strip())
         lease = await self.tx.lease_by_id(ident, lock=True) if ident else None
         now = await self.tx.now()
-        if lease is None or lease.released_at is not None or lease.expires_at <= now or lease.holder != self.actor.id:
+        if (
+            lease is None
+            or lease.released_at is not None
+            or lease.expires_at <= now
+            or lease.holder != self.actor.id
+        ):
             why = "unknown"
             if lease is not None:
                 why = (
-                    "released" if lease.released_at is not None
-                    else "expired" if lease.expires_at <= now
+                    "released"
+                    if lease.released_at is not None
+                    else "expired"
+                    if lease.expires_at <= now
                     else "held by another principal"
                 )
             raise FencingError(
@@ -1212,7 +1313,9 @@ class _Patch:
     async def event(self, op: str, node: Node | None, **kw: Any) -> None:
         self.events.append(
             await self.e._event(  # pyright: ignore[reportPrivateUsage]
-                self.tx, self.actor, op,
+                self.tx,
+                self.actor,
+                op,
                 project_id=node.project_id if node else self.project.id,
                 node_id=node.id if node else None,
                 request_id=self.request_id,
@@ -1263,7 +1366,9 @@ class _Patch:
     def _title(self, title: str) -> str:
         text = title.strip()
         if not text:
-            raise Invalid("a node needs a title", next="Give a short title saying what the work is.")
+            raise Invalid(
+                "a node needs a title", next="Give a short title saying what the work is."
+            )
         _check_size("title", text, self.e.limits.title_chars, chars=True)
         return text
 
@@ -1292,7 +1397,10 @@ class _Patch:
                     next="Use a short name of letters, digits, _ . - starting with a letter, e.g. research.",
                 )
             if op.alias in self.aliases:
-                raise Invalid(f"alias {op.alias!r} is used twice in this patch", next="Give each created node its own alias.")
+                raise Invalid(
+                    f"alias {op.alias!r} is used twice in this patch",
+                    next="Give each created node its own alias.",
+                )
         parent_id: UUID | None = None
         if op.parent is not None:
             parent_id = (await self._parent(op.parent, self.project.id)).id
@@ -1339,17 +1447,26 @@ class _Patch:
         existing = await self.tx.edges_into([target.id])
         if any(e.from_id == source.id and e.kind is EdgeKind.BLOCKS for e in existing):
             return
-        edge = Edge(org_id=self.tx.org_id, from_id=source.id, to_id=target.id, created_at=await self.tx.now())
+        edge = Edge(
+            org_id=self.tx.org_id,
+            from_id=source.id,
+            to_id=target.id,
+            created_at=await self.tx.now(),
+        )
         await self.tx.insert_edges([edge])
         self.arcs.append((target.id, source.id))
         self._touch(target)
         await self.event(
-            "add_edge", target, after={"from": self.refs[source.id], "to": self.refs[target.id], "kind": "blocks"}
+            "add_edge",
+            target,
+            after={"from": self.refs[source.id], "to": self.refs[target.id], "kind": "blocks"},
         )
 
     def _edge_kind(self, kind: str) -> None:
         if kind != EdgeKind.BLOCKS.value:
-            raise Invalid(f"edge kind {kind!r} is not supported", next="Use kind 'blocks' (the default).")
+            raise Invalid(
+                f"edge kind {kind!r} is not supported", next="Use kind 'blocks' (the default)."
+            )
 
     async def add_edge(self, op: AddEdge) -> None:
         self._edge_kind(op.kind)
@@ -1367,7 +1484,9 @@ class _Patch:
             )
         self._touch(target)
         await self.event(
-            "remove_edge", target, before={"from": self.refs[source.id], "to": self.refs[target.id], "kind": op.kind}
+            "remove_edge",
+            target,
+            before={"from": self.refs[source.id], "to": self.refs[target.id], "kind": op.kind},
         )
 
     async def update(self, op: UpdateNode) -> None:
@@ -1404,7 +1523,9 @@ class _Patch:
             else:
                 parent = await self._parent(op.parent, node.project_id)
                 if parent.id == node.id:
-                    raise CycleError(f"{self.refs[node.id]} cannot contain itself", next="Choose another parent.")
+                    raise CycleError(
+                        f"{self.refs[node.id]} cannot contain itself", next="Choose another parent."
+                    )
                 new_parent = parent.id
             if new_parent != node.parent_id:
                 if node.parent_id is not None:
@@ -1424,9 +1545,15 @@ class _Patch:
         await self.event("update_node", updated, before=before, after=after)
 
     async def _end_lease(self, node: Node) -> None:
-        if self.lease is not None and self.lease.node_id == node.id and self.lease.released_at is None:
+        if (
+            self.lease is not None
+            and self.lease.node_id == node.id
+            and self.lease.released_at is None
+        ):
             now = await self.tx.now()
-            self.lease = attrs.evolve(self.lease, released_at=now, release_reason=ReleaseReason.COMPLETE)
+            self.lease = attrs.evolve(
+                self.lease, released_at=now, release_reason=ReleaseReason.COMPLETE
+            )
             await self.tx.update_lease(self.lease)
 
     async def drop(self, op: DropNode) -> None:
@@ -1453,9 +1580,14 @@ class _Patch:
             await self._end_lease(target)
             self.dropped.append(target.id)
             await self.event(
-                "drop_node", dropped, reason=reason,
+                "drop_node",
+                dropped,
+                reason=reason,
                 before={"status": target.status.value},
-                after={"status": "dropped", "cascade_from": self.refs[node.id] if target is not node else None},
+                after={
+                    "status": "dropped",
+                    "cascade_from": self.refs[node.id] if target is not node else None,
+                },
             )
 
     async def _cascade(self, root: Node) -> list[Node]:
@@ -1499,7 +1631,12 @@ class _Patch:
         done = attrs.evolve(node, status=Status.DONE, result=op.result)
         await self.write(node, done)
         await self._end_lease(node)
-        await self.event("complete_node", done, before={"status": "open"}, after={"status": "done", "result": op.result})
+        await self.event(
+            "complete_node",
+            done,
+            before={"status": "open"},
+            after={"status": "done", "result": op.result},
+        )
 
     async def reopen(self, op: ReopenNode) -> None:
         node = await self.node(op.node)
@@ -1509,7 +1646,13 @@ class _Patch:
         await self.guard(node)
         opened = attrs.evolve(node, status=Status.OPEN)
         await self.write(node, opened)
-        await self.event("reopen_node", opened, reason=reason, before={"status": node.status.value}, after={"status": "open"})
+        await self.event(
+            "reopen_node",
+            opened,
+            reason=reason,
+            before={"status": node.status.value},
+            after={"status": "open"},
+        )
 
     async def hold(self, op: HoldNode | UnholdNode, *, hold: bool) -> None:
         self.e._may_hold(self.actor)  # pyright: ignore[reportPrivateUsage]
@@ -1585,11 +1728,21 @@ class _Patch:
             if release_after is not None:
                 self.lease = attrs.evolve(self.lease, released_at=now, release_reason=release_after)
                 await self.tx.update_lease(self.lease)
-                node = self.nodes.get(self.lease.node_id) or (await self.tx.nodes_by_id([self.lease.node_id]))[self.lease.node_id]
-                await self.event("release", node, reason=release_after.value, before={"lease": ulid_str(self.lease.id)})
+                node = (
+                    self.nodes.get(self.lease.node_id)
+                    or (await self.tx.nodes_by_id([self.lease.node_id]))[self.lease.node_id]
+                )
+                await self.event(
+                    "release",
+                    node,
+                    reason=release_after.value,
+                    before={"lease": ulid_str(self.lease.id)},
+                )
             else:
-                span = self.lease.expires_at - self.lease.created_at
-                self.lease = attrs.evolve(self.lease, expires_at=max(self.lease.expires_at, now + span))
+                span = self.lease.ttl
+                self.lease = attrs.evolve(
+                    self.lease, expires_at=max(self.lease.expires_at, now + span)
+                )
                 await self.tx.update_lease(self.lease)
         await self.tx.append_events(self.events)
 
@@ -1667,7 +1820,11 @@ class _Cone:
                 if nid not in cone.nodes:
                     cone.nodes[nid] = n
             # only open nodes can hold anything up further
-            frontier = [nid for nid in loaded if cone.nodes[nid].status is Status.OPEN and nid not in cone.blockers]
+            frontier = [
+                nid
+                for nid in loaded
+                if cone.nodes[nid].status is Status.OPEN and nid not in cone.blockers
+            ]
         cone.projects = await tx.projects_by_id({n.project_id for n in cone.nodes.values()})
         for nid, n in cone.nodes.items():
             if n.status is Status.OPEN:
@@ -1678,11 +1835,15 @@ class _Cone:
         return format_ref(self.projects[node.project_id].slug, node.number)
 
     def unsatisfied(self, nid: UUID) -> list[Node]:
-        out = [self.nodes[b] for b in self.blockers.get(nid, []) if not self.nodes[b].satisfies_edge()]
+        out = [
+            self.nodes[b] for b in self.blockers.get(nid, []) if not self.nodes[b].satisfies_edge()
+        ]
         return sorted(out, key=lambda n: (n.project_id, n.number))
 
     def open_children(self, nid: UUID) -> list[Node]:
-        out = [self.nodes[c] for c in self.children.get(nid, []) if self.nodes[c].status is Status.OPEN]
+        out = [
+            self.nodes[c] for c in self.children.get(nid, []) if self.nodes[c].status is Status.OPEN
+        ]
         return sorted(out, key=lambda n: n.number)
 
     def hold_of(self, nid: UUID) -> dict[str, Any] | None:
@@ -1741,7 +1902,10 @@ class _Cone:
             result: dict[str, Any] | None = None
             project = self.projects[node.project_id]
             if project.archived_at is not None and node.status is Status.OPEN:
-                result = {"at": self.ref(node), "why": f"{self.ref(node)} is open in archived project {project.slug}"}
+                result = {
+                    "at": self.ref(node),
+                    "why": f"{self.ref(node)} is open in archived project {project.slug}",
+                }
             if result is None and cur in self.blockers:
                 for b in self.unsatisfied(cur):
                     if b.status is Status.DROPPED:
@@ -1790,7 +1954,10 @@ def filter_from(
             held=held,
         )
     except ValueError as exc:
-        raise Invalid(str(exc), next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.") from None
+        raise Invalid(
+            str(exc),
+            next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
+        ) from None
 
 
 def derived_ready(d: Derived, node: Node) -> bool:

@@ -8,7 +8,8 @@ a database (``skift.open("memory:")``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,7 +60,9 @@ class MemoryStore:
         return datetime.now(UTC) + self._offset
 
     @asynccontextmanager
-    async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncIterator[MemoryTx]:
+    async def transaction(
+        self, org_id: UUID, *, graph_lock: bool = False
+    ) -> AsyncGenerator[MemoryTx]:
         async with self._lock:
             tx = MemoryTx(self._state, org_id, self._now())
             try:
@@ -91,10 +94,8 @@ class MemoryStore:
 
     async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
         async with self._changed:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout.total_seconds())
-            except TimeoutError:
-                pass
 
     async def close(self) -> None:
         return None
@@ -175,7 +176,9 @@ class MemoryTx:
 
     async def slugs_like(self, base: str) -> set[str]:
         return {
-            s for (o, s) in self._s.slugs if o == self._org and (s == base or s.startswith(base + "-"))
+            s
+            for (o, s) in self._s.slugs
+            if o == self._org and (s == base or s.startswith(base + "-"))
         }
 
     async def insert_project(self, project: Project) -> None:
@@ -201,13 +204,16 @@ class MemoryTx:
         wanted = set(ids)
         out: dict[UUID, datetime] = {}
         for e in self._s.events:
-            if e.org_id == self._org and e.project_id in wanted:
-                out[e.project_id] = max(out.get(e.project_id, e.occurred_at), e.occurred_at)
+            pid = e.project_id
+            if e.org_id == self._org and pid is not None and pid in wanted:
+                out[pid] = max(out.get(pid, e.occurred_at), e.occurred_at)
         return out
 
     async def allocate_numbers(self, project_id: UUID, count: int) -> int:
         p = self._s.projects[project_id]
-        self._set(self._s.projects, project_id, attrs.evolve(p, node_counter=p.node_counter + count))
+        self._set(
+            self._s.projects, project_id, attrs.evolve(p, node_counter=p.node_counter + count)
+        )
         return p.node_counter + 1
 
     # nodes
@@ -218,7 +224,9 @@ class MemoryTx:
     async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]:
         return {i: n for i in ids if (n := self._node(i)) is not None}
 
-    async def node_by_number(self, project_id: UUID, number: int, *, lock: bool = False) -> Node | None:
+    async def node_by_number(
+        self, project_id: UUID, number: int, *, lock: bool = False
+    ) -> Node | None:
         nid = self._s.numbers.get((project_id, number))
         return self._node(nid) if nid else None
 
@@ -323,7 +331,7 @@ class MemoryTx:
         self._set(self._s.leases, lease.id, lease)
         history = self._s.node_leases.setdefault(lease.node_id, [])
         history.append(lease.id)
-        self._undo.append(history.pop)
+        self._undo.append(lambda: history.remove(lease.id))
 
     async def update_lease(self, lease: Lease) -> None:
         self._set(self._s.leases, lease.id, lease)
@@ -335,7 +343,9 @@ class MemoryTx:
         rows = [
             lease
             for lease in self._s.leases.values()
-            if lease.org_id == self._org and lease.released_at is None and lease.expires_at <= self._now
+            if lease.org_id == self._org
+            and lease.released_at is None
+            and lease.expires_at <= self._now
         ]
         rows.sort(key=lambda lease: lease.expires_at)
         return rows[:limit]
@@ -376,7 +386,9 @@ class MemoryTx:
         ordered = readiness.turn_order(ready, query.after_project)
         return ordered[query.offset : query.offset + query.limit]
 
-    async def list_nodes(self, query: ReadyQuery, *, status: Status | None, held: bool | None) -> list[Node]:
+    async def list_nodes(
+        self, query: ReadyQuery, *, status: Status | None, held: bool | None
+    ) -> list[Node]:
         rows = [
             n
             for n in self._s.nodes.values()
@@ -389,14 +401,12 @@ class MemoryTx:
         return rows[query.offset : query.offset + query.limit]
 
     async def held_count(self, query: ReadyQuery) -> int:
-        return sum(1 for _, d in self._candidates(query) if d.held and attrs.evolve(d, held=False).ready)
+        return sum(
+            1 for _, d in self._candidates(query) if d.held and attrs.evolve(d, held=False).ready
+        )
 
-    async def ready_projects(self, query: ReadyQuery) -> list[UUID]:
-        return sorted({n.project_id for n, d in self._candidates(query) if d.ready})
-
-    async def lock_first_ready(self, query: ReadyQuery, project_id: UUID) -> Node | None:
-        scoped = attrs.evolve(query, projects=(project_id,), offset=0, limit=1, after_project=None)
-        found = await self.ready(scoped)
+    async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
+        found = await self.ready(attrs.evolve(query, offset=0, limit=1))
         return found[0] if found else None
 
     # claim cursors

@@ -7,7 +7,7 @@ ready) are never fields here; they are computed by readiness at read time.
 from __future__ import annotations
 
 import enum
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -165,6 +165,7 @@ class Lease:
     session_ref: str = ""
     created_at: datetime
     expires_at: datetime
+    ttl: timedelta
     released_at: datetime | None = None
     release_reason: ReleaseReason | None = None
 

@@ -138,6 +138,7 @@ OP_TYPES: dict[str, type[Op]] = {
 
 STRUCTURAL_OPS = (AddEdge, RemoveEdge)
 
+
 def _structure(value: object, tp: Any, path: str) -> Any:
     """Check ``value`` against the annotation ``tp``; raise Invalid naming ``path``."""
     origin = typing.get_origin(tp)
@@ -165,7 +166,7 @@ def _structure(value: object, tp: Any, path: str) -> Any:
             raise _bad(path, f"expected a list of strings, got {_typename(value)}")
         items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
         return tuple(_structure(v, str, f"{path}[{i}]") for i, v in enumerate(items))
-    if attrs.has(tp):
+    if isinstance(tp, type) and attrs.has(tp):
         return _structure_attrs(value, tp, path)
     raise AssertionError(f"no structure rule for {tp!r}")  # pragma: no cover
 
@@ -212,7 +213,9 @@ def parse_op(doc: object, index: int = 0) -> Op:
     """One operation from its JSON/YAML form, or :class:`Invalid` naming the index and field."""
     where = f"ops[{index}]"
     if not isinstance(doc, Mapping):
-        raise Invalid(f"{where} is not an object", next="Each operation is an object with an 'op' field.")
+        raise Invalid(
+            f"{where} is not an object", next="Each operation is an object with an 'op' field."
+        )
     fields: dict[str, Any] = dict(doc)  # pyright: ignore[reportUnknownArgumentType]
     name = fields.pop("op", None)
     if name not in OP_TYPES:

@@ -36,6 +36,14 @@ from ._models import (
 )
 
 
+class TransientError(Exception):
+    """A store failure that is safe to retry as a whole transaction.
+
+    A deadlock, a serialization failure, or a row claimed concurrently between
+    a statement's snapshot and its lock.
+    """
+
+
 @attrs.frozen(kw_only=True)
 class Derived:
     """Facts derived at read time, never stored."""
@@ -48,7 +56,9 @@ class Derived:
 
     @property
     def ready(self) -> bool:
-        return not (self.blocked or self.held or self.claimed or self.open_children or self.archived)
+        return not (
+            self.blocked or self.held or self.claimed or self.open_children or self.archived
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -125,8 +135,12 @@ class Tx(Protocol):
         ...
 
     # nodes
-    async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]: ...
-    async def node_by_number(self, project_id: UUID, number: int, *, lock: bool = False) -> Node | None: ...
+    async def nodes_by_id(
+        self, ids: Collection[UUID], *, lock: bool = False
+    ) -> dict[UUID, Node]: ...
+    async def node_by_number(
+        self, project_id: UUID, number: int, *, lock: bool = False
+    ) -> Node | None: ...
     async def insert_nodes(self, nodes: Sequence[Node]) -> None: ...
     async def update_node(self, node: Node) -> None: ...
     async def children_of(self, ids: Collection[UUID]) -> list[Node]: ...
@@ -161,7 +175,9 @@ class Tx(Protocol):
     # derived state: the rule that may exist twice
     async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]: ...
     async def ready(self, query: ReadyQuery) -> list[Node]: ...
-    async def list_nodes(self, query: ReadyQuery, *, status: Status | None, held: bool | None) -> list[Node]:
+    async def list_nodes(
+        self, query: ReadyQuery, *, status: Status | None, held: bool | None
+    ) -> list[Node]:
         """Nodes matching the filter in any state, by project (ascending id) then number."""
         ...
 
@@ -169,12 +185,12 @@ class Tx(Protocol):
         """How many nodes in the query's scope would be ready but for a hold."""
         ...
 
-    async def lock_first_ready(self, query: ReadyQuery, project_id: UUID) -> Node | None:
-        """Lock and return the first ready node of one project, skipping rows others hold."""
-        ...
+    async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
+        """Lock and return the first node of the turn order, skipping rows others hold.
 
-    async def ready_projects(self, query: ReadyQuery) -> list[UUID]:
-        """Projects in scope with at least one ready node, ascending by id."""
+        That is the top ready node (priority, age, number) of the first project
+        after ``query.after_project`` that has one, wrapping around.
+        """
         ...
 
     # claim cursors
@@ -196,7 +212,9 @@ class Tx(Protocol):
 class Store(Protocol):
     """A place skift keeps its graph."""
 
-    def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AbstractAsyncContextManager[Tx]:
+    def transaction(
+        self, org_id: UUID, *, graph_lock: bool = False
+    ) -> AbstractAsyncContextManager[Tx]:
         """Begin a transaction in one organization.
 
         ``graph_lock`` serializes writes that change the wait relation within

@@ -51,7 +51,8 @@ async def migrate(dsn: str) -> list[str]:
                 async with conn.transaction():
                     await conn.execute(sql.encode())
                     await conn.execute(
-                        "INSERT INTO skift_migrations (version, name) VALUES (%s, %s)", (version, name)
+                        "INSERT INTO skift_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
                     )
                 applied.append(name)
         finally:

@@ -49,5 +49,7 @@ def queries() -> dict[str, str]:
     return out
 
 
-def q(name: str) -> str:
-    return queries()[name]
+@cache
+def q(name: str) -> bytes:
+    """The SQL of one named query, encoded once (psycopg takes bytes as a trusted query)."""
+    return queries()[name].encode()

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +23,7 @@ import psycopg.errors
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+
 from skift import (
     AssigneeKind,
     Derived,
@@ -55,19 +56,31 @@ log = logging.getLogger("skift_pg")
 Row = dict[str, Any]
 Conn = psycopg.AsyncConnection[Row]
 
-_PRIORITIES = list(Priority)
+_PRIORITIES: list[Priority] = list(Priority)
+
+
+def _priority(rank: int) -> Priority:
+    """The stored rank 0..4 as p0..p4."""
+    return _PRIORITIES[rank]
 
 
 def _hold(row: Row) -> Hold | None:
     if row["held_at"] is None:
         return None
-    return Hold(at=row["held_at"], by=row["held_by"], reason=row["held_reason"], group=row["hold_group"])
+    return Hold(
+        at=row["held_at"], by=row["held_by"], reason=row["held_reason"], group=row["hold_group"]
+    )
 
 
 def _hold_params(hold: Hold | None) -> Row:
     if hold is None:
         return {"held_at": None, "held_by": None, "held_reason": None, "hold_group": None}
-    return {"held_at": hold.at, "held_by": hold.by, "held_reason": hold.reason, "hold_group": hold.group}
+    return {
+        "held_at": hold.at,
+        "held_by": hold.by,
+        "held_reason": hold.reason,
+        "hold_group": hold.group,
+    }
 
 
 def project_from_row(row: Row) -> Project:
@@ -77,7 +90,7 @@ def project_from_row(row: Row) -> Project:
         slug=row["slug"],
         title=row["title"],
         node_counter=row["node_counter"],
-        priority=_PRIORITIES[row["priority"]],
+        priority=_priority(row["priority"]),
         vcs_url=row["vcs_url"],
         archived_at=row["archived_at"],
         hold=_hold(row),
@@ -96,7 +109,7 @@ def node_from_row(row: Row) -> Node:
         title=row["title"],
         body=row["body"],
         status=Status(row["status"]),
-        priority=_PRIORITIES[row["priority"]],
+        priority=_priority(row["priority"]),
         assignee_kind=AssigneeKind(row["assignee_kind"]) if row["assignee_kind"] else None,
         assignee=row["assignee"],
         labels=tuple(row["labels"]),
@@ -130,6 +143,7 @@ def lease_from_row(row: Row) -> Lease:
         session_ref=row["session_ref"],
         created_at=row["created_at"],
         expires_at=row["expires_at"],
+        ttl=row["ttl"],
         released_at=row["released_at"],
         release_reason=ReleaseReason(row["release_reason"]) if row["release_reason"] else None,
     )
@@ -214,6 +228,7 @@ def _lease_params(lease: Lease) -> Row:
         "session_ref": lease.session_ref,
         "created_at": lease.created_at,
         "expires_at": lease.expires_at,
+        "ttl": lease.ttl,
         "released_at": lease.released_at,
         "release_reason": lease.release_reason.value if lease.release_reason else None,
     }
@@ -227,7 +242,9 @@ def _org_lock_key(org_id: UUID) -> int:
 class PgStore:
     """A :class:`~skift.Store` in PostgreSQL."""
 
-    def __init__(self, dsn: str, *, limits: Limits | None = None, min_size: int = 1, max_size: int = 16) -> None:
+    def __init__(
+        self, dsn: str, *, limits: Limits | None = None, min_size: int = 1, max_size: int = 16
+    ) -> None:
         self.dsn = dsn
         self.limits = limits or Limits()
         timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
@@ -267,7 +284,7 @@ class PgStore:
                 self._opened = True
 
     @asynccontextmanager
-    async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncIterator[PgTx]:
+    async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncGenerator[PgTx]:
         await self._ensure_open()
         try:
             async with self._pool.connection() as conn, conn.transaction():
@@ -308,7 +325,8 @@ class PgStore:
         for _ in range(3):
             async with self._pool.connection() as conn:
                 cur = await conn.execute(
-                    q("ensure_principal"), {"id": new_id(), "org": org_id, "name": name, "kind": kind.value}
+                    q("ensure_principal"),
+                    {"id": new_id(), "org": org_id, "name": name, "kind": kind.value},
                 )
                 row = await cur.fetchone()
             if row is not None:
@@ -372,19 +390,19 @@ class PgTx:
     def org_id(self) -> UUID:
         return self._org
 
-    async def exec(self, name: str, **params: Any) -> None:
+    async def exec(self, name: str, /, **params: Any) -> None:
         await self._conn.execute(q(name), {"org": self._org, **params})
 
-    async def write(self, name: str, **params: Any) -> int:
+    async def write(self, name: str, /, **params: Any) -> int:
         cur = await self._conn.execute(q(name), {"org": self._org, **params})
         self.wrote = True
         return cur.rowcount
 
-    async def rows(self, name: str, **params: Any) -> list[Row]:
+    async def rows(self, name: str, /, **params: Any) -> list[Row]:
         cur = await self._conn.execute(q(name), {"org": self._org, **params})
         return await cur.fetchall()
 
-    async def row(self, name: str, **params: Any) -> Row | None:
+    async def row(self, name: str, /, **params: Any) -> Row | None:
         cur = await self._conn.execute(q(name), {"org": self._org, **params})
         return await cur.fetchone()
 
@@ -393,6 +411,7 @@ class PgTx:
             row = await self.row("now", offset=self._offset)
             assert row is not None
             self._now = row["now"]
+            return row["now"]
         return self._now
 
     # principals
@@ -403,7 +422,10 @@ class PgTx:
     async def principals_by_id(self, ids: Collection[UUID]) -> dict[UUID, Principal]:
         if not ids:
             return {}
-        return {r["id"]: principal_from_row(r) for r in await self.rows("principals_by_id", ids=list(ids))}
+        return {
+            r["id"]: principal_from_row(r)
+            for r in await self.rows("principals_by_id", ids=list(ids))
+        }
 
     async def insert_principal(self, principal: Principal) -> None:
         await self.write(
@@ -426,7 +448,9 @@ class PgTx:
     async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
         if not ids:
             return {}
-        return {r["id"]: project_from_row(r) for r in await self.rows("projects_by_id", ids=list(ids))}
+        return {
+            r["id"]: project_from_row(r) for r in await self.rows("projects_by_id", ids=list(ids))
+        }
 
     async def slugs_like(self, base: str) -> set[str]:
         return {r["slug"] for r in await self.rows("slugs_like", base=base)}
@@ -445,10 +469,14 @@ class PgTx:
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
         if not ids:
             return {}
-        return {r["project_id"]: r["at"] for r in await self.rows("project_activity", ids=list(ids))}
+        return {
+            r["project_id"]: r["at"] for r in await self.rows("project_activity", ids=list(ids))
+        }
 
     async def allocate_numbers(self, project_id: UUID, count: int) -> int:
-        cur = await self._conn.execute(q("allocate_numbers"), {"org": self._org, "id": project_id, "count": count})
+        cur = await self._conn.execute(
+            q("allocate_numbers"), {"org": self._org, "id": project_id, "count": count}
+        )
         self.wrote = True
         row = await cur.fetchone()
         assert row is not None
@@ -461,7 +489,9 @@ class PgTx:
         rows = await self.rows("nodes_by_id_locked" if lock else "nodes_by_id", ids=list(ids))
         return {r["id"]: node_from_row(r) for r in rows}
 
-    async def node_by_number(self, project_id: UUID, number: int, *, lock: bool = False) -> Node | None:
+    async def node_by_number(
+        self, project_id: UUID, number: int, *, lock: bool = False
+    ) -> Node | None:
         row = await self.row(
             "node_by_number_locked" if lock else "node_by_number", project=project_id, number=number
         )
@@ -500,7 +530,13 @@ class PgTx:
         if not edges:
             return
         params = [
-            {"org": e.org_id, "from_id": e.from_id, "to_id": e.to_id, "kind": e.kind.value, "created_at": e.created_at}
+            {
+                "org": e.org_id,
+                "from_id": e.from_id,
+                "to_id": e.to_id,
+                "kind": e.kind.value,
+                "created_at": e.created_at,
+            }
             for e in edges
         ]
         async with self._conn.cursor() as cur:
@@ -513,7 +549,9 @@ class PgTx:
     async def wait_arcs_from(self, ids: Collection[UUID]) -> list[tuple[UUID, UUID]]:
         if not ids:
             return []
-        return [(r["waiter"], r["waited"]) for r in await self.rows("wait_arcs_from", ids=list(ids))]
+        return [
+            (r["waiter"], r["waited"]) for r in await self.rows("wait_arcs_from", ids=list(ids))
+        ]
 
     # leases
     async def live_leases(self, node_ids: Collection[UUID]) -> dict[UUID, Lease]:
@@ -540,7 +578,10 @@ class PgTx:
         return [lease_from_row(r) for r in await self.rows("lease_history", id=node_id)]
 
     async def expired_leases(self, limit: int) -> list[Lease]:
-        return [lease_from_row(r) for r in await self.rows("expired_leases", now=await self.now(), limit=limit)]
+        return [
+            lease_from_row(r)
+            for r in await self.rows("expired_leases", now=await self.now(), limit=limit)
+        ]
 
     # derived state
     async def _query_params(self, query: ReadyQuery) -> Row:
@@ -578,7 +619,9 @@ class PgTx:
         )
         return [node_from_row(r) for r in rows]
 
-    async def list_nodes(self, query: ReadyQuery, *, status: Status | None, held: bool | None) -> list[Node]:
+    async def list_nodes(
+        self, query: ReadyQuery, *, status: Status | None, held: bool | None
+    ) -> list[Node]:
         params = await self._query_params(query)
         rows = await self.rows(
             "list_nodes",
@@ -595,11 +638,10 @@ class PgTx:
         assert row is not None
         return int(row["n"])
 
-    async def ready_projects(self, query: ReadyQuery) -> list[UUID]:
-        return [r["project_id"] for r in await self.rows("ready_projects", **await self._query_params(query))]
-
-    async def lock_first_ready(self, query: ReadyQuery, project_id: UUID) -> Node | None:
-        row = await self.row("lock_first_ready", **await self._query_params(query), project=project_id)
+    async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
+        row = await self.row(
+            "lock_next_ready", **await self._query_params(query), after=query.after_project
+        )
         return node_from_row(row) if row else None
 
     # claim cursors
@@ -609,12 +651,18 @@ class PgTx:
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
         await self.write(
-            "set_cursor", principal=principal_id, hash=filter_hash, project=project_id, now=await self.now()
+            "set_cursor",
+            principal=principal_id,
+            hash=filter_hash,
+            project=project_id,
+            now=await self.now(),
         )
 
     # idempotency
     async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
-        row = await self.row("reserve_request", rid=request_id, fingerprint=fingerprint, now=await self.now())
+        row = await self.row(
+            "reserve_request", rid=request_id, fingerprint=fingerprint, now=await self.now()
+        )
         if row is not None:
             self.wrote = True
             return None

@@ -18,8 +18,6 @@ from datetime import timedelta
 import skift
 
 
-
-
 def _say(text: str) -> None:
     print(text, flush=True)
 
@@ -34,29 +32,54 @@ def _show_ready(page: skift.ReadyPage) -> None:
 async def walk(dsn: str) -> None:
     async with skift.open(dsn, principal=skift.User(os.environ.get("USER", "ada"))) as sk:
         bot = sk.acting_as(skift.Agent("walkthrough-agent"))
-        proj = await sk.create_project("Walkthrough", vcs_url="https://example.com/acme/walkthrough.git")
+        proj = await sk.create_project(
+            "Walkthrough", vcs_url="https://example.com/acme/walkthrough.git"
+        )
         _say(f"1. Created project {proj.slug!r} (just a title; no ritual).")
 
         res = await sk.patch(
             proj.slug,
             [
                 skift.CreateNode(alias="epic", title="Ship sign-in with OAuth"),
-                skift.CreateNode(alias="research", title="Recommend an OAuth provider", parent="epic", priority=skift.Priority.P1),
-                skift.CreateNode(alias="signup", title="Sign up with the chosen provider", parent="epic",
-                                 assignee_kind=skift.AssigneeKind.USER, blocked_by=("research",)),
-                skift.CreateNode(alias="impl", title="Implement the callback", parent="epic", blocked_by=("signup",)),
+                skift.CreateNode(
+                    alias="research",
+                    title="Recommend an OAuth provider",
+                    parent="epic",
+                    priority=skift.Priority.P1,
+                ),
+                skift.CreateNode(
+                    alias="signup",
+                    title="Sign up with the chosen provider",
+                    parent="epic",
+                    assignee_kind=skift.AssigneeKind.USER,
+                    blocked_by=("research",),
+                ),
+                skift.CreateNode(
+                    alias="impl",
+                    title="Implement the callback",
+                    parent="epic",
+                    blocked_by=("signup",),
+                ),
             ],
         )
         _say("2. One patch decomposed the work with aliases, atomically:")
         for alias, ref in res.created.items():
             _say(f"    {alias:<9} -> {ref}")
 
-        _say("3. What an agent may take now (the gate is a person's, the epic waits on its children):")
+        _say(
+            "3. What an agent may take now (the gate is a person's, the epic waits on its children):"
+        )
         _show_ready(await bot.ready(projects=[proj.slug]))
 
-        claim = await bot.claim_next(projects=[proj.slug], ttl=timedelta(minutes=5), harness="walkthrough")
-        _say(f"4. The agent claimed {claim.node.ref}; lease {claim.lease.id} (the fencing token) until {claim.lease.expires_at:%H:%M:%S}.")
-        await bot.complete(claim.node.ref, lease=claim.lease.id, result="Use the provider with PKCE support.")
+        claim = await bot.claim_next(
+            projects=[proj.slug], ttl=timedelta(minutes=5), harness="walkthrough"
+        )
+        _say(
+            f"4. The agent claimed {claim.node.ref}; lease {claim.lease.id} (the fencing token) until {claim.lease.expires_at:%H:%M:%S}."
+        )
+        await bot.complete(
+            claim.node.ref, lease=claim.lease.id, result="Use the provider with PKCE support."
+        )
         _say(f"5. It completed {claim.node.ref} with a result.")
 
         why = await bot.explain(res.created["impl"])
@@ -66,18 +89,28 @@ async def walk(dsn: str) -> None:
 
         _say("7. What the person sees as ready now (the gate, with the research as its input):")
         _show_ready(await sk.ready(projects=[proj.slug]))
-        await sk.complete(res.created["signup"], result="Signed up; the client secret is in the vault.")
-        _say(f"8. The person completed the gate {res.created['signup']}; the agent's ready set now:")
+        await sk.complete(
+            res.created["signup"], result="Signed up; the client secret is in the vault."
+        )
+        _say(
+            f"8. The person completed the gate {res.created['signup']}; the agent's ready set now:"
+        )
         _show_ready(await bot.ready(projects=[proj.slug]))
 
         events = await sk.events()
-        _say(f"9. Every change is an event: {len(events)} so far in this organization, the last ones:")
+        _say(
+            f"9. Every change is an event: {len(events)} so far in this organization, the last ones:"
+        )
         for e in events[-4:]:
-            _say(f"    {e.occurred_at:%H:%M:%S} {e.principal:<18} {e.op:<14} {e.node or e.project or ''}")
+            _say(
+                f"    {e.occurred_at:%H:%M:%S} {e.principal:<18} {e.op:<14} {e.node or e.project or ''}"
+            )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dsn", help="use this PostgreSQL instead of the embedded one")
     args = parser.parse_args()
     if args.dsn:

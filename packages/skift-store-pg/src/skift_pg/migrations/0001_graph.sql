@@ -128,6 +128,8 @@ CREATE TABLE leases (
     session_ref     text NOT NULL DEFAULT '',
     created_at      timestamptz NOT NULL,
     expires_at      timestamptz NOT NULL CHECK (expires_at > created_at),
+    -- the TTL the holder asked for (after clamping): every renewal extends by it
+    ttl             interval NOT NULL CHECK (ttl > interval '0'),
     released_at     timestamptz,
     release_reason  text CHECK (release_reason IN ('complete', 'gate', 'crash', 'budget', 'expired', 'preempted')),
     CHECK ((released_at IS NULL) = (release_reason IS NULL))

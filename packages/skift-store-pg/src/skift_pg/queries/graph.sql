@@ -79,21 +79,17 @@ SELECT count(*) AS n
 FROM nodes n JOIN projects p ON p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND /*:_held*/
 
--- name: ready_projects
--- Projects in scope with at least one ready node, ascending by id (the rotation order).
-WITH RECURSIVE /*:_held_tree*/
-SELECT DISTINCT n.project_id
-FROM nodes n JOIN projects p ON p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
-ORDER BY n.project_id
-
--- name: lock_first_ready
--- ClaimNext's take: lock the first ready node of one project, skipping rows other claimers hold.
+-- name: lock_next_ready
+-- ClaimNext's take: the top ready node of the first project after the rotation
+-- cursor that has one (wrapping around), locked, skipping rows other claimers
+-- hold. The same order as Ready's first page, without a window function, so
+-- FOR UPDATE is allowed and an index walk stops at the first match.
 WITH RECURSIVE /*:_held_tree*/
 SELECT n.*
 FROM nodes n JOIN projects p ON p.id = n.project_id
-WHERE /*:_filter*/ AND n.project_id = %(project)s AND /*:_ready_unheld*/ AND NOT /*:_held*/
-ORDER BY n.priority, n.created_at, n.number
+WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
+ORDER BY (%(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid), n.project_id,
+         n.priority, n.created_at, n.number
 LIMIT 1
 FOR UPDATE OF n SKIP LOCKED
 
@@ -341,9 +337,9 @@ SELECT * FROM leases WHERE org_id = %(org)s AND node_id = %(id)s AND released_at
 -- name: insert_lease
 -- Take a lease.
 INSERT INTO leases (id, org_id, node_id, holder, harness, agent_ref, session_ref, created_at,
-                    expires_at, released_at, release_reason)
+                    expires_at, ttl, released_at, release_reason)
 VALUES (%(id)s, %(org)s, %(node_id)s, %(holder)s, %(harness)s, %(agent_ref)s, %(session_ref)s,
-        %(created_at)s, %(expires_at)s, %(released_at)s, %(release_reason)s)
+        %(created_at)s, %(expires_at)s, %(ttl)s, %(released_at)s, %(release_reason)s)
 
 -- name: update_lease
 -- Renew or release a lease.

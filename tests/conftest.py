@@ -1,0 +1,177 @@
+"""PostgreSQL fixtures shared by the whole test tree.
+
+The server comes from ``SKIFT_TEST_DSN`` when set (CI points it at the
+machine's PostgreSQL) and otherwise from a throwaway embedded cluster, so the
+suite runs on a bare machine. The schema is migrated once per session into a
+template database; each test gets its own ``CREATE DATABASE … TEMPLATE`` copy,
+which is much faster than migrating per test and keeps tests independent.
+
+When PostgreSQL cannot be had the PostgreSQL tests are skipped, except with
+``SKIFT_REQUIRE_PG=1`` (CI): then the fixtures fail, and any skipped test
+marked ``pg`` is reported as a failure, so CI never passes by skipping.
+
+Fixtures:
+
+- ``pg_server_dsn`` (session): DSN of a maintenance database on the server.
+- ``pg_template`` (session): name of the migrated template database.
+- ``pg_dsn`` (function): DSN of a fresh, migrated database for one test.
+
+Tests that request one of these are marked ``pg`` automatically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Iterator
+
+    from psycopg.rows import TupleRow
+
+PG_FIXTURES = frozenset({"pg_server_dsn", "pg_template", "pg_dsn"})
+
+
+def _require_pg() -> bool:
+    return os.environ.get("SKIFT_REQUIRE_PG") == "1"
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if _require_pg():
+        pytest.fail(f"SKIFT_REQUIRE_PG=1 but PostgreSQL is unavailable: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL unavailable: {reason}")
+
+
+def _with_dbname(dsn: str, dbname: str) -> str:
+    """The same server and credentials, another database.
+
+    URLs stay URLs, because ``skift.open`` recognises PostgreSQL by the
+    ``postgresql://`` scheme; key/value DSNs get ``dbname`` replaced.
+    """
+    parts = urlsplit(dsn)
+    if parts.scheme in ("postgresql", "postgres"):
+        return urlunsplit(parts._replace(path="/" + dbname))
+    return make_conninfo(dsn, dbname=dbname)
+
+
+def _admin(dsn: str) -> psycopg.Connection[TupleRow]:
+    """An autocommit connection: CREATE/DROP DATABASE cannot run in a transaction."""
+    return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+
+
+def _create_database(server_dsn: str, name: str, template: str | None = None) -> None:
+    query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        query = sql.SQL("{} TEMPLATE {}").format(query, sql.Identifier(template))
+    with _admin(server_dsn) as conn:
+        conn.execute(query)
+
+
+def _drop_database(server_dsn: str, name: str) -> None:
+    # FORCE ends sessions a test left open (a pool it did not close, say).
+    query = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    with _admin(server_dsn) as conn:
+        conn.execute(query)
+
+
+@pytest.fixture(scope="session")
+def pg_server_dsn() -> Iterator[str]:
+    """DSN of a maintenance database; tests create and drop databases through it."""
+    dsn = os.environ.get("SKIFT_TEST_DSN")
+    if dsn:
+        try:
+            with _admin(dsn):
+                pass
+        except psycopg.Error as exc:
+            _unavailable(f"SKIFT_TEST_DSN does not connect: {exc}")
+        yield dsn
+        return
+
+    from skift_pg.embedded import EmbeddedCluster, EmbeddedPostgresError
+
+    # A directory of our own directly under /tmp: as root the cluster runs as
+    # uid 65534, which cannot enter pytest's 0700 tmp_path directories.
+    data_dir = Path(tempfile.mkdtemp(prefix="skift-test-pg-"))
+    cluster = EmbeddedCluster(data_dir, fast=True)
+    try:
+        try:
+            dsn = cluster.start()
+        except EmbeddedPostgresError as exc:
+            _unavailable(f"the embedded cluster did not start: {exc}")
+        try:
+            yield dsn
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server_dsn: str) -> Iterator[str]:
+    """Name of a database holding the migrated schema, copied by every ``pg_dsn``."""
+    from skift_pg import migrate
+
+    name = f"skift_tpl_{secrets.token_hex(6)}"
+    _create_database(pg_server_dsn, name)
+    try:
+        # A thread of its own, so asyncio.run works even if this fixture is
+        # first requested while an event loop runs on the main thread.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(asyncio.run, migrate(_with_dbname(pg_server_dsn, name))).result()
+        yield name
+    finally:
+        _drop_database(pg_server_dsn, name)
+
+
+@pytest.fixture
+def pg_dsn(pg_server_dsn: str, pg_template: str) -> Iterator[str]:
+    """DSN of a fresh database with the schema applied, dropped after the test."""
+    name = f"skift_t_{secrets.token_hex(6)}"
+    _create_database(pg_server_dsn, name, template=pg_template)
+    try:
+        yield _with_dbname(pg_server_dsn, name)
+    finally:
+        _drop_database(pg_server_dsn, name)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests that use the PostgreSQL fixtures ``pg`` so ``-m "not pg"`` deselects them."""
+    for item in items:
+        if PG_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.pg)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """With SKIFT_REQUIRE_PG=1, a skipped ``pg`` test is reported as failed.
+
+    The report itself is turned into a failure, so the test shows up as
+    failed (or as an error, when the skip came from a fixture) and pytest
+    exits non-zero. Expected failures (xfail) are left alone.
+    """
+    report: pytest.TestReport = yield
+    if (
+        _require_pg()
+        and report.skipped
+        and not hasattr(report, "wasxfail")
+        and item.get_closest_marker("pg") is not None
+    ):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"SKIFT_REQUIRE_PG=1: a pg test may not be skipped ({reason})"
+    return report
