@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -42,6 +43,7 @@ from ._views import (
     Claim,
     EventInfo,
     Explanation,
+    FocusResult,
     LeaseInfo,
     NodeInfo,
     PatchResult,
@@ -51,6 +53,9 @@ from ._views import (
 )
 
 T = TypeVar("T")
+
+# How often ClaimNext retries after losing a race for a node to a concurrent claimer.
+_CLAIM_ATTEMPTS = 50
 
 
 @attrs.frozen
@@ -217,17 +222,24 @@ class LocalSkift:
             self._actor = Actor(principal=p, identity_scheme=self.identity_scheme)
         return self._actor
 
-    async def _run(self, fn: Callable[[Tx, Actor], Awaitable[T]], *, graph_lock: bool = False) -> T:
+    async def _run(
+        self,
+        fn: Callable[[Tx, Actor], Awaitable[T]],
+        *,
+        graph_lock: bool = False,
+        attempts: int = 5,
+    ) -> T:
         actor = await self._whoami()
         assert self._org_id is not None
-        for attempt in range(5):
+        for attempt in range(attempts):
             try:
                 async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
                     return await fn(tx, actor)
             except TransientError:
-                if attempt == 4:
+                if attempt == attempts - 1:
                     raise
-                await asyncio.sleep(0.01 * (attempt + 1))
+                # jittered, so the losers of one race do not collide again in lockstep
+                await asyncio.sleep(random.uniform(0.5, 1.5) * 0.01 * min(attempt + 1, 10))
         raise AssertionError("unreachable")
 
     # ---------------------------------------------------------------- projects
@@ -464,6 +476,9 @@ class LocalSkift:
         assert org_id is not None
         while True:
             try:
+                # A claimer that loses a node to a concurrent claim (TransientError) lost it to
+                # a claim that committed, so retrying makes progress; many claimers racing for
+                # the head of one queue need more attempts than other writes.
                 return await self._run(
                     lambda tx, a: self.engine.claim_next(
                         tx,
@@ -473,7 +488,8 @@ class LocalSkift:
                         harness=harness,
                         agent_ref=agent_ref,
                         session_ref=session_ref,
-                    )
+                    ),
+                    attempts=_CLAIM_ATTEMPTS,
                 )
             except NothingReady:
                 remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
@@ -560,6 +576,24 @@ class LocalSkift:
     async def unhold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
         return await self._node_patch(
             ref, project, [UnholdNode(node=ref, reason=reason)], lease=None, request_id=None
+        )
+
+    async def focus(
+        self, keep: Sequence[str], *, reason: str, project: str | None = None
+    ) -> FocusResult:
+        """Hold everything outside ``keep``: projects (org scope) or, with ``project``, its nodes.
+
+        Calling it again in a scope replaces that scope's previous sweep in the
+        same transaction; holds placed by hand are never touched.
+        """
+        return await self._run(
+            lambda tx, a: self.engine.focus(tx, a, list(keep), reason, project), graph_lock=True
+        )
+
+    async def clear_focus(self, *, reason: str, project: str | None = None) -> FocusResult:
+        """Release what the scope's focus sweep held (and nothing else)."""
+        return await self._run(
+            lambda tx, a: self.engine.clear_focus(tx, a, reason, project), graph_lock=True
         )
 
     async def leases(self, ref: str, *, project: str | None = None) -> list[LeaseInfo]:

@@ -63,6 +63,7 @@ from ._ops import (
     UpdateNode,
     fingerprint,
 )
+from ._policy import Policy
 from ._refs import (
     check_slug,
     disambiguate,
@@ -79,6 +80,7 @@ from ._views import (
     CommentsHint,
     EventInfo,
     Explanation,
+    FocusResult,
     Input,
     LeaseInfo,
     NodeInfo,
@@ -210,9 +212,12 @@ def check_vcs_url(url: str) -> str:
 class Engine:
     """Every rule of skift, applied inside a store transaction."""
 
-    def __init__(self, limits: Limits, *, org: str = "default") -> None:
+    def __init__(
+        self, limits: Limits, *, org: str = "default", policy: Policy | None = None
+    ) -> None:
         self.limits = limits
         self.org = org
+        self.policy = policy or Policy.default()
 
     # ------------------------------------------------------------------ events
 
@@ -276,6 +281,7 @@ class Engine:
         priority: Priority = Priority.P2,
         vcs_url: str = "",
     ) -> Project:
+        self.authorize(actor, [_intent("create_project")])
         title = title.strip()
         if not title:
             raise Invalid("a project needs a title", next="Give a short human-readable title.")
@@ -331,6 +337,7 @@ class Engine:
         priority: Priority | None = None,
         vcs_url: str | None = None,
     ) -> Project:
+        self.authorize(actor, [_intent("update_project")])
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
         self._writable_project(project)
@@ -374,6 +381,7 @@ class Engine:
         return updated
 
     async def archive_project(self, tx: Tx, actor: Actor, ref: str, reason: str) -> Project:
+        self.authorize(actor, [_intent("archive_project")])
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
         if project.archived_at is not None:
@@ -396,9 +404,225 @@ class Engine:
         )
         return updated
 
+    # ------------------------------------------------------------------ focus
+
+    async def focus(
+        self, tx: Tx, actor: Actor, keep: Sequence[str], reason: str, project_ref: str | None
+    ) -> FocusResult:
+        """Hold everything outside ``keep`` in one scope, replacing the scope's previous sweep.
+
+        Org scope (no project): ``keep`` names projects, and every other live
+        project that is not already held is held. Project scope: ``keep`` names
+        nodes of that project, and the topmost open nodes outside the keep-set
+        (never an ancestor or a descendant of a kept node) that are not already
+        held are held. All new holds share one ``hold_group``; a hold placed by
+        hand is never touched.
+        """
+        self._may_hold(actor, "focus")
+        reason = self._reason(reason, "focus")
+        if len(keep) > self.limits.keep_set:
+            raise LimitExceeded(
+                f"the keep-set has {len(keep)} entries; the limit is {self.limits.keep_set}",
+                next="Focus on fewer things at once, or hold the rest by project.",
+                limit="keep_set",
+                bound=self.limits.keep_set,
+            )
+        if project_ref is None:
+            kept = {(await self.resolve_project(tx, ref)).id for ref in keep}
+            released = await self._clear_org_sweep(tx, actor, reason)
+            group = new_id()
+            now = await tx.now()
+            held: list[Project] = []
+            for p in await tx.list_projects(archived=False, limit=10**9, offset=0):
+                if p.id in kept or p.hold is not None:
+                    continue
+                locked = await tx.project_by_id(p.id, lock=True) or p
+                if locked.hold is not None:
+                    continue
+                await tx.update_project(
+                    attrs.evolve(locked, hold=Hold(at=now, by=actor.id, reason=reason, group=group))
+                )
+                held.append(locked)
+            events = [
+                await self._event(
+                    tx,
+                    actor,
+                    "hold_project",
+                    project_id=p.id,
+                    reason=reason,
+                    after={"group": ulid_str(group)},
+                )
+                for p in held
+            ]
+            await tx.append_events(events)
+            parked = (
+                await tx.held_count(ReadyQuery(projects=tuple(p.id for p in held))) if held else 0
+            )
+            return FocusResult(
+                scope="org",
+                group=ulid_str(group) if held else None,
+                held=tuple(sorted(p.slug for p in held)),
+                released=tuple(sorted(released)),
+                parked=parked,
+            )
+        project = await self.resolve_project(tx, project_ref)
+        self._writable_project(project)
+        kept_nodes = [await self.resolve_node(tx, ref, project) for ref in keep]
+        for n in kept_nodes:
+            if n.project_id != project.id:
+                raise Invalid(
+                    f"{ref_of(n, project)} is not in {project.slug}",
+                    next="A project-scoped focus keeps nodes of that project; name them as #N.",
+                )
+        released = await self._clear_project_sweep(tx, actor, project, reason)
+        nodes = {
+            n.id: n
+            for n in await tx.list_nodes(
+                ReadyQuery(projects=(project.id,), limit=10**9), status=None, held=None
+            )
+        }
+        kept = {n.id for n in kept_nodes}
+
+        def chain(nid: UUID) -> list[UUID]:
+            out: list[UUID] = []
+            cur = nodes[nid].parent_id
+            while cur is not None and cur in nodes and cur not in out:
+                out.append(cur)
+                cur = nodes[cur].parent_id
+            return out
+
+        ancestors_of_kept = {a for k in kept for a in chain(k)}
+        group = new_id()
+        now = await tx.now()
+        selected: set[UUID] = set()
+        for nid in sorted(nodes, key=lambda i: len(chain(i))):
+            n = nodes[nid]
+            up = chain(nid)
+            if (
+                n.status is not Status.OPEN
+                or nid in kept
+                or nid in ancestors_of_kept
+                or any(a in kept for a in up)
+                or any(a in selected for a in up)
+                or n.hold is not None
+                or any(nodes[a].hold is not None for a in up)
+                or project.hold is not None
+            ):
+                continue
+            selected.add(nid)
+        parked = 0
+        held_refs: list[str] = []
+        events: list[Event] = []
+        for nid in sorted(selected, key=lambda i: nodes[i].number):
+            n = nodes[nid]
+            locked = (await tx.nodes_by_id([nid], lock=True))[nid]
+            await tx.update_node(
+                attrs.evolve(
+                    locked,
+                    hold=Hold(at=now, by=actor.id, reason=reason, group=group),
+                    updated_at=now,
+                )
+            )
+            held_refs.append(ref_of(n, project))
+            parked += 1 + sum(
+                1 for m in nodes.values() if m.status is Status.OPEN and nid in chain(m.id)
+            )
+            events.append(
+                await self._event(
+                    tx,
+                    actor,
+                    "hold_node",
+                    project_id=project.id,
+                    node_id=nid,
+                    reason=reason,
+                    after={"group": ulid_str(group)},
+                )
+            )
+        await tx.append_events(events)
+        return FocusResult(
+            scope=project.slug,
+            group=ulid_str(group) if selected else None,
+            held=tuple(held_refs),
+            released=tuple(released),
+            parked=parked,
+        )
+
+    async def clear_focus(
+        self, tx: Tx, actor: Actor, reason: str, project_ref: str | None
+    ) -> FocusResult:
+        """Release the holds of the scope's focus sweep; hand-placed holds stay."""
+        self._may_hold(actor, "focus")
+        reason = self._reason(reason, "clear a focus")
+        if project_ref is None:
+            released = await self._clear_org_sweep(tx, actor, reason)
+            scope = "org"
+        else:
+            project = await self.resolve_project(tx, project_ref)
+            self._writable_project(project)
+            released = await self._clear_project_sweep(tx, actor, project, reason)
+            scope = project.slug
+        return FocusResult(
+            scope=scope, group=None, held=(), released=tuple(sorted(released)), parked=0
+        )
+
+    async def _clear_org_sweep(self, tx: Tx, actor: Actor, reason: str) -> list[str]:
+        released: list[str] = []
+        events: list[Event] = []
+        for p in await tx.list_projects(archived=True, limit=10**9, offset=0):
+            if p.hold is None or p.hold.group is None:
+                continue
+            locked = await tx.project_by_id(p.id, lock=True) or p
+            if locked.hold is None or locked.hold.group is None:
+                continue
+            await tx.update_project(attrs.evolve(locked, hold=None))
+            released.append(p.slug)
+            events.append(
+                await self._event(
+                    tx,
+                    actor,
+                    "unhold_project",
+                    project_id=p.id,
+                    reason=reason,
+                    before={"group": ulid_str(locked.hold.group)},
+                )
+            )
+        await tx.append_events(events)
+        return released
+
+    async def _clear_project_sweep(
+        self, tx: Tx, actor: Actor, project: Project, reason: str
+    ) -> list[str]:
+        released: list[str] = []
+        events: list[Event] = []
+        held = await tx.list_nodes(
+            ReadyQuery(projects=(project.id,), limit=10**9), status=None, held=True
+        )
+        now = await tx.now()
+        for n in held:
+            if n.hold is None or n.hold.group is None:
+                continue
+            locked = (await tx.nodes_by_id([n.id], lock=True))[n.id]
+            if locked.hold is None or locked.hold.group is None:
+                continue
+            await tx.update_node(attrs.evolve(locked, hold=None, updated_at=now))
+            released.append(ref_of(n, project))
+            events.append(
+                await self._event(
+                    tx,
+                    actor,
+                    "unhold_node",
+                    project_id=project.id,
+                    node_id=n.id,
+                    reason=reason,
+                    before={"group": ulid_str(locked.hold.group)},
+                )
+            )
+        await tx.append_events(events)
+        return released
+
     async def hold_project(self, tx: Tx, actor: Actor, ref: str, reason: str, *, hold: bool) -> int:
         """Park or release a whole project; returns how many open nodes it parks or frees."""
-        self._may_hold(actor)
+        self._may_hold(actor, "hold_project" if hold else "unhold_project")
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
         self._writable_project(project)
@@ -472,12 +696,26 @@ class Engine:
         _check_size("reason", text, self.limits.reason_chars, chars=True)
         return text
 
-    def _may_hold(self, actor: Actor) -> None:
-        if not actor.is_user:
-            raise Refused(
-                "only a person may hold or release work",
-                next="If this work should be parked, say so in a comment on it, or file a gate asking a person to hold it.",
-            )
+    def authorize(
+        self, actor: Actor, intents: Sequence[dict[str, Any]], lease: Lease | None = None
+    ) -> None:
+        """Ask the policy about a resolved request; one denial refuses all of it."""
+        request = {
+            "principal": {
+                "id": ulid_str(actor.id),
+                "name": actor.principal.name,
+                "kind": actor.kind.value,
+            },
+            "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
+            "intents": list(intents),
+        }
+        denials = self.policy.deny(request)
+        if denials:
+            first = denials[0]
+            raise Refused(first["msg"], next=first["next"], denials=denials)
+
+    def _may_hold(self, actor: Actor, action: str = "hold") -> None:
+        self.authorize(actor, [_intent(action)])
 
     # ------------------------------------------------------------------- nodes
 
@@ -626,6 +864,7 @@ class Engine:
         if count:
             ctx.next_number = await tx.allocate_numbers(project.id, count)
         for index, op in enumerate(ops):
+            ctx.index = index
             try:
                 await ctx.apply(op)
             except SkiftError as exc:
@@ -642,6 +881,7 @@ class Engine:
                 f"lease {lease} is not a lease on the node this patch writes",
                 next="Use the lease id that Claim returned for this node.",
             )
+        self.authorize(actor, ctx.intents, ctx.lease)
         await ctx.finish(release_after)
         result = PatchResult(
             request_id=request_id,
@@ -859,11 +1099,9 @@ class Engine:
                 f"{ref_text} is {node.status.value}, not open",
                 next=f"Reopen it first ('skift reopen {ref_text} --reason …') if the work must be redone.",
             )
-        if node.is_gate and not actor.is_user:
-            raise Refused(
-                f"{ref_text} is a gate: a person must act on it",
-                next="Work on something else (skift ready), or comment on the gate; its assignee completes it.",
-            )
+        self.authorize(
+            actor, [_intent("claim", node=node_facts(node, ref_text, owner.slug, actor))]
+        )
         ex = await self.explain(tx, ulid_str(node.id), None)
         if not ex.ready:
             first = ex.reasons[0] if ex.reasons else Reason(kind="not_ready")
@@ -893,6 +1131,10 @@ class Engine:
         if node is not None:
             owner = await tx.project_by_id(node.project_id)
             assert owner is not None
+            self.authorize(
+                actor,
+                [_intent("claim", node=node_facts(node, ref_of(node, owner), owner.slug, actor))],
+            )
             await tx.set_cursor(actor.id, scope, node.project_id)
             return await self._take(tx, actor, node, owner, span, harness, agent_ref, session_ref)
         held = await tx.held_count(q)
@@ -1168,6 +1410,48 @@ class Engine:
         return out
 
 
+def _intent(action: str, **parts: Any) -> dict[str, Any]:
+    """One intent of a request, as the policy reads it."""
+    out: dict[str, Any] = {
+        "action": action,
+        "index": None,
+        "node": None,
+        "parent": None,
+        "from": None,
+        "to": None,
+        "changes": [],
+        "cascade": False,
+    }
+    out.update(parts)
+    return out
+
+
+def node_facts(
+    node: Node,
+    ref: str,
+    project_slug: str,
+    actor: Actor,
+    *,
+    new: bool = False,
+    in_my_lease: bool = False,
+) -> dict[str, Any]:
+    """What the policy knows about a node: whose it is and what it is, not its whole record."""
+    return {
+        "ref": ref,
+        "project": project_slug,
+        "gate": node.is_gate,
+        "status": node.status.value,
+        "kind": node.kind,
+        "filed_by_me": node.created_by == actor.id,
+        "new": new,
+        "in_my_lease": in_my_lease,
+    }
+
+
+def ref_of(node: Node, project: Project) -> str:
+    return format_ref(project.slug, node.number)
+
+
 def _encode_page(offset: int) -> str:
     return f"o{offset}"
 
@@ -1244,6 +1528,31 @@ class _Patch:
         self.next_number = 0
         self.parked = 0
         self.now: datetime | None = None
+        self.created: set[UUID] = set()
+        self.intents: list[dict[str, Any]] = []
+        self.index = 0
+
+    async def facts(self, node: Node) -> dict[str, Any]:
+        """The policy's facts about a node as this request finds it."""
+        in_lease = False
+        if self.lease is not None:
+            if node.id == self.lease.node_id:
+                in_lease = True
+            elif node.created_by == self.actor.id:
+                for above in await self.tx.ancestors(node.id):
+                    if above.id == self.lease.node_id:
+                        in_lease = True
+                        break
+                    if above.created_by != self.actor.id:
+                        break
+        project = await self._project(node.project_id)
+        ref = self.refs.get(node.id) or format_ref(project.slug, node.number)
+        return node_facts(
+            node, ref, project.slug, self.actor, new=node.id in self.created, in_my_lease=in_lease
+        )
+
+    def intend(self, action: str, **parts: Any) -> None:
+        self.intents.append(_intent(action, index=self.index, **parts))
 
     async def use_lease(self, lease_ref: str) -> None:
         ident = parse_ulid(lease_ref.strip())
@@ -1427,7 +1736,13 @@ class _Patch:
         )
         await self.tx.insert_nodes([node])
         self.refs[node.id] = format_ref(self.project.slug, number)
+        self.created.add(node.id)
         self._touch(node)
+        self.intend(
+            "create",
+            node=await self.facts(node),
+            parent=await self.facts(self.nodes[parent_id]) if parent_id else None,
+        )
         if op.alias is not None:
             self.aliases[op.alias] = node.id
         if parent_id is not None:
@@ -1444,6 +1759,7 @@ class _Patch:
             )
         self.e._writable_project(await self._project(source.project_id))  # pyright: ignore[reportPrivateUsage]
         await self.guard(target)
+        self.intend("link", **{"from": await self.facts(source), "to": await self.facts(target)})
         existing = await self.tx.edges_into([target.id])
         if any(e.from_id == source.id and e.kind is EdgeKind.BLOCKS for e in existing):
             return
@@ -1477,6 +1793,7 @@ class _Patch:
         source, target = await self.node(op.from_), await self.node(op.to)
         self.e._writable_project(await self._project(source.project_id))  # pyright: ignore[reportPrivateUsage]
         await self.guard(target)
+        self.intend("unlink", **{"from": await self.facts(source), "to": await self.facts(target)})
         if not await self.tx.delete_edge(source.id, target.id, op.kind):
             raise NotFound(
                 f"{self.refs[source.id]} does not block {self.refs[target.id]}",
@@ -1537,6 +1854,16 @@ class _Patch:
                     self._touch(self.nodes[new_parent])
                 changes["parent_id"] = new_parent
         updated = attrs.evolve(node, **changes)
+        changed = [
+            "parent" if k == "parent_id" else k for k, v in changes.items() if getattr(node, k) != v
+        ]
+        new_parent_id = changes.get("parent_id")
+        self.intend(
+            "update",
+            node=await self.facts(node),
+            parent=await self.facts(self.nodes[new_parent_id]) if new_parent_id else None,
+            changes=changed,
+        )
         if updated == node:
             self._touch(node)
             return
@@ -1575,6 +1902,7 @@ class _Patch:
                 )
         for target in targets:
             await self.guard(target)
+            self.intend("drop", node=await self.facts(target), cascade=target is not node)
             dropped = attrs.evolve(target, status=Status.DROPPED)
             await self.write(target, dropped)
             await self._end_lease(target)
@@ -1628,6 +1956,7 @@ class _Patch:
                 next=f"Reopen it first ('skift reopen {self.refs[node.id]} --reason …') to complete it again.",
             )
         await self.guard(node)
+        self.intend("complete", node=await self.facts(node))
         done = attrs.evolve(node, status=Status.DONE, result=op.result)
         await self.write(node, done)
         await self._end_lease(node)
@@ -1644,6 +1973,7 @@ class _Patch:
         if node.status is Status.OPEN:
             raise Refused(f"{self.refs[node.id]} is already open", next="Nothing to do.")
         await self.guard(node)
+        self.intend("reopen", node=await self.facts(node))
         opened = attrs.evolve(node, status=Status.OPEN)
         await self.write(node, opened)
         await self.event(
@@ -1655,8 +1985,8 @@ class _Patch:
         )
 
     async def hold(self, op: HoldNode | UnholdNode, *, hold: bool) -> None:
-        self.e._may_hold(self.actor)  # pyright: ignore[reportPrivateUsage]
         node = await self.node(op.node)
+        self.intend("hold" if hold else "unhold", node=await self.facts(node))
         reason = self.e._reason(op.reason, "hold" if hold else "unhold")  # pyright: ignore[reportPrivateUsage]
         project = await self._project(node.project_id)
         self.e._writable_project(project)  # pyright: ignore[reportPrivateUsage]

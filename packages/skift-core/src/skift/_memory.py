@@ -186,6 +186,9 @@ class MemoryTx:
         self._set(self._s.slugs, (self._org, project.slug), project.id)
 
     async def update_project(self, project: Project) -> None:
+        # the node counter moves only through allocate_numbers, as in PostgreSQL
+        current = self._s.projects[project.id]
+        project = attrs.evolve(project, node_counter=current.node_counter)
         self._set(self._s.projects, project.id, project)
         if (self._org, project.slug) not in self._s.slugs:
             self._set(self._s.slugs, (self._org, project.slug), project.id)

@@ -75,6 +75,22 @@ class PatchResult:
 
 
 @attrs.frozen(kw_only=True)
+class FocusResult:
+    """What a focus sweep (or clearing one) did in its scope.
+
+    ``scope`` is ``org`` or the project's slug; ``held`` and ``released`` name
+    projects (org scope) or node refs (project scope); ``parked`` counts the
+    open nodes the new holds park.
+    """
+
+    scope: str
+    group: str | None
+    held: tuple[str, ...]
+    released: tuple[str, ...]
+    parked: int
+
+
+@attrs.frozen(kw_only=True)
 class ReadyPage:
     nodes: tuple[NodeInfo, ...]
     held_count: int

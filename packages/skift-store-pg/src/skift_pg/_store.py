@@ -243,9 +243,17 @@ class PgStore:
     """A :class:`~skift.Store` in PostgreSQL."""
 
     def __init__(
-        self, dsn: str, *, limits: Limits | None = None, min_size: int = 1, max_size: int = 16
+        self,
+        dsn: str,
+        *,
+        limits: Limits | None = None,
+        min_size: int = 1,
+        max_size: int = 16,
+        listen: bool = True,
     ) -> None:
+        """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices)."""
         self.dsn = dsn
+        self.listen = listen
         self.limits = limits or Limits()
         timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
@@ -335,6 +343,9 @@ class PgStore:
 
     async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
         """Wait for a NOTIFY naming the org; polling by the caller is the correctness path."""
+        if not self.listen:
+            await asyncio.sleep(timeout.total_seconds())
+            return
         await self._ensure_listener()
         event = self._waiters.setdefault(org_id, asyncio.Event())
         with contextlib.suppress(TimeoutError):

@@ -1,0 +1,104 @@
+"""Authorization: Rego policy evaluated with regorus on the resolved request.
+
+The default policy ships as package data (``skift/policy/default.rego``, the
+repository's ``policy/`` folder). An organization replaces or extends it with
+its own Rego modules in package ``skift.authz``; the engine asks for
+``data.skift.authz.deny``, a set of ``{"msg", "next"}`` objects, and refuses
+the request when it is not empty.
+
+A regorus engine is pinned to the thread that created it, so each thread
+keeps its own. Anything that goes wrong while evaluating denies: a policy
+that cannot be evaluated never allows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import regorus
+
+from ._errors import Invalid
+
+QUERY = "data.skift.authz.deny"
+
+
+def _default_source() -> str:
+    return (resources.files("skift") / "policy" / "default.rego").read_text(encoding="utf-8")
+
+
+class Policy:
+    """A set of Rego modules that together define ``data.skift.authz.deny``."""
+
+    def __init__(self, modules: Sequence[tuple[str, str]]) -> None:
+        self.modules = tuple(modules)
+        self.digest = hashlib.sha256(json.dumps(self.modules, sort_keys=True).encode()).hexdigest()[
+            :16
+        ]
+        self._local = threading.local()
+        self._engine()  # compile now, so a broken module fails at open, not mid-request
+
+    @classmethod
+    def default(cls) -> Policy:
+        """The domain model's default policy."""
+        return cls([("default.rego", _default_source())])
+
+    @classmethod
+    def from_sources(cls, *sources: str) -> Policy:
+        """A policy made only of these modules (replacing the default)."""
+        return cls([(f"org_{i}.rego", s) for i, s in enumerate(sources)])
+
+    def extended(self, *sources: str) -> Policy:
+        """This policy plus more modules (rules in ``skift.authz`` add denials)."""
+        extra = [(f"org_{i}.rego", s) for i, s in enumerate(sources)]
+        return Policy([*self.modules, *extra])
+
+    def _engine(self) -> regorus.Engine:
+        engine: regorus.Engine | None = getattr(self._local, "engine", None)
+        if engine is None:
+            engine = regorus.Engine()
+            for name, source in self.modules:
+                try:
+                    engine.add_policy(name, source)
+                except Exception as exc:  # regorus raises plain exceptions on parse errors
+                    raise Invalid(
+                        f"policy module {name} does not compile: {exc}",
+                        next="Fix the Rego module; it must be in package skift.authz.",
+                    ) from None
+            self._local.engine = engine
+        return engine
+
+    def deny(self, request: dict[str, Any]) -> list[dict[str, str]]:
+        """The denials this policy gives for a request (empty: allowed)."""
+        try:
+            engine = self._engine()
+            engine.set_input_json(json.dumps(request, default=str))
+            raw: Any = json.loads(engine.eval_rule_as_json(QUERY))
+        except Exception as exc:
+            return [
+                {
+                    "msg": f"the policy could not be evaluated ({exc})",
+                    "next": "Ask an administrator to check the organization's policy.",
+                }
+            ]
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            return [
+                {"msg": "the policy's deny is not a set", "next": "Fix the organization's policy."}
+            ]
+        out: list[dict[str, str]] = []
+        for item in raw:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(item, dict):
+                d: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
+                out.append(
+                    {"msg": str(d.get("msg", "denied by policy")), "next": str(d.get("next", ""))}
+                )
+            else:
+                out.append({"msg": str(item), "next": ""})  # pyright: ignore[reportUnknownArgumentType]
+        out.sort(key=lambda d: d["msg"])
+        return out

@@ -1,0 +1,241 @@
+# skift's default authorization policy.
+#
+# Evaluated by the engine on the resolved request, inside its transaction:
+# aliases resolved, cascades expanded, the state of every touched node given
+# as facts. One denial refuses the whole request and rolls it back. Every
+# denial carries `msg` (the rule, naming the node) and `next` (what to do
+# instead), because a refusal an agent reads is the next thing it acts on.
+#
+# Input (built by skift's engine, never by a client):
+#   principal: {id, name, kind: user|agent|service}
+#   lease:     {id, node} | null      the lease the request carries, verified live and held
+#   intents:   [{action, index, node, parent, from, to, changes, cascade}]
+#     action: create | update | drop | complete | reopen | link | unlink |
+#             hold | unhold | claim | focus | hold_project | unhold_project |
+#             create_project | update_project | archive_project | admin
+#     node, parent, from, to: facts about a node, or null:
+#       {ref, project, gate, status, filed_by_me, new, in_my_lease}
+#         gate         assignee_kind is user: a person must complete it
+#         filed_by_me  the acting principal created it
+#         new          created earlier in this same request
+#         in_my_lease  the node the request's lease is on, or under it
+#                      through nodes the principal filed itself
+#     changes: the fields an update changes
+#
+# The rules are the domain model's "Default policy". Users may do anything
+# (a person running an agent under their own uid is that person). Agents and
+# services may file work, work under a lease, and ask through gates.
+# Anything not permitted below is refused with a pointer to a gate.
+package skift.authz
+
+import rego.v1
+
+kinds := {"user", "agent", "service"}
+
+person if input.principal.kind == "user"
+
+# ---------------------------------------------------------------- what is whose
+
+# May change the node's own fields and status: the node it holds a lease on,
+# the children it files under it, and what it files in this request.
+writable(n) if n.in_my_lease == true
+
+writable(n) if n.new == true
+
+# May change the node's readiness by an edge into it: anything writable, and
+# what it filed (it may block and unblock what it filed without a lease).
+linkable(n) if writable(n)
+
+linkable(n) if n.filed_by_me == true
+
+# ---------------------------------------------------------------- permissions
+
+permitted(_) if person
+
+# File work: at a project's root, under a lineage it filed, or under its lease.
+permitted(i) if {
+	i.action == "create"
+	i.parent == null
+}
+
+permitted(i) if {
+	i.action == "create"
+	linkable(i.parent)
+}
+
+permitted(i) if {
+	i.action == "update"
+	writable(i.node)
+	not gate_disposal(i)
+	not foreign_reparent(i)
+}
+
+permitted(i) if {
+	i.action in {"drop", "reopen"}
+	writable(i.node)
+	not i.node.gate
+}
+
+permitted(i) if {
+	i.action == "complete"
+	writable(i.node)
+	not i.node.gate
+}
+
+# Block what it filed (or holds) on anything it can see in the project;
+# across projects it also needs write on the source.
+permitted(i) if {
+	i.action == "link"
+	linkable(i.to)
+	i.from.project == i.to.project
+}
+
+permitted(i) if {
+	i.action == "link"
+	linkable(i.to)
+	writable(i.from)
+}
+
+permitted(i) if {
+	i.action == "unlink"
+	linkable(i.to)
+	not i.from.gate
+}
+
+permitted(i) if {
+	i.action == "claim"
+	not i.node.gate
+}
+
+# Projects are free to create: a new one changes nothing anyone else owns.
+permitted(i) if i.action == "create_project"
+
+# ---------------------------------------------------------------- gate rules
+
+gate_disposal(i) if {
+	i.node.gate
+	some field in i.changes
+	field in {"assignee", "assignee_kind"}
+}
+
+foreign_reparent(i) if {
+	"parent" in i.changes
+	i.parent != null
+	not linkable(i.parent)
+}
+
+# ---------------------------------------------------------------- denials
+
+deny contains {"msg": "the request's principal is malformed", "next": "Authenticate as a registered principal and retry."} if {
+	not input.principal.kind in kinds
+}
+
+deny contains {"msg": "the request is malformed", "next": "Send the request through skift's API."} if {
+	not is_array(input.intents)
+}
+
+deny contains {"msg": "an intent of the request is malformed", "next": "Send the request through skift's API."} if {
+	some i in input.intents
+	not well_formed(i)
+}
+
+well_formed(i) if {
+	is_object(i)
+	is_string(i.action)
+}
+
+deny contains d if {
+	some i in input.intents
+	well_formed(i)
+	not permitted(i)
+	d := denial(i)
+}
+
+# Not permitted and no specific message (facts missing): still a denial.
+deny contains {"msg": sprintf("%s is not permitted", [i.action]), "next": "File a gate asking a person to do it."} if {
+	some i in input.intents
+	well_formed(i)
+	not permitted(i)
+	not denial(i)
+}
+
+verb := {
+	"drop": "drop",
+	"complete": "complete",
+	"update": "reassign or reclassify",
+	"unlink": "unlink",
+}
+
+denial(i) := {
+	"msg": sprintf("%s is a gate you filed; an agent may not %s it", [gate.ref, verb[i.action]]),
+	"next": "Ask its assignee to complete it, or comment on it.",
+} if {
+	gate := gate_of(i)
+	gate.filed_by_me
+} else := {
+	"msg": sprintf("%s is a gate: only a person may %s it", [gate.ref, verb[i.action]]),
+	"next": "Ask its assignee to complete it, or comment on it.",
+} if {
+	gate := gate_of(i)
+} else := {
+	"msg": sprintf("%s is a gate: a person must act on it", [i.node.ref]),
+	"next": "Work on something else ('skift ready'), or comment on the gate; its assignee completes it.",
+} if {
+	i.action == "claim"
+} else := {
+	"msg": "only a person may hold or release work",
+	"next": "If this work should be parked, say so in a comment on it, or file a gate asking a person to hold it.",
+} if {
+	i.action in {"hold", "unhold", "focus", "hold_project", "unhold_project"}
+} else := {
+	"msg": sprintf("an agent files work at a project's root, under work it filed, or under the node it holds a lease on; %s is none of these", [i.parent.ref]),
+	"next": sprintf("File it at the root (no parent), or file a gate asking a person to place it under %s.", [i.parent.ref]),
+} if {
+	i.action in {"create", "update"}
+	i.parent != null
+	not linkable(i.parent)
+} else := {
+	"msg": sprintf("%s is not yours to block or unblock: an agent changes the readiness only of work it filed or holds a lease on", [i.to.ref]),
+	"next": sprintf("Claim %s and send its lease, or file a gate asking a person to link it.", [i.to.ref]),
+} if {
+	i.action in {"link", "unlink"}
+	not linkable(i.to)
+} else := {
+	"msg": sprintf("%s is in another project, and an agent links across projects only from work it may write", [i.from.ref]),
+	"next": "Link from the node you hold a lease on, or file a gate asking a person to link them.",
+} if {
+	i.action == "link"
+} else := {
+	"msg": sprintf("%s is not yours to change: an agent changes only the node it holds a lease on and the children it filed under it", [i.node.ref]),
+	"next": sprintf("Claim %s and send the lease with the write, or file a gate to ask a person.", [i.node.ref]),
+} if {
+	i.action in {"update", "drop", "complete", "reopen"}
+} else := {
+	"msg": "only a person may rename, re-prioritize or archive a project",
+	"next": "File a gate asking a person to change the project.",
+} if {
+	i.action in {"update_project", "archive_project"}
+} else := {
+	"msg": "only a person administers principals, identities and tokens",
+	"next": "Ask an administrator (a person) to do it.",
+} if {
+	i.action == "admin"
+} else := {
+	"msg": sprintf("an agent may not %s", [i.action]),
+	"next": "File a gate asking a person to do it.",
+}
+
+gate_of(i) := i.node if {
+	i.action in {"drop", "complete"}
+	i.node.gate
+}
+
+gate_of(i) := i.node if {
+	i.action == "update"
+	gate_disposal(i)
+}
+
+gate_of(i) := i.from if {
+	i.action == "unlink"
+	i.from.gate
+}
