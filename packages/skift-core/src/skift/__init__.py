@@ -37,6 +37,8 @@ from ._models import (
     EdgeKind,
     Event,
     Hold,
+    Identity,
+    IdentityScheme,
     Lease,
     Node,
     Org,
@@ -63,6 +65,7 @@ from ._ops import (
     parse_op,
     parse_ops,
 )
+from ._policy import Policy
 from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
 from ._store import Derived, ReadyQuery, Store, StoredRequest, TransientError, Tx
 from ._views import (
@@ -71,14 +74,17 @@ from ._views import (
     EventInfo,
     Explanation,
     FocusResult,
+    IdentityInfo,
     Input,
     LeaseInfo,
     NodeInfo,
     PatchResult,
+    PrincipalInfo,
     ProjectInfo,
     ReadyPage,
     Reason,
     Resolved,
+    TokenInfo,
 )
 
 __all__ = [
@@ -107,6 +113,9 @@ __all__ = [
     "Hold",
     "HoldNode",
     "IdempotencyMismatch",
+    "Identity",
+    "IdentityInfo",
+    "IdentityScheme",
     "Input",
     "Invalid",
     "Lease",
@@ -123,7 +132,9 @@ __all__ = [
     "Op",
     "Org",
     "PatchResult",
+    "Policy",
     "Principal",
+    "PrincipalInfo",
     "PrincipalKind",
     "PrincipalSpec",
     "Priority",
@@ -143,6 +154,7 @@ __all__ = [
     "Status",
     "Store",
     "StoredRequest",
+    "TokenInfo",
     "TransientError",
     "Tx",
     "Unauthenticated",

@@ -20,11 +20,11 @@ from uuid import UUID
 
 import attrs
 
-from ._engine import Actor, Engine, NodeFilter, filter_from
-from ._errors import Invalid, NothingReady
+from ._engine import Actor, Engine, NodeFilter, filter_from, token_digest
+from ._errors import Invalid, NothingReady, Refused, Unauthenticated
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
-from ._models import AssigneeKind, PrincipalKind, Priority, ReleaseReason
+from ._models import AssigneeKind, IdentityScheme, PrincipalKind, Priority, ReleaseReason
 from ._ops import (
     AddEdge,
     Cascade,
@@ -37,6 +37,7 @@ from ._ops import (
     UnholdNode,
     parse_op,
 )
+from ._policy import Policy
 from ._refs import new_id, ulid_str
 from ._store import Store, TransientError, Tx
 from ._views import (
@@ -47,9 +48,11 @@ from ._views import (
     LeaseInfo,
     NodeInfo,
     PatchResult,
+    PrincipalInfo,
     ProjectInfo,
     ReadyPage,
     Resolved,
+    TokenInfo,
 )
 
 T = TypeVar("T")
@@ -181,15 +184,18 @@ class LocalSkift:
         limits: Limits = DEFAULT_LIMITS,
         owns_store: bool = True,
         identity_scheme: str = "local",
+        policy: Policy | None = None,
+        actor: Actor | None = None,
     ) -> None:
         self.store = store
         self.spec = principal or User(getpass.getuser())
         self.org_name = org
-        self.engine = Engine(limits, org=org)
+        self.policy = policy or Policy.default()
+        self.engine = Engine(limits, org=org, policy=self.policy)
         self.identity_scheme = identity_scheme
         self._owns = owns_store
-        self._actor: Actor | None = None
-        self._org_id: UUID | None = None
+        self._actor: Actor | None = actor
+        self._org_id: UUID | None = actor.principal.org_id if actor else None
 
     async def __aenter__(self) -> Self:
         await self._whoami()
@@ -212,7 +218,103 @@ class LocalSkift:
             org=org or self.org_name,
             limits=self.engine.limits,
             owns_store=False,
+            policy=self.policy,
         )
+
+    async def authenticate(self, scheme: str, value: str) -> LocalSkift:
+        """A handle acting as the principal that holds this identity (a transport's view).
+
+        ``scheme`` is ``unix`` (value: the uid) or ``token`` (value: the bearer
+        secret, hashed here). An identity nobody registered is refused with the
+        command that registers it.
+        """
+        lookup = token_digest(value) if scheme == IdentityScheme.TOKEN.value else value
+        principal = await self.store.principal_by_identity(scheme, lookup)
+        if principal is None:
+            if scheme == IdentityScheme.UNIX.value:
+                raise Unauthenticated(
+                    f"uid {value} is not registered with skift",
+                    next=f"Ask a skift admin to run 'skift principal add NAME --kind user --uid {value}'.",
+                )
+            raise Unauthenticated(
+                f"that {scheme} credential is unknown or revoked",
+                next="Ask a skift admin for a token ('skift token create PRINCIPAL').",
+            )
+        org = await self.store.org_by_id(principal.org_id)
+        assert org is not None
+        return LocalSkift(
+            self.store,
+            principal=PrincipalSpec(principal.name, principal.kind),
+            org=org.name,
+            limits=self.engine.limits,
+            owns_store=False,
+            policy=self.policy,
+            actor=Actor(principal=principal, identity_scheme=scheme),
+        )
+
+    async def bootstrap_owner(self, uid: int, name: str | None = None) -> PrincipalInfo:
+        """Make sure the owner of a server (a uid) is a user principal of this organization.
+
+        The server calls this at start, so a first start has one organization
+        and its owner can act at once. Idempotent; no policy gates it.
+        """
+        existing = await self.store.principal_by_identity(IdentityScheme.UNIX.value, str(uid))
+        await self._whoami()
+
+        async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            p = existing
+            if p is None:
+                wanted = name or self.spec.name
+                p = await tx.principal_by_name(wanted)
+                if p is None:
+                    p = await self.engine.add_principal(tx, None, wanted, PrincipalKind.USER, uid)
+                else:
+                    await self.engine._attach(tx, p, IdentityScheme.UNIX, str(uid))  # pyright: ignore[reportPrivateUsage]
+            return (await self.engine.principal_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    # -------------------------------------------------------------- principals
+
+    async def add_principal(
+        self, name: str, kind: PrincipalKind | str = PrincipalKind.AGENT, *, uid: int | None = None
+    ) -> PrincipalInfo:
+        """Register a principal (a person only), with a unix identity when ``uid`` is given."""
+        try:
+            pk = PrincipalKind(kind)
+        except ValueError:
+            raise Invalid(
+                f"kind {kind!r} is not user, agent or service",
+                next="Use --kind user|agent|service.",
+            ) from None
+
+        async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            p = await self.engine.add_principal(tx, a, name, pk, uid)
+            return (await self.engine.principal_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def list_principals(self) -> list[PrincipalInfo]:
+        async def go(tx: Tx, a: Actor) -> list[PrincipalInfo]:
+            return await self.engine.principal_infos(tx, await tx.list_principals())
+
+        return await self._run(go)
+
+    async def attach_identity(self, principal: str, scheme: str, value: str) -> PrincipalInfo:
+        """Give a principal another way in (unix uid, oidc subject, tailscale node)."""
+
+        async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            p = await self.engine.attach_identity(tx, a, principal, scheme, value)
+            return (await self.engine.principal_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def create_token(self, principal: str) -> TokenInfo:
+        """A new bearer token for a principal; its secret is in the result and nowhere else."""
+        return await self._run(lambda tx, a: self.engine.create_token(tx, a, principal))
+
+    async def revoke_token(self, token_id: str) -> None:
+        await self._run(lambda tx, a: self.engine.revoke_token(tx, a, token_id))
 
     async def _whoami(self) -> Actor:
         if self._actor is None:
@@ -330,7 +432,9 @@ class LocalSkift:
         *,
         request_id: str | None = None,
         lease: str | None = None,
+        on_behalf_of: str | None = None,
     ) -> PatchResult:
+        _no_delegation(on_behalf_of)
         parsed = _ops(ops)
         rid = request_id or ulid_str(new_id())
         if not rid.strip():
@@ -443,7 +547,9 @@ class LocalSkift:
         harness: str = "",
         agent_ref: str = "",
         session_ref: str = "",
+        on_behalf_of: str | None = None,
     ) -> Claim:
+        _no_delegation(on_behalf_of)
         return await self._run(
             lambda tx, a: self.engine.claim(
                 tx,
@@ -465,8 +571,10 @@ class LocalSkift:
         harness: str = "",
         agent_ref: str = "",
         session_ref: str = "",
+        on_behalf_of: str | None = None,
         **filters: Any,
     ) -> Claim:
+        _no_delegation(on_behalf_of)
         flt: NodeFilter = filter_from(**filters)
         self.engine.ttl(ttl)
         ceiling = self.engine.limits.claim_wait_ceiling
@@ -617,6 +725,14 @@ class LocalSkift:
         return await self._run(go)
 
 
+def _no_delegation(on_behalf_of: str | None) -> None:
+    if on_behalf_of:
+        raise Refused(
+            "acting on behalf of another principal is not supported yet",
+            next="Act as yourself: leave on_behalf_of unset. Delegation needs a server-known grant, planned after v1.",
+        )
+
+
 def _priority(value: Priority | str) -> Priority:
     try:
         return Priority(value)
@@ -633,6 +749,7 @@ def open(
     principal: PrincipalSpec | None = None,
     org: str = "default",
     limits: Limits | None = None,
+    policy: Policy | None = None,
 ) -> LocalSkift:
     """Open skift over a store: ``memory:`` or ``postgresql://…``.
 
@@ -642,12 +759,12 @@ def open(
     lim = limits or DEFAULT_LIMITS
     scheme = url.split(":", 1)[0].lower()
     if scheme == "memory":
-        return LocalSkift(MemoryStore(), principal=principal, org=org, limits=lim)
+        return LocalSkift(MemoryStore(), principal=principal, org=org, limits=lim, policy=policy)
     for ep in entry_points(group="skift.stores"):
         if ep.name == scheme:
             factory = ep.load()
             store: Store = factory(url, limits=lim)
-            return LocalSkift(store, principal=principal, org=org, limits=lim)
+            return LocalSkift(store, principal=principal, org=org, limits=lim, policy=policy)
     raise Invalid(
         f"no store for {url!r}",
         next="Use memory: or postgresql://…; PostgreSQL needs the skift-store-pg package installed.",

@@ -18,7 +18,19 @@ from uuid import UUID
 import attrs
 
 from . import _readiness as readiness
-from ._models import Edge, Event, Lease, Node, Org, Principal, PrincipalKind, Project, Status
+from ._errors import Conflict
+from ._models import (
+    Edge,
+    Event,
+    Identity,
+    Lease,
+    Node,
+    Org,
+    Principal,
+    PrincipalKind,
+    Project,
+    Status,
+)
 from ._refs import new_id
 from ._store import Derived, ReadyQuery, StoredRequest
 
@@ -42,6 +54,7 @@ class _State:
         self.requests: dict[tuple[UUID, str], StoredRequest] = {}
         self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
         self.events: list[Event] = []
+        self.identities: dict[UUID, Identity] = {}
 
 
 class MemoryStore:
@@ -82,6 +95,15 @@ class MemoryStore:
             org = Org(id=new_id(), name=name, created_at=self._now())
             self._state.orgs[org.id] = org
             return org
+
+    async def org_by_id(self, org_id: UUID) -> Org | None:
+        return self._state.orgs.get(org_id)
+
+    async def principal_by_identity(self, scheme: str, value: str) -> Principal | None:
+        for ident in self._state.identities.values():
+            if ident.scheme == scheme and ident.value == value and ident.revoked_at is None:
+                return self._state.principals.get(ident.principal_id)
+        return None
 
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
         async with self._lock:
@@ -158,6 +180,56 @@ class MemoryTx:
 
     async def insert_principal(self, principal: Principal) -> None:
         self._set(self._s.principals, principal.id, principal)
+
+    async def list_principals(self) -> list[Principal]:
+        rows = [p for p in self._s.principals.values() if p.org_id == self._org]
+        return sorted(rows, key=lambda p: p.name)
+
+    async def insert_identity(self, identity: Identity) -> None:
+        for other in self._s.identities.values():
+            if (
+                other.scheme == identity.scheme
+                and other.value == identity.value
+                and other.revoked_at is None
+            ):
+                raise Conflict(
+                    f"that {identity.scheme.value} identity already belongs to a principal",
+                    next="Revoke it there first, or attach another identity.",
+                )
+        self._set(self._s.identities, identity.id, identity)
+
+    async def identities_of(self, principal_id: UUID) -> list[Identity]:
+        rows = [
+            i
+            for i in self._s.identities.values()
+            if i.org_id == self._org and i.principal_id == principal_id
+        ]
+        return sorted(rows, key=lambda i: (i.created_at, i.id))
+
+    async def identity_by_id(self, identity_id: UUID) -> Identity | None:
+        found = self._s.identities.get(identity_id)
+        return found if found is not None and found.org_id == self._org else None
+
+    async def revoke_identity(self, identity_id: UUID) -> bool:
+        found = await self.identity_by_id(identity_id)
+        if found is None or found.revoked_at is not None:
+            return False
+        self._set(self._s.identities, identity_id, attrs.evolve(found, revoked_at=self._now))
+        return True
+
+    async def human_written(self, ids: Collection[UUID]) -> set[UUID]:
+        wanted = set(ids)
+        out: set[UUID] = set()
+        for e in self._s.events:
+            nid = e.node_id
+            if (
+                e.org_id == self._org
+                and nid is not None
+                and nid in wanted
+                and e.principal_kind is PrincipalKind.USER
+            ):
+                out.add(nid)
+        return out
 
     # projects
     def _project(self, project_id: UUID) -> Project | None:

@@ -82,6 +82,29 @@ class Principal:
     created_at: datetime
 
 
+class IdentityScheme(enum.StrEnum):
+    """How a transport names who is calling. One principal may hold many identities."""
+
+    UNIX = "unix"  # a uid on a host, from SO_PEERCRED
+    TOKEN = "token"  # a bearer credential; only its SHA-256 digest is stored
+    OIDC = "oidc"  # an issuer and subject (defined for later)
+    TAILSCALE = "tailscale"  # a node identity from WhoIs (defined for later)
+    LOCAL = "local"  # an in-process embedder naming its principal
+
+
+@attrs.frozen(kw_only=True)
+class Identity:
+    """One way of reaching skift as a principal; keyed by scheme and value across the store."""
+
+    id: UUID
+    org_id: UUID
+    principal_id: UUID
+    scheme: IdentityScheme
+    value: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
 @attrs.frozen(kw_only=True)
 class Hold:
     """A stored decision to park work: who, when, why, and the focus sweep if any."""
@@ -166,6 +189,7 @@ class Lease:
     created_at: datetime
     expires_at: datetime
     ttl: timedelta
+    on_behalf_of: UUID | None = None
     released_at: datetime | None = None
     release_reason: ReleaseReason | None = None
 

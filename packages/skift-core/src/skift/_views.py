@@ -38,6 +38,7 @@ class NodeInfo:
     claimed: bool
     ready: bool
     result: str | None = None
+    human_written: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -168,3 +169,33 @@ class EventInfo:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     occurred_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class IdentityInfo:
+    """One identity of a principal. A token shows its id, never its secret or digest."""
+
+    id: str
+    scheme: str
+    value: str
+    created_at: datetime
+    revoked: bool
+
+
+@attrs.frozen(kw_only=True)
+class PrincipalInfo:
+    id: str
+    name: str
+    kind: str
+    identities: tuple[IdentityInfo, ...]
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TokenInfo:
+    """A new bearer token. ``token`` is the secret: shown here once, stored only as a digest."""
+
+    id: str
+    principal: str
+    token: str
+    created_at: datetime

@@ -26,11 +26,14 @@ from psycopg_pool import AsyncConnectionPool
 
 from skift import (
     AssigneeKind,
+    Conflict,
     Derived,
     Edge,
     EdgeKind,
     Event,
     Hold,
+    Identity,
+    IdentityScheme,
     Lease,
     LimitExceeded,
     Limits,
@@ -144,6 +147,7 @@ def lease_from_row(row: Row) -> Lease:
         created_at=row["created_at"],
         expires_at=row["expires_at"],
         ttl=row["ttl"],
+        on_behalf_of=row["on_behalf_of"],
         released_at=row["released_at"],
         release_reason=ReleaseReason(row["release_reason"]) if row["release_reason"] else None,
     )
@@ -156,6 +160,18 @@ def principal_from_row(row: Row) -> Principal:
         name=row["name"],
         kind=PrincipalKind(row["kind"]),
         created_at=row["created_at"],
+    )
+
+
+def identity_from_row(row: Row) -> Identity:
+    return Identity(
+        id=row["id"],
+        org_id=row["org_id"],
+        principal_id=row["principal_id"],
+        scheme=IdentityScheme(row["scheme"]),
+        value=row["value"],
+        created_at=row["created_at"],
+        revoked_at=row["revoked_at"],
     )
 
 
@@ -229,6 +245,7 @@ def _lease_params(lease: Lease) -> Row:
         "created_at": lease.created_at,
         "expires_at": lease.expires_at,
         "ttl": lease.ttl,
+        "on_behalf_of": lease.on_behalf_of,
         "released_at": lease.released_at,
         "release_reason": lease.release_reason.value if lease.release_reason else None,
     }
@@ -327,6 +344,20 @@ class PgStore:
             if row is not None:
                 return Org(id=row["id"], name=row["name"], created_at=row["created_at"])
         raise TransientError("could not create the organization")
+
+    async def org_by_id(self, org_id: UUID) -> Org | None:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(q("org_by_id"), {"id": org_id})
+            row = await cur.fetchone()
+        return Org(id=row["id"], name=row["name"], created_at=row["created_at"]) if row else None
+
+    async def principal_by_identity(self, scheme: str, value: str) -> Principal | None:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(q("principal_by_identity"), {"scheme": scheme, "value": value})
+            row = await cur.fetchone()
+        return principal_from_row(row) if row else None
 
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
         await self._ensure_open()
@@ -446,6 +477,42 @@ class PgTx:
             kind=principal.kind.value,
             created_at=principal.created_at,
         )
+
+    async def list_principals(self) -> list[Principal]:
+        return [principal_from_row(r) for r in await self.rows("list_principals")]
+
+    async def insert_identity(self, identity: Identity) -> None:
+        if await self.row("identity_by_value", scheme=identity.scheme.value, value=identity.value):
+            raise Conflict(
+                f"that {identity.scheme.value} identity already belongs to a principal",
+                next="Revoke it there first, or attach another identity.",
+            )
+        await self.write(
+            "insert_identity",
+            id=identity.id,
+            principal_id=identity.principal_id,
+            scheme=identity.scheme.value,
+            value=identity.value,
+            created_at=identity.created_at,
+            revoked_at=identity.revoked_at,
+        )
+
+    async def identities_of(self, principal_id: UUID) -> list[Identity]:
+        return [
+            identity_from_row(r) for r in await self.rows("identities_of", principal=principal_id)
+        ]
+
+    async def identity_by_id(self, identity_id: UUID) -> Identity | None:
+        row = await self.row("identity_by_id", id=identity_id)
+        return identity_from_row(row) if row else None
+
+    async def revoke_identity(self, identity_id: UUID) -> bool:
+        return await self.write("revoke_identity", id=identity_id, now=await self.now()) > 0
+
+    async def human_written(self, ids: Collection[UUID]) -> set[UUID]:
+        if not ids:
+            return set()
+        return {r["node_id"] for r in await self.rows("human_written", ids=list(ids))}
 
     # projects
     async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None:

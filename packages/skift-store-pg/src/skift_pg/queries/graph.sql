@@ -337,9 +337,9 @@ SELECT * FROM leases WHERE org_id = %(org)s AND node_id = %(id)s AND released_at
 -- name: insert_lease
 -- Take a lease.
 INSERT INTO leases (id, org_id, node_id, holder, harness, agent_ref, session_ref, created_at,
-                    expires_at, ttl, released_at, release_reason)
+                    expires_at, ttl, on_behalf_of, released_at, release_reason)
 VALUES (%(id)s, %(org)s, %(node_id)s, %(holder)s, %(harness)s, %(agent_ref)s, %(session_ref)s,
-        %(created_at)s, %(expires_at)s, %(ttl)s, %(released_at)s, %(release_reason)s)
+        %(created_at)s, %(expires_at)s, %(ttl)s, %(on_behalf_of)s, %(released_at)s, %(release_reason)s)
 
 -- name: update_lease
 -- Renew or release a lease.
@@ -399,3 +399,42 @@ SELECT * FROM events
 WHERE org_id = %(org)s AND (%(node)s::uuid IS NULL OR node_id = %(node)s::uuid)
 ORDER BY id
 LIMIT %(limit)s
+
+-- name: principal_by_identity
+-- Authentication: the principal holding a live identity, in whatever organization.
+SELECT p.*, i.id AS identity_id FROM identities i JOIN principals p ON p.id = i.principal_id
+WHERE i.scheme = %(scheme)s AND i.value = %(value)s AND i.revoked_at IS NULL
+
+-- name: org_by_id
+-- One organization.
+SELECT * FROM orgs WHERE id = %(id)s
+
+-- name: list_principals
+-- The organization's principals, by name.
+SELECT * FROM principals WHERE org_id = %(org)s ORDER BY name
+
+-- name: insert_identity
+-- Attach an identity to a principal.
+INSERT INTO identities (id, org_id, principal_id, scheme, value, created_at, revoked_at)
+VALUES (%(id)s, %(org)s, %(principal_id)s, %(scheme)s, %(value)s, %(created_at)s, %(revoked_at)s)
+
+-- name: identity_by_value
+-- A live identity by scheme and value, in any organization (to refuse a duplicate).
+SELECT * FROM identities WHERE scheme = %(scheme)s AND value = %(value)s AND revoked_at IS NULL
+
+-- name: identity_by_id
+-- One identity of the organization.
+SELECT * FROM identities WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: identities_of
+-- A principal's identities, oldest first.
+SELECT * FROM identities WHERE org_id = %(org)s AND principal_id = %(principal)s ORDER BY created_at, id
+
+-- name: revoke_identity
+-- Revoke an identity (the row stays).
+UPDATE identities SET revoked_at = %(now)s WHERE org_id = %(org)s AND id = %(id)s AND revoked_at IS NULL
+
+-- name: human_written
+-- Which of some nodes a user principal has ever written to (derived from events).
+SELECT DISTINCT e.node_id FROM events e
+WHERE e.org_id = %(org)s AND e.node_id = ANY (%(ids)s::uuid[]) AND e.principal_kind = 'user'

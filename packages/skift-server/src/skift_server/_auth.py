@@ -1,0 +1,123 @@
+"""Who is calling: decided by the transport, never by a request field.
+
+- On the unix socket, the peer's uid from ``SO_PEERCRED`` (the kernel's word
+  for who connected), authenticated as the ``unix`` identity with that uid.
+- Over TCP, the bearer token in the ``authorization`` metadata
+  (``Bearer <token>``), authenticated as a ``token`` identity (skift stores
+  only its SHA-256 digest).
+
+Either way the server's base :class:`skift.LocalSkift` derives a handle on
+the same store acting as the principal holding that identity
+(``authenticate``); an unknown or revoked identity is UNAUTHENTICATED, with a
+``next`` naming the command that registers it.
+
+Test hooks (``skift serve --test-hooks``, never in production): the
+``x-skift-act-as: KIND:NAME`` metadata (and ``x-skift-org``) acts as any
+principal, and ``x-skift-clock-offset: SECONDS`` moves the store's clock, so
+the behaviour suite can run unchanged over gRPC. Without the flag those
+headers are refused.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from datetime import timedelta
+from typing import Any, Final
+
+import grpclib.server
+
+import skift
+
+ACT_AS: Final = "x-skift-act-as"
+ORG: Final = "x-skift-org"
+CLOCK_OFFSET: Final = "x-skift-clock-offset"
+_TEST_HEADERS: Final = (ACT_AS, ORG, CLOCK_OFFSET)
+
+_UCRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def peer_uid(stream: grpclib.server.Stream[Any, Any]) -> int | None:
+    """The uid of the process at the other end of a unix socket; None on TCP."""
+    transport = stream.peer._transport  # pyright: ignore[reportPrivateUsage]
+    sock: Any = transport.get_extra_info("socket")
+    if sock is None or sock.family != socket.AF_UNIX:
+        return None
+    raw: bytes = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    _pid, uid, _gid = _UCRED.unpack(raw)
+    return int(uid)
+
+
+def bearer(stream: grpclib.server.Stream[Any, Any]) -> str | None:
+    """The token of an ``authorization: Bearer <token>`` header, if any."""
+    md = stream.metadata
+    value = md.get("authorization") if md is not None else None
+    if not isinstance(value, str):
+        return None
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+class Authenticator:
+    """Turns a call's transport facts into the caller's handle on the store."""
+
+    def __init__(self, base: skift.LocalSkift, *, test_hooks: bool = False) -> None:
+        self.base = base
+        self.test_hooks = test_hooks
+        self._impersonated: dict[tuple[str, str, str], skift.LocalSkift] = {}
+
+    async def caller(self, stream: grpclib.server.Stream[Any, Any]) -> skift.LocalSkift:
+        md = stream.metadata
+        headers: dict[str, str] = {}
+        if md is not None:
+            for key in _TEST_HEADERS:
+                value = md.get(key)
+                if isinstance(value, str):
+                    headers[key] = value
+        if headers:
+            if not self.test_hooks:
+                raise skift.Unauthenticated(
+                    f"{', '.join(sorted(headers))}: test-only metadata this server does not honour",
+                    next="Leave those headers out; the transport identifies the caller.",
+                )
+            return self._test_caller(headers)
+        api: Any = self.base
+        uid = peer_uid(stream)
+        if uid is not None:
+            handle: skift.LocalSkift = await api.authenticate("unix", str(uid))
+            return handle
+        token = bearer(stream)
+        if token is not None:
+            handle = await api.authenticate("token", token)
+            return handle
+        raise skift.Unauthenticated(
+            "no credentials: over TCP every call carries a bearer token",
+            next="Send 'authorization: Bearer <token>' (SKIFT_TOKEN for the CLI); "
+            "make a token with 'skift token create PRINCIPAL' on the server's machine.",
+        )
+
+    def _test_caller(self, headers: dict[str, str]) -> skift.LocalSkift:
+        offset = headers.get(CLOCK_OFFSET)
+        if offset is not None:
+            try:
+                self.base.store.set_clock_offset(timedelta(seconds=float(offset)))
+            except ValueError:
+                raise skift.Invalid(f"{CLOCK_OFFSET} {offset!r} is not a number") from None
+        who = headers.get(ACT_AS)
+        if who is None:
+            return self.base
+        kind, _, name = who.partition(":")
+        try:
+            spec = skift.PrincipalSpec(name, skift.PrincipalKind(kind))
+        except ValueError:
+            raise skift.Invalid(
+                f"{ACT_AS} {who!r} is not KIND:NAME", next="KIND is user, agent or service."
+            ) from None
+        org = headers.get(ORG, self.base.org_name)
+        key = (spec.kind.value, spec.name, org)
+        handle = self._impersonated.get(key)
+        if handle is None:
+            handle = self._impersonated[key] = self.base.acting_as(spec, org=org)
+        return handle

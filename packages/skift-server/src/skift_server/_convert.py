@@ -1,0 +1,539 @@
+"""The edge between skift's Python views and the skift.v1 messages, both ways.
+
+The server encodes the views the API returns (``skift.NodeInfo`` ...) as
+messages and decodes requests into API arguments; the client does the
+reverse, so a remote caller gets the very same view objects a local one does.
+No rule lives here: values are moved, never judged (the engine validates).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import typing
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import betterproto2
+
+import skift
+
+from ._proto.google.protobuf import ListValue, NullValue, Struct, Value
+from ._proto.skift import v1
+
+# ------------------------------------------------------------------ JSON <-> Struct
+
+
+def _jsonable(value: object) -> Any:
+    """A JSON-shaped copy of ``value`` (what a Struct can carry)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        items: Mapping[object, object] = value  # pyright: ignore[reportUnknownVariableType]
+        return {str(k): _jsonable(v) for k, v in items.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        seq: Sequence[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        return [_jsonable(v) for v in seq]
+    return str(value)
+
+
+def to_value(value: object) -> Value:
+    v = _jsonable(value)
+    if v is None:
+        return Value(null_value=NullValue.NULL_VALUE)
+    if isinstance(v, bool):
+        return Value(bool_value=v)
+    if isinstance(v, int | float):
+        return Value(number_value=float(v))
+    if isinstance(v, str):
+        return Value(string_value=v)
+    if isinstance(v, dict):
+        return Value(struct_value=to_struct(v))  # pyright: ignore[reportUnknownArgumentType]
+    items: list[object] = v
+    return Value(list_value=ListValue(values=[to_value(x) for x in items]))
+
+
+def to_struct(value: Mapping[str, Any]) -> Struct:
+    return Struct(fields={str(k): to_value(v) for k, v in value.items()})
+
+
+def from_value(value: Value) -> Any:
+    """A Python value from a protobuf Value; whole numbers come back as ``int``."""
+    if value.struct_value is not None:
+        return from_struct(value.struct_value)
+    if value.list_value is not None:
+        return [from_value(v) for v in value.list_value.values]
+    if value.string_value is not None:
+        return value.string_value
+    if value.bool_value is not None:
+        return value.bool_value
+    if value.number_value is not None:
+        n = value.number_value
+        # Struct numbers are doubles; the views carry counts as ints.
+        if math.isfinite(n) and n == int(n) and abs(n) < 2**53:
+            return int(n)
+        return n
+    return None
+
+
+def from_struct(value: Struct | None) -> dict[str, Any]:
+    if value is None:
+        return {}
+    return {k: from_value(v) for k, v in value.fields.items()}
+
+
+# ------------------------------------------------------------------ views -> messages
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def node_pb(n: skift.NodeInfo) -> v1.Node:
+    return v1.Node(
+        ref=n.ref,
+        id=n.id,
+        number=n.number,
+        project=n.project,
+        title=n.title,
+        body=n.body,
+        kind=n.kind,
+        status=n.status.value,
+        priority=n.priority.value,
+        parent=n.parent,
+        labels=list(n.labels),
+        assignee_kind=n.assignee_kind.value if n.assignee_kind is not None else None,
+        assignee=n.assignee,
+        context_id=n.context_id,
+        created_at=_utc(n.created_at),
+        blocked=n.blocked,
+        held=n.held,
+        claimed=n.claimed,
+        ready=n.ready,
+        result=n.result,
+        human_written=bool(getattr(n, "human_written", False)),
+    )
+
+
+def project_pb(p: skift.ProjectInfo) -> v1.Project:
+    return v1.Project(
+        id=p.id,
+        slug=p.slug,
+        title=p.title,
+        priority=p.priority.value,
+        vcs_url=p.vcs_url,
+        archived=p.archived,
+        archived_at=_utc(p.archived_at),
+        held=p.held,
+        hold_reason=p.hold_reason,
+        created_at=_utc(p.created_at),
+        active_at=_utc(p.active_at),
+        node_count=p.node_count,
+    )
+
+
+def resolved_pb(r: skift.Resolved) -> v1.Resolved:
+    return v1.Resolved(ref=r.ref, id=r.id, title=r.title)
+
+
+def patch_result_pb(r: skift.PatchResult) -> v1.PatchResult:
+    return v1.PatchResult(
+        request_id=r.request_id,
+        created=dict(r.created),
+        dropped=list(r.dropped),
+        nodes=[node_pb(n) for n in r.nodes],
+        parked=r.parked,
+    )
+
+
+def page_pb(p: skift.ReadyPage) -> v1.ReadyPage:
+    return v1.ReadyPage(
+        nodes=[node_pb(n) for n in p.nodes], held_count=p.held_count, next_page=p.next_page
+    )
+
+
+def explanation_pb(e: skift.Explanation) -> v1.Explanation:
+    return v1.Explanation(
+        ref=e.ref,
+        title=e.title,
+        ready=e.ready,
+        reasons=[v1.Reason(kind=r.kind, detail=to_struct(r.detail)) for r in e.reasons],
+    )
+
+
+def lease_pb(x: skift.LeaseInfo) -> v1.Lease:
+    return v1.Lease(
+        id=x.id,
+        node=x.node,
+        holder=x.holder,
+        expires_at=_utc(x.expires_at),
+        created_at=_utc(x.created_at),
+        harness=x.harness,
+        agent_ref=x.agent_ref,
+        session_ref=x.session_ref,
+        released_at=_utc(x.released_at),
+        release_reason=x.release_reason.value if x.release_reason is not None else None,
+    )
+
+
+def claim_pb(c: skift.Claim) -> v1.Claim:
+    return v1.Claim(
+        node=node_pb(c.node),
+        lease=lease_pb(c.lease),
+        inputs=[
+            v1.Input(
+                ref=i.ref,
+                title=i.title,
+                result=i.result,
+                author=i.author,
+                artifacts=[to_struct(a) for a in i.artifacts],
+            )
+            for i in c.inputs
+        ],
+        comments=v1.CommentsHint(
+            unresolved=c.comments.unresolved, newest_at=_utc(c.comments.newest_at)
+        ),
+    )
+
+
+def focus_pb(f: skift.FocusResult) -> v1.FocusResult:
+    return v1.FocusResult(
+        scope=f.scope,
+        group=f.group,
+        held=list(f.held),
+        released=list(f.released),
+        parked=f.parked,
+    )
+
+
+def event_pb(e: skift.EventInfo) -> v1.Event:
+    return v1.Event(
+        id=e.id,
+        op=e.op,
+        project=e.project,
+        node=e.node,
+        principal=e.principal,
+        principal_kind=e.principal_kind,
+        reason=e.reason,
+        request_id=e.request_id,
+        before=to_struct(e.before) if e.before is not None else None,
+        after=to_struct(e.after) if e.after is not None else None,
+        occurred_at=_utc(e.occurred_at),
+    )
+
+
+def principal_pb(p: Any) -> v1.Principal:
+    """A ``PrincipalInfo`` (id, name, kind, identities, created_at) as a message."""
+    return v1.Principal(
+        id=str(p.id),
+        name=str(p.name),
+        kind=str(getattr(p.kind, "value", p.kind)),
+        identities=[
+            v1.Identity(
+                id=str(i.id),
+                scheme=str(getattr(i.scheme, "value", i.scheme)),
+                value=str(i.value),
+                created_at=_utc(i.created_at),
+                revoked=bool(i.revoked),
+            )
+            for i in p.identities
+        ],
+        created_at=_utc(p.created_at),
+    )
+
+
+def token_pb(t: Any) -> v1.CreateTokenResponse:
+    """A ``TokenInfo`` (id, principal, token, created_at) as a message."""
+    return v1.CreateTokenResponse(
+        id=str(t.id), principal=str(t.principal), token=str(t.token), created_at=_utc(t.created_at)
+    )
+
+
+# ------------------------------------------------------------------ messages -> views
+
+
+def _ts(value: datetime | None) -> datetime:
+    if value is None:
+        return datetime.fromtimestamp(0, UTC)
+    return value.astimezone(UTC)
+
+
+def _opt_ts(value: datetime | None) -> datetime | None:
+    return value.astimezone(UTC) if value is not None else None
+
+
+def node_view(m: v1.Node) -> skift.NodeInfo:
+    kw: dict[str, Any] = {}
+    if "human_written" in attrs.fields_dict(skift.NodeInfo):
+        kw["human_written"] = m.human_written
+    return skift.NodeInfo(
+        ref=m.ref,
+        id=m.id,
+        number=m.number,
+        project=m.project,
+        title=m.title,
+        body=m.body,
+        kind=m.kind,
+        status=skift.Status(m.status),
+        priority=skift.Priority(m.priority),
+        parent=m.parent,
+        labels=tuple(m.labels),
+        assignee_kind=skift.AssigneeKind(m.assignee_kind) if m.assignee_kind else None,
+        assignee=m.assignee,
+        context_id=m.context_id,
+        created_at=_ts(m.created_at),
+        blocked=m.blocked,
+        held=m.held,
+        claimed=m.claimed,
+        ready=m.ready,
+        result=m.result,
+        **kw,
+    )
+
+
+def project_view(m: v1.Project) -> skift.ProjectInfo:
+    return skift.ProjectInfo(
+        id=m.id,
+        slug=m.slug,
+        title=m.title,
+        priority=skift.Priority(m.priority),
+        vcs_url=m.vcs_url,
+        archived=m.archived,
+        archived_at=_opt_ts(m.archived_at),
+        held=m.held,
+        hold_reason=m.hold_reason,
+        created_at=_ts(m.created_at),
+        active_at=_ts(m.active_at),
+        node_count=m.node_count,
+    )
+
+
+def resolved_view(m: v1.Resolved) -> skift.Resolved:
+    return skift.Resolved(ref=m.ref, id=m.id, title=m.title)
+
+
+def patch_result_view(m: v1.PatchResult) -> skift.PatchResult:
+    return skift.PatchResult(
+        request_id=m.request_id,
+        created=dict(m.created),
+        dropped=tuple(m.dropped),
+        nodes=tuple(node_view(n) for n in m.nodes),
+        parked=m.parked,
+    )
+
+
+def page_view(m: v1.ReadyPage) -> skift.ReadyPage:
+    return skift.ReadyPage(
+        nodes=tuple(node_view(n) for n in m.nodes),
+        held_count=m.held_count,
+        next_page=m.next_page,
+    )
+
+
+def explanation_view(m: v1.Explanation) -> skift.Explanation:
+    return skift.Explanation(
+        ref=m.ref,
+        title=m.title,
+        ready=m.ready,
+        reasons=tuple(skift.Reason(kind=r.kind, detail=from_struct(r.detail)) for r in m.reasons),
+    )
+
+
+def lease_view(m: v1.Lease) -> skift.LeaseInfo:
+    return skift.LeaseInfo(
+        id=m.id,
+        node=m.node,
+        holder=m.holder,
+        expires_at=_ts(m.expires_at),
+        created_at=_ts(m.created_at),
+        harness=m.harness,
+        agent_ref=m.agent_ref,
+        session_ref=m.session_ref,
+        released_at=_opt_ts(m.released_at),
+        release_reason=skift.ReleaseReason(m.release_reason) if m.release_reason else None,
+    )
+
+
+def claim_view(m: v1.Claim) -> skift.Claim:
+    node = m.node or v1.Node()
+    lease = m.lease or v1.Lease()
+    comments = m.comments or v1.CommentsHint()
+    return skift.Claim(
+        node=node_view(node),
+        lease=lease_view(lease),
+        inputs=tuple(
+            skift.Input(
+                ref=i.ref,
+                title=i.title,
+                result=i.result,
+                author=i.author,
+                artifacts=tuple(from_struct(a) for a in i.artifacts),
+            )
+            for i in m.inputs
+        ),
+        comments=skift.CommentsHint(
+            unresolved=comments.unresolved, newest_at=_opt_ts(comments.newest_at)
+        ),
+    )
+
+
+def focus_view(m: v1.FocusResult) -> skift.FocusResult:
+    return skift.FocusResult(
+        scope=m.scope,
+        group=m.group,
+        held=tuple(m.held),
+        released=tuple(m.released),
+        parked=m.parked,
+    )
+
+
+def event_view(m: v1.Event) -> skift.EventInfo:
+    return skift.EventInfo(
+        id=m.id,
+        op=m.op,
+        project=m.project,
+        node=m.node,
+        principal=m.principal,
+        principal_kind=m.principal_kind,
+        reason=m.reason,
+        request_id=m.request_id,
+        before=from_struct(m.before) if m.before is not None else None,
+        after=from_struct(m.after) if m.after is not None else None,
+        occurred_at=_ts(m.occurred_at),
+    )
+
+
+# ------------------------------------------------------------------ filters
+
+
+def filter_pb(f: skift.NodeFilter) -> v1.NodeFilter:
+    return v1.NodeFilter(
+        projects=list(f.projects),
+        kinds=list(f.kinds),
+        labels=list(f.labels),
+        any_labels=list(f.any_labels),
+        assignee_kind=f.assignee_kind.value if f.assignee_kind is not None else None,
+        min_priority=f.min_priority.value if f.min_priority is not None else None,
+        parent=f.parent,
+        status=f.status.value if f.status is not None else None,
+        held=f.held,
+    )
+
+
+def filter_kwargs(m: v1.NodeFilter | None) -> dict[str, Any]:
+    """A NodeFilter message as the keyword arguments of ``ready``/``list_nodes``/``claim_next``."""
+    if m is None:
+        return {}
+    out: dict[str, Any] = {
+        "projects": list(m.projects),
+        "kinds": list(m.kinds),
+        "labels": list(m.labels),
+        "any_labels": list(m.any_labels),
+    }
+    for name in ("assignee_kind", "min_priority", "parent", "status", "held"):
+        value = getattr(m, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+# ------------------------------------------------------------------ patch operations
+
+_OP_MESSAGES: dict[str, type[Any]] = {
+    "create_node": v1.CreateNode,
+    "update_node": v1.UpdateNode,
+    "drop_node": v1.DropNode,
+    "complete_node": v1.CompleteNode,
+    "reopen_node": v1.ReopenNode,
+    "hold_node": v1.HoldNode,
+    "unhold_node": v1.UnholdNode,
+    "add_edge": v1.AddEdge,
+    "remove_edge": v1.RemoveEdge,
+}
+
+
+def op_pb(op: skift.Op) -> v1.PatchOp:
+    """A parsed operation as its message (only the fields that differ from the defaults)."""
+    doc = skift.op_to_dict(op)
+    name = str(doc.pop("op"))
+    kw: dict[str, Any] = {}
+    for key, value in doc.items():
+        attr = "from_" if key == "from" else key
+        if isinstance(value, enum.Enum):
+            value = value.value
+        if key == "cascade":
+            kw[attr] = v1.Cascade(max_nodes=int(value["max_nodes"]))
+        elif key == "labels" and name == "update_node":
+            kw[attr] = v1.Labels(values=list(value))
+        elif isinstance(value, list | tuple):
+            items: Sequence[object] = value  # pyright: ignore[reportUnknownVariableType]
+            kw[attr] = [str(v) for v in items]
+        else:
+            kw[attr] = value
+    return v1.PatchOp(**{name: _OP_MESSAGES[name](**kw)})
+
+
+def _op_classes() -> dict[str, type[Any]]:
+    out: dict[str, type[Any]] = {}
+    for cls in typing.get_args(skift.Op):
+        out[str(attrs.fields_dict(cls)["op"].default)] = cls
+    return out
+
+
+_OP_CLASSES = _op_classes()
+
+
+def op_doc(m: v1.PatchOp, index: int) -> dict[str, Any]:
+    """A PatchOp message as the JSON form of an operation, for ``skift.parse_op``.
+
+    Unset fields are left out, so the operation's defaults apply and the
+    engine's own validation words any error. In proto3 an empty plain string
+    or list is indistinguishable from unset; ``optional`` fields keep "" apart.
+    """
+    name, body = _which(m)
+    if body is None:
+        raise skift.Invalid(
+            f"ops[{index}] sets no operation",
+            next="Set exactly one of: " + ", ".join(_OP_MESSAGES) + ".",
+            index=index,
+            field="op",
+        )
+    meta = {
+        f.name: betterproto2.FieldMetadata.get(f)
+        for f in dataclasses.fields(body)  # pyright: ignore[reportArgumentType]
+    }
+    doc: dict[str, Any] = {"op": name}
+    for f in attrs.fields(_OP_CLASSES[name]):
+        if not f.init or f.name not in meta:
+            continue
+        required = f.default is attrs.NOTHING
+        value = getattr(body, f.name)
+        key = "from" if f.name == "from_" else f.name
+        if isinstance(value, v1.Cascade):
+            doc[key] = {"max_nodes": value.max_nodes}
+        elif isinstance(value, v1.Labels):
+            doc[key] = list(value.values)
+        elif value is None:
+            continue
+        elif not required and not meta[f.name].optional and value in ("", [], 0):
+            continue
+        else:
+            doc[key] = value
+    return doc
+
+
+def _which(m: v1.PatchOp) -> tuple[str, Any]:
+    for name in _OP_MESSAGES:
+        value = getattr(m, name)
+        if value is not None:
+            return name, value
+    return "", None
