@@ -1555,6 +1555,7 @@ class Engine:
                     if e.principal_id in principals
                     else "?",
                     principal_kind=e.principal_kind.value,
+                    identity_scheme=e.identity_scheme,
                     reason=e.reason,
                     request_id=e.request_id,
                     before=e.before,

@@ -164,6 +164,7 @@ class EventInfo:
     node: str | None
     principal: str
     principal_kind: str
+    identity_scheme: str
     reason: str | None
     request_id: str | None
     before: dict[str, Any] | None

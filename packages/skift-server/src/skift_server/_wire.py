@@ -15,6 +15,9 @@ import dataclasses
 from typing import Any, Final, TypeVar
 
 import betterproto2
+from grpclib.const import Status
+from grpclib.encoding.proto import ProtoCodec
+from grpclib.exceptions import GRPCError
 
 T = TypeVar("T", bound=betterproto2.Message)
 
@@ -169,3 +172,15 @@ def _check_packed(payload: memoryview, wire: int, where: str) -> None:
             _, pos = _varint(payload, pos, where)
     elif len(payload) % (4 if wire == _FIXED32 else 8):
         raise WireError(f"{where}: packed field length is not a multiple of its element size")
+
+
+class StrictCodec(ProtoCodec):
+    """grpclib's proto codec, decoding strictly: a bad message is INVALID_ARGUMENT."""
+
+    def decode(self, data: bytes, message_type: type[Any]) -> Any:
+        try:
+            return decode(message_type, data)
+        except WireError as exc:
+            raise GRPCError(
+                Status.INVALID_ARGUMENT, f"not a valid {message_type.__name__} message: {exc}"
+            ) from None

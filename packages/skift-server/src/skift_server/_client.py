@@ -1,0 +1,611 @@
+"""The remote Skift: the same API as :class:`skift.LocalSkift`, over gRPC.
+
+``connect(url)`` returns a :class:`RemoteSkift` whose methods take the same
+arguments and return the same views (``skift.NodeInfo``, ``skift.Claim``...)
+as the local API, and raise the same :class:`skift.SkiftError` classes with
+the same message, ``next`` and details.
+
+Transport: a small pool of HTTP/2 channels (one connection each, opened on
+first use), a deadline on every call, and retries only where a retry cannot
+do a thing twice: reads, heartbeats, and writes that carry a request id (the
+client makes the id before the first attempt, so every attempt is the same
+request and the server applies it once). Any call is retried when the
+connection could not even be opened. A retry waits with jittered backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import random
+import ssl
+from collections.abc import Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from urllib.parse import unquote, urlsplit
+
+import attrs
+import betterproto2
+from grpclib.client import Channel
+from grpclib.exceptions import GRPCError, StreamTerminatedError
+from h2.exceptions import ProtocolError as H2ProtocolError
+
+import skift
+
+from . import _convert as c
+from ._auth import ACT_AS, CLOCK_OFFSET, ORG
+from ._errors import ErrorDetailsCodec, from_grpc
+from ._proto.skift import v1
+
+T = TypeVar("T", bound=betterproto2.Message)
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a call may take (ClaimNext adds its wait)."""
+
+_NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
+
+
+@attrs.define
+class _Shared:
+    """What every handle made from one ``connect`` shares: channels and the test clock."""
+
+    channels: list[Channel]
+    metadata: dict[str, str]
+    clock_offset: timedelta | None = None
+    closed: bool = False
+    rr: itertools.count[int] = attrs.field(factory=itertools.count)
+
+    def channel(self) -> Channel:
+        return self.channels[next(self.rr) % len(self.channels)]
+
+
+class RemoteStore:
+    """The store-side test hook a remote handle offers: the clock (``--test-hooks`` only)."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self._shared = shared
+
+    def set_clock_offset(self, offset: timedelta) -> None:
+        """Move the server store's clock by ``offset`` from now on (tests only)."""
+        self._shared.clock_offset = offset
+
+
+def _pick_ops(ops: Sequence[skift.Op | dict[str, Any]]) -> list[skift.Op]:
+    return [skift.parse_op(op, i) if isinstance(op, dict) else op for i, op in enumerate(ops)]
+
+
+class RemoteSkift:
+    """skift over gRPC. Use :func:`connect` to make one."""
+
+    def __init__(
+        self,
+        shared: _Shared,
+        *,
+        principal: skift.PrincipalSpec | None = None,
+        org: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        attempts: int = 5,
+    ) -> None:
+        self._shared = shared
+        self.principal = principal
+        self.org = org
+        self.timeout = timeout
+        self.attempts = attempts
+        self.store = RemoteStore(shared)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channels (shared by every handle made from this connection)."""
+        if not self._shared.closed:
+            self._shared.closed = True
+            for ch in self._shared.channels:
+                ch.close()
+
+    def acting_as(self, principal: skift.PrincipalSpec, *, org: str | None = None) -> RemoteSkift:
+        """A handle acting as another principal: only on a server run with ``--test-hooks``."""
+        return RemoteSkift(
+            self._shared,
+            principal=principal,
+            org=org or self.org,
+            timeout=self.timeout,
+            attempts=self.attempts,
+        )
+
+    # ------------------------------------------------------------ transport
+
+    def _metadata(self) -> dict[str, str]:
+        md = dict(self._shared.metadata)
+        if self.principal is not None:
+            md[ACT_AS] = f"{self.principal.kind.value}:{self.principal.name}"
+        if self.org is not None:
+            md[ORG] = self.org
+        if self._shared.clock_offset is not None:
+            md[CLOCK_OFFSET] = repr(self._shared.clock_offset.total_seconds())
+        return md
+
+    async def _call(
+        self,
+        method: str,
+        request: betterproto2.Message,
+        reply: type[T],
+        *,
+        safe: bool,
+        timeout: float | None = None,
+    ) -> T:
+        """One unary call with a deadline, retried when that cannot do anything twice."""
+        if self._shared.closed:
+            raise skift.Unavailable(
+                "this skift connection is closed", next="Connect again with skift_server.connect."
+            )
+        route = f"/skift.v1.Skift/{method}"
+        last: skift.SkiftError | None = None
+        for attempt in range(self.attempts):
+            channel = self._shared.channel()
+            stub = v1.SkiftStub(channel, metadata=self._metadata())
+            try:
+                return await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
+                    route, request, reply, timeout=timeout or self.timeout
+                )
+            except GRPCError as exc:
+                err = from_grpc(exc)
+                if not (safe and isinstance(err, skift.Unavailable)):
+                    raise err from None
+                last = err
+            except _NOT_SENT as exc:
+                # The connection was never made: nothing was sent, any call may be retried.
+                last = skift.Unavailable(
+                    f"cannot reach the skift server: {exc}",
+                    next="Check that `skift serve` is running and the address is right.",
+                )
+            except (StreamTerminatedError, H2ProtocolError, OSError, asyncio.TimeoutError) as exc:
+                last = skift.Unavailable(
+                    f"the connection to the skift server failed: {exc or type(exc).__name__}",
+                    next="Retry; a write with a request id is safe to send again.",
+                )
+                if not safe:
+                    raise last from None
+            if attempt < self.attempts - 1:
+                await asyncio.sleep(random.uniform(0.5, 1.5) * min(0.05 * 2**attempt, 1.0))
+        assert last is not None
+        raise last
+
+    # ------------------------------------------------------------ projects
+
+    async def create_project(
+        self,
+        title: str,
+        *,
+        slug: str | None = None,
+        priority: skift.Priority | str = skift.Priority.P2,
+        vcs_url: str = "",
+    ) -> skift.ProjectInfo:
+        req = v1.CreateProjectRequest(
+            title=title, slug=slug, priority=_enum(priority), vcs_url=vcs_url
+        )
+        return c.project_view(await self._call("CreateProject", req, v1.Project, safe=False))
+
+    async def get_project(self, ref: str) -> skift.ProjectInfo:
+        req = v1.GetProjectRequest(ref=ref)
+        return c.project_view(await self._call("GetProject", req, v1.Project, safe=True))
+
+    async def list_projects(
+        self, *, archived: bool = False, limit: int | None = None
+    ) -> list[skift.ProjectInfo]:
+        req = v1.ListProjectsRequest(archived=archived, limit=limit)
+        got = await self._call("ListProjects", req, v1.ListProjectsResponse, safe=True)
+        return [c.project_view(p) for p in got.projects]
+
+    async def update_project(
+        self,
+        ref: str,
+        *,
+        title: str | None = None,
+        slug: str | None = None,
+        priority: skift.Priority | str | None = None,
+        vcs_url: str | None = None,
+    ) -> skift.ProjectInfo:
+        req = v1.UpdateProjectRequest(
+            ref=ref,
+            title=title,
+            slug=slug,
+            priority=_enum(priority) if priority is not None else None,
+            vcs_url=vcs_url,
+        )
+        return c.project_view(await self._call("UpdateProject", req, v1.Project, safe=False))
+
+    async def rename_project(
+        self, ref: str, title: str, *, slug: str | None = None
+    ) -> skift.ProjectInfo:
+        return await self.update_project(ref, title=title, slug=slug)
+
+    async def archive_project(self, ref: str, *, reason: str = "archived") -> skift.ProjectInfo:
+        req = v1.ArchiveProjectRequest(ref=ref, reason=reason)
+        return c.project_view(await self._call("ArchiveProject", req, v1.Project, safe=False))
+
+    async def hold_project(self, ref: str, *, reason: str) -> int:
+        req = v1.ProjectHoldRequest(ref=ref, reason=reason)
+        got = await self._call("HoldProject", req, v1.ProjectHoldResponse, safe=False)
+        return got.nodes
+
+    async def unhold_project(self, ref: str, *, reason: str) -> int:
+        req = v1.ProjectHoldRequest(ref=ref, reason=reason)
+        got = await self._call("UnholdProject", req, v1.ProjectHoldResponse, safe=False)
+        return got.nodes
+
+    # ------------------------------------------------------------ graph
+
+    async def patch(
+        self,
+        project: str,
+        ops: Sequence[skift.Op | dict[str, Any]],
+        *,
+        request_id: str | None = None,
+        lease: str | None = None,
+    ) -> skift.PatchResult:
+        parsed = _pick_ops(ops)
+        req = v1.PatchRequest(
+            project=project,
+            ops=[c.op_pb(op) for op in parsed],
+            request_id=_request_id(request_id),
+            lease=lease,
+        )
+        return c.patch_result_view(await self._call("Patch", req, v1.PatchResult, safe=True))
+
+    async def create(self, project: str, title: str, **fields: Any) -> skift.NodeInfo:
+        """Create one node (a one-operation patch) and return it."""
+        res = await self.patch(project, [skift.CreateNode(title=title, **fields)])
+        return res.nodes[0]
+
+    async def get(self, ref: str, *, project: str | None = None) -> skift.NodeInfo:
+        req = v1.NodeRequest(ref=ref, project=project)
+        return c.node_view(await self._call("Get", req, v1.Node, safe=True))
+
+    async def resolve(self, ref: str, *, project: str | None = None) -> skift.Resolved:
+        req = v1.NodeRequest(ref=ref, project=project)
+        return c.resolved_view(await self._call("Resolve", req, v1.Resolved, safe=True))
+
+    async def ready(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> skift.ReadyPage:
+        req = v1.ListNodesRequest(filter=_filter(filters), limit=limit, page=page)
+        return c.page_view(await self._call("Ready", req, v1.ReadyPage, safe=True))
+
+    async def list_nodes(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> skift.ReadyPage:
+        req = v1.ListNodesRequest(filter=_filter(filters), limit=limit, page=page)
+        return c.page_view(await self._call("ListNodes", req, v1.ReadyPage, safe=True))
+
+    async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:
+        req = v1.NodeRequest(ref=ref, project=project)
+        return c.explanation_view(await self._call("Explain", req, v1.Explanation, safe=True))
+
+    async def drop(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        cascade: int | None = None,
+        project: str | None = None,
+        lease: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.DropRequest(
+            ref=ref,
+            reason=reason,
+            cascade=cascade,
+            project=project,
+            lease=lease,
+            request_id=_request_id(request_id),
+        )
+        return c.patch_result_view(await self._call("Drop", req, v1.PatchResult, safe=True))
+
+    async def reopen(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        lease: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.ReopenRequest(
+            ref=ref,
+            reason=reason,
+            project=project,
+            lease=lease,
+            request_id=_request_id(request_id),
+        )
+        return c.patch_result_view(await self._call("Reopen", req, v1.PatchResult, safe=True))
+
+    async def hold(
+        self, ref: str, *, reason: str, project: str | None = None
+    ) -> skift.PatchResult:
+        req = v1.NodeHoldRequest(ref=ref, reason=reason, project=project)
+        return c.patch_result_view(await self._call("Hold", req, v1.PatchResult, safe=False))
+
+    async def unhold(
+        self, ref: str, *, reason: str, project: str | None = None
+    ) -> skift.PatchResult:
+        req = v1.NodeHoldRequest(ref=ref, reason=reason, project=project)
+        return c.patch_result_view(await self._call("Unhold", req, v1.PatchResult, safe=False))
+
+    async def focus(
+        self, keep: Sequence[str], *, reason: str, project: str | None = None
+    ) -> skift.FocusResult:
+        req = v1.FocusRequest(keep=list(keep), reason=reason, project=project)
+        return c.focus_view(await self._call("Focus", req, v1.FocusResult, safe=False))
+
+    async def clear_focus(self, *, reason: str, project: str | None = None) -> skift.FocusResult:
+        req = v1.ClearFocusRequest(reason=reason, project=project)
+        return c.focus_view(await self._call("ClearFocus", req, v1.FocusResult, safe=False))
+
+    # ------------------------------------------------------------ work protocol
+
+    async def claim(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        ttl: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+    ) -> skift.Claim:
+        req = v1.ClaimRequest(
+            ref=ref,
+            project=project,
+            ttl=ttl,
+            harness=harness,
+            agent_ref=agent_ref,
+            session_ref=session_ref,
+        )
+        return c.claim_view(await self._call("Claim", req, v1.Claim, safe=False))
+
+    async def claim_next(
+        self,
+        *,
+        ttl: timedelta | None = None,
+        wait: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+        **filters: Any,
+    ) -> skift.Claim:
+        req = v1.ClaimNextRequest(
+            filter=_filter(filters),
+            ttl=ttl,
+            wait=wait,
+            harness=harness,
+            agent_ref=agent_ref,
+            session_ref=session_ref,
+        )
+        timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
+        got = await self._call("ClaimNext", req, v1.Claim, safe=False, timeout=timeout)
+        return c.claim_view(got)
+
+    async def heartbeat(
+        self,
+        ref: str,
+        *,
+        lease: str,
+        ttl: timedelta | None = None,
+        project: str | None = None,
+    ) -> skift.LeaseInfo:
+        # Renewing twice sets the same kind of expiry: safe to retry.
+        req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
+        return c.lease_view(await self._call("Heartbeat", req, v1.Lease, safe=True))
+
+    async def complete(
+        self,
+        ref: str,
+        *,
+        lease: str | None = None,
+        result: str = "",
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.CompleteRequest(
+            ref=ref,
+            lease=lease,
+            result=result,
+            project=project,
+            request_id=_request_id(request_id),
+        )
+        return c.patch_result_view(await self._call("Complete", req, v1.PatchResult, safe=True))
+
+    async def release(
+        self,
+        ref: str,
+        *,
+        lease: str,
+        reason: skift.ReleaseReason | str = skift.ReleaseReason.CRASH,
+        project: str | None = None,
+    ) -> skift.NodeInfo:
+        req = v1.ReleaseRequest(ref=ref, lease=lease, reason=_enum(reason), project=project)
+        return c.node_view(await self._call("Release", req, v1.Node, safe=False))
+
+    async def gate(
+        self,
+        ref: str,
+        *,
+        lease: str,
+        title: str,
+        body: str = "",
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.GateRequest(
+            ref=ref,
+            lease=lease,
+            title=title,
+            body=body,
+            project=project,
+            request_id=_request_id(request_id),
+        )
+        return c.patch_result_view(await self._call("Gate", req, v1.PatchResult, safe=True))
+
+    async def leases(self, ref: str, *, project: str | None = None) -> list[skift.LeaseInfo]:
+        req = v1.NodeRequest(ref=ref, project=project)
+        got = await self._call("Leases", req, v1.LeasesResponse, safe=True)
+        return [c.lease_view(x) for x in got.leases]
+
+    async def sweep_expired(self, limit: int = 500) -> int:
+        req = v1.SweepExpiredRequest(limit=limit)
+        got = await self._call("SweepExpired", req, v1.SweepExpiredResponse, safe=False)
+        return got.expired
+
+    # ------------------------------------------------------------ events
+
+    async def events(
+        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+    ) -> list[skift.EventInfo]:
+        req = v1.EventsRequest(ref=ref, project=project, limit=limit)
+        got = await self._call("Events", req, v1.EventsResponse, safe=True)
+        return [c.event_view(e) for e in got.events]
+
+    # ------------------------------------------------------------ principals and tokens
+
+    async def add_principal(
+        self, name: str, kind: skift.PrincipalKind | str, uid: int | None = None
+    ) -> v1.Principal:
+        """Add a principal (admin). Returns its record as the wire message."""
+        req = v1.AddPrincipalRequest(name=name, kind=_enum(kind), uid=uid)
+        return await self._call("AddPrincipal", req, v1.Principal, safe=False)
+
+    async def list_principals(self) -> list[v1.Principal]:
+        got = await self._call(
+            "ListPrincipals", v1.ListPrincipalsRequest(), v1.ListPrincipalsResponse, safe=True
+        )
+        return list(got.principals)
+
+    async def create_token(self, principal: str) -> v1.CreateTokenResponse:
+        """A new bearer token for ``principal``; its ``token`` (the secret) is shown only here."""
+        req = v1.CreateTokenRequest(principal=principal)
+        return await self._call("CreateToken", req, v1.CreateTokenResponse, safe=False)
+
+    async def revoke_token(self, token_id: str) -> None:
+        req = v1.RevokeTokenRequest(token_id=token_id)
+        await self._call("RevokeToken", req, v1.RevokeTokenResponse, safe=False)
+
+
+def _enum(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _request_id(value: str | None) -> str:
+    """The caller's request id, or a fresh one made before the first attempt."""
+    if value is None:
+        return skift.ulid_str(skift.new_id())
+    if not value.strip():
+        raise skift.Invalid(
+            "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+        )
+    return value
+
+
+def _filter(filters: dict[str, Any]) -> v1.NodeFilter:
+    return c.filter_pb(_node_filter(**filters))
+
+
+def _node_filter(
+    projects: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    any_labels: Sequence[str] = (),
+    assignee_kind: skift.AssigneeKind | str | None = None,
+    min_priority: skift.Priority | str | None = None,
+    parent: str | None = None,
+    status: skift.Status | str | None = None,
+    held: bool | None = None,
+) -> skift.NodeFilter:
+    """The filter keywords of ``ready``/``list_nodes``/``claim_next``, checked as the API does."""
+    try:
+        return skift.NodeFilter(
+            projects=tuple(projects),
+            kinds=tuple(kinds),
+            labels=tuple(labels),
+            any_labels=tuple(any_labels),
+            assignee_kind=skift.AssigneeKind(assignee_kind) if assignee_kind else None,
+            min_priority=skift.Priority(min_priority) if min_priority else None,
+            parent=parent,
+            status=skift.Status(status) if status else None,
+            held=held,
+        )
+    except ValueError as exc:
+        raise skift.Invalid(
+            str(exc),
+            next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
+        ) from None
+
+
+def default_socket() -> str:
+    """Where ``skift serve`` listens by default (see ``skift_server.default_socket_path``)."""
+    from ._paths import default_socket_path
+
+    return str(default_socket_path())
+
+
+def connect(
+    url: str | None = None,
+    *,
+    token: str | None = None,
+    principal: skift.PrincipalSpec | None = None,
+    org: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    attempts: int = 5,
+    pool_size: int = 2,
+    ssl_context: ssl.SSLContext | None = None,
+) -> RemoteSkift:
+    """A remote Skift: ``unix:///path.sock``, ``http://host:port`` or ``https://host:port``.
+
+    Without ``url``: ``SKIFT_SERVER``, else the default socket of ``skift serve``.
+    ``token`` (default ``SKIFT_TOKEN``) is sent as a bearer token; the unix
+    socket needs none (the kernel names the caller). ``principal`` and ``org``
+    act as another principal and work only against ``skift serve --test-hooks``.
+    """
+    url = url or os.environ.get("SKIFT_SERVER") or f"unix://{default_socket()}"
+    token = token if token is not None else os.environ.get("SKIFT_TOKEN") or None
+    parts = urlsplit(url)
+    channels: list[Channel]
+    codec = ErrorDetailsCodec()
+    size = max(1, pool_size)
+    if parts.scheme == "unix":
+        path = unquote(parts.path if not parts.netloc else f"/{parts.netloc}{parts.path}")
+        if not path:
+            raise skift.Invalid(f"{url!r} names no socket", next="Use unix:///path/to/skift.sock.")
+        channels = [Channel(path=path, status_details_codec=codec) for _ in range(size)]
+    elif parts.scheme in ("http", "https"):
+        if not parts.hostname or not parts.port:
+            raise skift.Invalid(
+                f"{url!r} names no host and port", next="Use https://host:port (or http://)."
+            )
+        tls: ssl.SSLContext | bool = False
+        if parts.scheme == "https":
+            tls = ssl_context or ssl.create_default_context()
+            with contextlib.suppress(AttributeError, NotImplementedError):
+                tls.set_alpn_protocols(["h2"])
+        channels = [
+            Channel(parts.hostname, parts.port, ssl=tls, status_details_codec=codec)
+            for _ in range(size)
+        ]
+    else:
+        raise skift.Invalid(
+            f"{url!r} is not a skift server address",
+            next="Use unix:///path.sock, http://host:port or https://host:port.",
+        )
+    metadata: dict[str, str] = {}
+    if token:
+        metadata["authorization"] = f"Bearer {token}"
+    shared = _Shared(channels=channels, metadata=metadata)
+    return RemoteSkift(shared, principal=principal, org=org, timeout=timeout, attempts=attempts)
