@@ -21,7 +21,7 @@ from uuid import UUID
 import attrs
 
 from ._engine import Actor, Engine, NodeFilter, filter_from, token_digest
-from ._errors import Invalid, NothingReady, Refused, Unauthenticated
+from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import AssigneeKind, IdentityScheme, PrincipalKind, Priority, ReleaseReason
@@ -320,6 +320,11 @@ class LocalSkift:
         if self._actor is None:
             org = await self.store.ensure_org(self.org_name)
             p = await self.store.ensure_principal(org.id, self.spec.name, self.spec.kind)
+            if p.kind is not self.spec.kind:
+                raise Conflict(
+                    f"{p.name!r} is a {p.kind.value} principal, not a {self.spec.kind.value}",
+                    next=f"Open as skift.{p.kind.value.title()}({p.name!r}), or choose another name.",
+                )
             self._org_id = org.id
             self._actor = Actor(principal=p, identity_scheme=self.identity_scheme)
         return self._actor
@@ -715,6 +720,11 @@ class LocalSkift:
     async def events(
         self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
     ) -> list[EventInfo]:
+        """The newest ``limit`` events of the organization (or of node ``ref``), oldest first.
+
+        ``project`` only resolves a bare ``#N`` in ``ref``; it does not filter.
+        """
+
         async def go(tx: Tx, a: Actor) -> list[EventInfo]:
             node_id: UUID | None = None
             if ref is not None:

@@ -935,7 +935,7 @@ class Engine:
         return q, projects
 
     def page_size(self, limit: int | None) -> int:
-        size = self.limits.default_page_size if limit is None else limit
+        size = min(self.limits.default_page_size, self.limits.page_size) if limit is None else limit
         if size <= 0:
             raise Invalid("the page size must be positive", next="Give --limit 1 or more.")
         if size > self.limits.page_size:

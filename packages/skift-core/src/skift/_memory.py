@@ -518,4 +518,4 @@ class MemoryTx:
             for e in self._s.events
             if e.org_id == self._org and (node_id is None or e.node_id == node_id)
         ]
-        return rows[:limit]
+        return rows[-limit:] if limit > 0 else []

@@ -37,10 +37,12 @@ class CreateNode:
     alias: str | None = None
     body: str = ""
     kind: str = "task"
-    priority: Priority = Priority.P2
+    priority: Priority = attrs.field(default=Priority.P2, converter=Priority)
     parent: str | None = None
     labels: tuple[str, ...] = ()
-    assignee_kind: AssigneeKind | None = None
+    assignee_kind: AssigneeKind | None = attrs.field(
+        default=None, converter=attrs.converters.optional(AssigneeKind)
+    )
     assignee: str | None = None
     blocked_by: tuple[str, ...] = ()
     op: str = attrs.field(default="create_node", init=False)
@@ -52,7 +54,9 @@ class UpdateNode:
     title: str | None = None
     body: str | None = None
     kind: str | None = None
-    priority: Priority | None = None
+    priority: Priority | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Priority)
+    )
     parent: str | None = None
     labels: tuple[str, ...] | None = None
     assignee_kind: str | None = None

@@ -85,9 +85,7 @@ class Policy:
                     "next": "Ask an administrator to check the organization's policy.",
                 }
             ]
-        if raw is None:
-            return []
-        if not isinstance(raw, list):
+        if not isinstance(raw, list):  # null, a value, an object, "<undefined>": not a set
             return [
                 {"msg": "the policy's deny is not a set", "next": "Fix the organization's policy."}
             ]

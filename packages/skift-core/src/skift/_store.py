@@ -219,7 +219,9 @@ class Tx(Protocol):
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None: ...
-    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]: ...
+    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
+        """The newest ``limit`` events (of one node, when given), oldest first."""
+        ...
 
 
 class Store(Protocol):

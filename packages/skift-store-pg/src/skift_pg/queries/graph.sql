@@ -394,11 +394,14 @@ VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(princi
         %(after)s, %(occurred_at)s)
 
 -- name: events
--- Events in order, optionally of one node.
-SELECT * FROM events
-WHERE org_id = %(org)s AND (%(node)s::uuid IS NULL OR node_id = %(node)s::uuid)
+-- The newest events (optionally of one node), returned oldest first.
+SELECT * FROM (
+    SELECT * FROM events
+    WHERE org_id = %(org)s AND (%(node)s::uuid IS NULL OR node_id = %(node)s::uuid)
+    ORDER BY id DESC
+    LIMIT %(limit)s
+) newest
 ORDER BY id
-LIMIT %(limit)s
 
 -- name: principal_by_identity
 -- Authentication: the principal holding a live identity, in whatever organization.
