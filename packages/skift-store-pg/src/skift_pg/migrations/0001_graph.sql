@@ -92,8 +92,11 @@ CREATE TABLE nodes (
 -- restricted to open nodes: closed nodes never appear in Ready or ClaimNext.
 CREATE INDEX nodes_open_order ON nodes (org_id, project_id, priority, created_at, number)
     WHERE status = 'open';
--- The open-children anti-join and the containment walk.
+-- The containment walk (children of a node, the held subtree).
 CREATE INDEX nodes_parent ON nodes (parent_id) WHERE parent_id IS NOT NULL;
+-- The open-children anti-join of readiness: its predicate exactly, so the
+-- planner takes it even before a fresh table has statistics.
+CREATE INDEX nodes_open_children ON nodes (parent_id) WHERE status = 'open' AND parent_id IS NOT NULL;
 -- Held nodes are few; the held-subtree walk starts from this index.
 CREATE INDEX nodes_held ON nodes (org_id) WHERE held_at IS NOT NULL;
 -- ListNodes orders by project and number.

@@ -23,7 +23,7 @@ EXISTS (
 )
 
 -- name: _open_children
--- n has a child that is still open.
+-- n has a child that is still open (the nodes_open_children index answers it).
 EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.status = 'open')
 
 -- name: _claimed
@@ -80,16 +80,19 @@ FROM nodes n JOIN projects p ON p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND /*:_held*/
 
 -- name: lock_next_ready
--- ClaimNext's take: the top ready node of the first project after the rotation
--- cursor that has one (wrapping around), locked, skipping rows other claimers
--- hold. The same order as Ready's first page, without a window function, so
--- FOR UPDATE is allowed and an index walk stops at the first match.
+-- ClaimNext's take: the top ready node (priority, age, number) of the first
+-- project in a range of project ids that has one, locked, skipping rows other
+-- claimers hold. The store asks for the projects after the rotation cursor
+-- first, then wraps around to the rest. No window function, so FOR UPDATE is
+-- allowed, and the order is the nodes_open_order index's, so the index walk
+-- stops at the first ready row.
 WITH RECURSIVE /*:_held_tree*/
 SELECT n.*
 FROM nodes n JOIN projects p ON p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
-ORDER BY (%(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid), n.project_id,
-         n.priority, n.created_at, n.number
+  AND (%(above)s::uuid IS NULL OR n.project_id > %(above)s::uuid)
+  AND (%(upto)s::uuid IS NULL OR n.project_id <= %(upto)s::uuid)
+ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
 LIMIT 1
 FOR UPDATE OF n SKIP LOCKED
 
