@@ -32,21 +32,44 @@ import rego.v1
 
 kinds := {"user", "agent", "service"}
 
+actions := {
+	"create", "update", "drop", "complete", "reopen", "link", "unlink",
+	"hold", "unhold", "claim", "focus", "hold_project", "unhold_project",
+	"create_project", "update_project", "archive_project", "admin",
+}
+
 person if input.principal.kind == "user"
 
 # ---------------------------------------------------------------- what is whose
 
+# The engine's facts about a node. Facts missing or partial grant nothing.
+known(n) if {
+	is_boolean(n.gate)
+	is_boolean(n.filed_by_me)
+	is_boolean(n.new)
+	is_boolean(n.in_my_lease)
+}
+
 # May change the node's own fields and status: the node it holds a lease on,
 # the children it files under it, and what it files in this request.
-writable(n) if n.in_my_lease == true
+writable(n) if {
+	known(n)
+	n.in_my_lease == true
+}
 
-writable(n) if n.new == true
+writable(n) if {
+	known(n)
+	n.new == true
+}
 
 # May change the node's readiness by an edge into it: anything writable, and
 # what it filed (it may block and unblock what it filed without a lease).
 linkable(n) if writable(n)
 
-linkable(n) if n.filed_by_me == true
+linkable(n) if {
+	known(n)
+	n.filed_by_me == true
+}
 
 # ---------------------------------------------------------------- permissions
 
@@ -66,6 +89,7 @@ permitted(i) if {
 permitted(i) if {
 	i.action == "update"
 	writable(i.node)
+	is_array(i.changes)
 	not gate_disposal(i)
 	not foreign_reparent(i)
 }
@@ -99,11 +123,13 @@ permitted(i) if {
 permitted(i) if {
 	i.action == "unlink"
 	linkable(i.to)
+	known(i.from)
 	not i.from.gate
 }
 
 permitted(i) if {
 	i.action == "claim"
+	known(i.node)
 	not i.node.gate
 }
 
@@ -120,7 +146,7 @@ gate_disposal(i) if {
 
 foreign_reparent(i) if {
 	"parent" in i.changes
-	i.parent != null
+	not i.parent == null
 	not linkable(i.parent)
 }
 
@@ -141,7 +167,7 @@ deny contains {"msg": "an intent of the request is malformed", "next": "Send the
 
 well_formed(i) if {
 	is_object(i)
-	is_string(i.action)
+	i.action in actions
 }
 
 deny contains d if {

@@ -342,9 +342,12 @@ class LocalSkift:
             try:
                 async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
                     return await fn(tx, actor)
-            except TransientError:
+            except TransientError as exc:
                 if attempt == attempts - 1:
-                    raise
+                    raise Conflict(
+                        f"the request lost a race {attempts} times in a row ({exc})",
+                        next="Retry it; a patch is safe to retry with the same request id.",
+                    ) from exc
                 # jittered, so the losers of one race do not collide again in lockstep
                 await asyncio.sleep(random.uniform(0.5, 1.5) * 0.01 * min(attempt + 1, 10))
         raise AssertionError("unreachable")

@@ -759,7 +759,6 @@ class Engine:
         parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
         parents = await tx.nodes_by_id(parent_ids) if parent_ids else {}
         derived = await tx.derive([n.id for n in nodes])
-        written = await tx.human_written([n.id for n in nodes])
         out: list[NodeInfo] = []
         for n in nodes:
             slug = projects[n.project_id].slug
@@ -787,7 +786,7 @@ class Engine:
                     claimed=d.claimed,
                     ready=d.ready and n.status is Status.OPEN,
                     result=n.result,
-                    human_written=n.id in written,
+                    human_written=d.human_written,
                 )
             )
         return out
@@ -857,7 +856,7 @@ class Engine:
         project = await self.resolve_project(tx, project_ref)
         self._writable_project(project)
         fp = fingerprint(ulid_str(project.id), ops, lease)
-        stored = await tx.reserve_request(request_id, fp)
+        stored = await tx.reserve_request(actor.id, request_id, fp)
         if stored is not None:
             if stored.fingerprint != fp or stored.response is None:
                 raise IdempotencyMismatch(
@@ -898,7 +897,7 @@ class Engine:
             nodes=tuple(await self.infos(tx, [ctx.nodes[n] for n in ctx.touched])),
             parked=ctx.parked,
         )
-        await tx.save_response(request_id, to_json(result))
+        await tx.save_response(actor.id, request_id, to_json(result))
         return result
 
     # ------------------------------------------------------------------- reads

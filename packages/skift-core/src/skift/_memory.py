@@ -51,7 +51,7 @@ class _State:
         self.children: dict[UUID, set[UUID]] = {}
         self.leases: dict[UUID, Lease] = {}
         self.node_leases: dict[UUID, list[UUID]] = {}
-        self.requests: dict[tuple[UUID, str], StoredRequest] = {}
+        self.requests: dict[tuple[UUID, UUID, str], StoredRequest] = {}
         self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
         self.events: list[Event] = []
         self.identities: dict[UUID, Identity] = {}
@@ -445,7 +445,12 @@ class MemoryTx:
 
     async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
         leased = self._leased()
-        return {i: self._derive(n, leased) for i in ids if (n := self._node(i)) is not None}
+        written = await self.human_written(ids)
+        return {
+            i: attrs.evolve(self._derive(n, leased), human_written=i in written)
+            for i in ids
+            if (n := self._node(i)) is not None
+        }
 
     def _candidates(self, q: ReadyQuery) -> list[tuple[Node, Derived]]:
         leased = self._leased()
@@ -492,16 +497,20 @@ class MemoryTx:
         self._set(self._s.cursors, (self._org, principal_id, filter_hash), project_id)
 
     # idempotency
-    async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
-        key = (self._org, request_id)
+    async def reserve_request(
+        self, principal_id: UUID, request_id: str, fingerprint: str
+    ) -> StoredRequest | None:
+        key = (self._org, principal_id, request_id)
         found = self._s.requests.get(key)
         if found is not None:
             return found
         self._set(self._s.requests, key, StoredRequest(fingerprint=fingerprint, response=None))
         return None
 
-    async def save_response(self, request_id: str, response: dict[str, Any]) -> None:
-        key = (self._org, request_id)
+    async def save_response(
+        self, principal_id: UUID, request_id: str, response: dict[str, Any]
+    ) -> None:
+        key = (self._org, principal_id, request_id)
         old = self._s.requests[key]
         self._set(self._s.requests, key, attrs.evolve(old, response=response))
 

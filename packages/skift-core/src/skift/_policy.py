@@ -26,6 +26,12 @@ from ._errors import Invalid
 
 QUERY = "data.skift.authz.deny"
 
+# Compiled engines, per thread and per policy digest. Module-level on purpose:
+# a regorus engine may only be dropped by the thread that made it, and a
+# per-Policy threading.local would drop other threads' engines wherever the
+# Policy happens to be garbage-collected. These live as long as their thread.
+_ENGINES = threading.local()
+
 
 def _default_source() -> str:
     return (resources.files("skift") / "policy" / "default.rego").read_text(encoding="utf-8")
@@ -39,7 +45,6 @@ class Policy:
         self.digest = hashlib.sha256(json.dumps(self.modules, sort_keys=True).encode()).hexdigest()[
             :16
         ]
-        self._local = threading.local()
         self._engine()  # compile now, so a broken module fails at open, not mid-request
 
     @classmethod
@@ -58,7 +63,11 @@ class Policy:
         return Policy([*self.modules, *extra])
 
     def _engine(self) -> regorus.Engine:
-        engine: regorus.Engine | None = getattr(self._local, "engine", None)
+        cache: dict[str, regorus.Engine] | None = getattr(_ENGINES, "by_digest", None)
+        if cache is None:
+            cache = {}
+            _ENGINES.by_digest = cache
+        engine = cache.get(self.digest)
         if engine is None:
             engine = regorus.Engine()
             for name, source in self.modules:
@@ -69,7 +78,7 @@ class Policy:
                         f"policy module {name} does not compile: {exc}",
                         next="Fix the Rego module; it must be in package skift.authz.",
                     ) from None
-            self._local.engine = engine
+            cache[self.digest] = engine
         return engine
 
     def deny(self, request: dict[str, Any]) -> list[dict[str, str]]:

@@ -54,6 +54,7 @@ class Derived:
     claimed: bool
     open_children: bool
     archived: bool
+    human_written: bool = False
 
     @property
     def ready(self) -> bool:
@@ -211,11 +212,15 @@ class Tx(Protocol):
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None: ...
 
     # idempotency
-    async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
+    async def reserve_request(
+        self, principal_id: UUID, request_id: str, fingerprint: str
+    ) -> StoredRequest | None:
         """Reserve a request id; if it was already used, return what was stored."""
         ...
 
-    async def save_response(self, request_id: str, response: dict[str, Any]) -> None: ...
+    async def save_response(
+        self, principal_id: UUID, request_id: str, response: dict[str, Any]
+    ) -> None: ...
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None: ...

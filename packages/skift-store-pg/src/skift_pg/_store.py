@@ -690,6 +690,7 @@ class PgTx:
                 claimed=r["claimed"],
                 open_children=r["open_children"],
                 archived=r["archived"],
+                human_written=r["human_written"],
             )
             for r in rows
         }
@@ -743,19 +744,29 @@ class PgTx:
         )
 
     # idempotency
-    async def reserve_request(self, request_id: str, fingerprint: str) -> StoredRequest | None:
+    async def reserve_request(
+        self, principal_id: UUID, request_id: str, fingerprint: str
+    ) -> StoredRequest | None:
         row = await self.row(
-            "reserve_request", rid=request_id, fingerprint=fingerprint, now=await self.now()
+            "reserve_request",
+            principal=principal_id,
+            rid=request_id,
+            fingerprint=fingerprint,
+            now=await self.now(),
         )
         if row is not None:
             self.wrote = True
             return None
-        found = await self.row("get_request", rid=request_id)
+        found = await self.row("get_request", principal=principal_id, rid=request_id)
         assert found is not None
         return StoredRequest(fingerprint=found["fingerprint"], response=found["response"])
 
-    async def save_response(self, request_id: str, response: dict[str, Any]) -> None:
-        await self.write("save_response", rid=request_id, response=Jsonb(response))
+    async def save_response(
+        self, principal_id: UUID, request_id: str, response: dict[str, Any]
+    ) -> None:
+        await self.write(
+            "save_response", principal=principal_id, rid=request_id, response=Jsonb(response)
+        )
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None:

@@ -146,16 +146,19 @@ CREATE INDEX leases_expiry ON leases (org_id, expires_at) WHERE released_at IS N
 -- lease history per node
 CREATE INDEX leases_node ON leases (node_id, created_at);
 
--- Idempotency: a patch's request id and a digest of its content. The primary
--- key is what makes twenty concurrent requests with one id apply once: the
--- second INSERT waits on the first transaction and then sees its row.
+-- Idempotency: a patch's request id and a digest of its content. Ids are
+-- scoped to the principal that sent them (as an API key scopes Stripe's), so
+-- one principal never replays another's response. The primary key is what
+-- makes twenty concurrent requests with one id apply once: the second INSERT
+-- waits on the first transaction and then sees its row.
 CREATE TABLE requests (
     org_id       uuid NOT NULL REFERENCES orgs (id),
+    principal_id uuid NOT NULL REFERENCES principals (id),
     request_id   text NOT NULL,
     fingerprint  text NOT NULL,
     response     jsonb,
     created_at   timestamptz NOT NULL,
-    PRIMARY KEY (org_id, request_id)
+    PRIMARY KEY (org_id, principal_id, request_id)
 );
 -- for a retention sweep of old request ids
 CREATE INDEX requests_created ON requests (created_at);

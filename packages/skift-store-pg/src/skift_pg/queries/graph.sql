@@ -104,7 +104,10 @@ SELECT n.id,
        /*:_held*/ AS held,
        /*:_claimed*/ AS claimed,
        /*:_open_children*/ AS open_children,
-       p.archived_at IS NOT NULL AS archived
+       p.archived_at IS NOT NULL AS archived,
+       EXISTS (
+           SELECT 1 FROM events e WHERE e.node_id = n.id AND e.principal_kind = 'user'
+       ) AS human_written
 FROM nodes n JOIN projects p ON p.id = n.project_id
 WHERE n.org_id = %(org)s AND n.id = ANY (%(ids)s::uuid[])
 
@@ -375,18 +378,20 @@ DO UPDATE SET project_id = excluded.project_id, updated_at = excluded.updated_at
 
 -- name: reserve_request
 -- Reserve a request id; waits on a concurrent transaction holding the same id.
-INSERT INTO requests (org_id, request_id, fingerprint, created_at)
-VALUES (%(org)s, %(rid)s, %(fingerprint)s, %(now)s)
-ON CONFLICT (org_id, request_id) DO NOTHING
+INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
+VALUES (%(org)s, %(principal)s, %(rid)s, %(fingerprint)s, %(now)s)
+ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
 RETURNING request_id
 
 -- name: get_request
 -- What an earlier request with this id asked for and got.
-SELECT fingerprint, response FROM requests WHERE org_id = %(org)s AND request_id = %(rid)s
+SELECT fingerprint, response FROM requests
+WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: save_response
 -- Record the response a request id replays.
-UPDATE requests SET response = %(response)s WHERE org_id = %(org)s AND request_id = %(rid)s
+UPDATE requests SET response = %(response)s
+WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: insert_event
 -- Append an event.
