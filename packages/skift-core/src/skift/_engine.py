@@ -752,6 +752,13 @@ class Engine:
             )
         return node
 
+    async def node_in(
+        self, tx: Tx, ref: str, project_ref: str | None, *, lock: bool = False
+    ) -> Node:
+        """Resolve ``ref``, a bare ``#N`` against ``project_ref`` when one is given."""
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        return await self.resolve_node(tx, ref, project, lock=lock)
+
     async def infos(self, tx: Tx, nodes: Sequence[Node]) -> list[NodeInfo]:
         if not nodes:
             return []
@@ -792,8 +799,7 @@ class Engine:
         return out
 
     async def resolve(self, tx: Tx, ref: str, project_ref: str | None) -> Resolved:
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project)
+        node = await self.node_in(tx, ref, project_ref)
         info = (await self.infos(tx, [node]))[0]
         return Resolved(ref=info.ref, id=info.id, title=info.title)
 
@@ -903,8 +909,7 @@ class Engine:
     # ------------------------------------------------------------------- reads
 
     async def get(self, tx: Tx, ref: str, project_ref: str | None) -> NodeInfo:
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project)
+        node = await self.node_in(tx, ref, project_ref)
         return (await self.infos(tx, [node]))[0]
 
     async def resolve_filter(
@@ -983,8 +988,7 @@ class Engine:
     # ----------------------------------------------------------------- explain
 
     async def explain(self, tx: Tx, ref: str, project_ref: str | None) -> Explanation:
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project)
+        node = await self.node_in(tx, ref, project_ref)
         info = (await self.infos(tx, [node]))[0]
         reasons: list[Reason] = []
         own_project = await tx.project_by_id(node.project_id)
@@ -1095,8 +1099,7 @@ class Engine:
         session_ref: str = "",
     ) -> Claim:
         span = self.ttl(ttl)
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project, lock=True)
+        node = await self.node_in(tx, ref, project_ref, lock=True)
         owner = await tx.project_by_id(node.project_id)
         assert owner is not None
         ref_text = format_ref(owner.slug, node.number)
@@ -1291,8 +1294,7 @@ class Engine:
         lease_ref: str,
         ttl: timedelta | None,
     ) -> LeaseInfo:
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project, lock=True)
+        node = await self.node_in(tx, ref, project_ref, lock=True)
         lease = await self._fence(tx, actor, node, lease_ref)
         span = self.ttl(ttl) if ttl is not None else lease.ttl
         span = min(span, self.limits.lease_ttl_ceiling)
@@ -1326,8 +1328,7 @@ class Engine:
         lease_ref: str,
         reason: ReleaseReason,
     ) -> NodeInfo:
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project, lock=True)
+        node = await self.node_in(tx, ref, project_ref, lock=True)
         lease = await self._fence(tx, actor, node, lease_ref)
         now = await tx.now()
         await tx.update_lease(attrs.evolve(lease, released_at=now, release_reason=reason))
@@ -1374,8 +1375,7 @@ class Engine:
         return len(leases)
 
     async def leases(self, tx: Tx, ref: str, project_ref: str | None) -> list[LeaseInfo]:
-        project = await self.resolve_project(tx, project_ref) if project_ref else None
-        node = await self.resolve_node(tx, ref, project)
+        node = await self.node_in(tx, ref, project_ref)
         info = (await self.infos(tx, [node]))[0]
         history = await tx.lease_history(node.id)
         holders = await tx.principals_by_id({lease.holder for lease in history})
