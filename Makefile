@@ -6,25 +6,30 @@
 UV ?= $(if $(shell command -v uv 2>/dev/null),uv,python3 -m uv)
 ARGS ?=
 
-.PHONY: run test check generate bench sync uv
+.PHONY: run walkthrough test check generate bench sync uv
 
-## run: a scripted walk through skift on the embedded PostgreSQL (no database to configure)
+## run: serve skift on the embedded PostgreSQL (no database to configure); prints how to connect
 run: sync
+	$(UV) run skift-serve $(ARGS)
+
+## walkthrough: a scripted walk through the library on the embedded PostgreSQL
+walkthrough: sync
 	$(UV) run python -m skift_pg.walkthrough
 
 ## test: the test suite; SKIFT_TEST_DSN picks a server, else a throwaway embedded cluster
 test: sync
 	$(UV) run pytest -q -p no:cacheprovider $(ARGS)
 
-## check: lint, formatting and types (and, once code is generated, that it is up to date)
+## check: lint, formatting, types, and that the generated protobuf code is up to date
 check: sync
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run pyright
+	$(UV) run python packages/skift-server/tools/generate_proto.py --check
 
-## generate: regenerate generated code (protobuf, later)
-generate: uv
-	@echo "nothing to generate yet"
+## generate: regenerate skift_server._proto from packages/skift-server/proto (betterproto2)
+generate: sync
+	$(UV) run python packages/skift-server/tools/generate_proto.py
 
 ## bench: the benchmark harness in bench/
 bench: sync

@@ -69,7 +69,7 @@ def _files(base: Path) -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(description="Generate or check skift_server._proto.")
     parser.add_argument("--check", action="store_true", help="fail when the output differs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skift-proto-") as tmp:

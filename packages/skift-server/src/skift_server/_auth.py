@@ -83,15 +83,12 @@ class Authenticator:
                     next="Leave those headers out; the transport identifies the caller.",
                 )
             return self._test_caller(headers)
-        api: Any = self.base
         uid = peer_uid(stream)
         if uid is not None:
-            handle: skift.LocalSkift = await api.authenticate("unix", str(uid))
-            return handle
+            return await self.base.authenticate("unix", str(uid))
         token = bearer(stream)
         if token is not None:
-            handle = await api.authenticate("token", token)
-            return handle
+            return await self.base.authenticate("token", token)
         raise skift.Unauthenticated(
             "no credentials: over TCP every call carries a bearer token",
             next="Send 'authorization: Bearer <token>' (SKIFT_TOKEN for the CLI); "

@@ -38,6 +38,7 @@ import skift
 from . import _convert as c
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._errors import ErrorDetailsCodec, from_grpc
+from ._paths import default_socket_path
 from ._proto.skift import v1
 
 T = TypeVar("T", bound=betterproto2.Message)
@@ -167,7 +168,7 @@ class RemoteSkift:
                     f"cannot reach the skift server: {exc}",
                     next="Check that `skift serve` is running and the address is right.",
                 )
-            except (StreamTerminatedError, H2ProtocolError, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, StreamTerminatedError, H2ProtocolError, OSError) as exc:
                 last = skift.Unavailable(
                     f"the connection to the skift server failed: {exc or type(exc).__name__}",
                     next="Retry; a write with a request id is safe to send again.",
@@ -251,6 +252,7 @@ class RemoteSkift:
         *,
         request_id: str | None = None,
         lease: str | None = None,
+        on_behalf_of: str | None = None,
     ) -> skift.PatchResult:
         parsed = _pick_ops(ops)
         req = v1.PatchRequest(
@@ -258,6 +260,7 @@ class RemoteSkift:
             ops=[c.op_pb(op) for op in parsed],
             request_id=_request_id(request_id),
             lease=lease,
+            on_behalf_of=on_behalf_of,
         )
         return c.patch_result_view(await self._call("Patch", req, v1.PatchResult, safe=True))
 
@@ -328,9 +331,7 @@ class RemoteSkift:
         )
         return c.patch_result_view(await self._call("Reopen", req, v1.PatchResult, safe=True))
 
-    async def hold(
-        self, ref: str, *, reason: str, project: str | None = None
-    ) -> skift.PatchResult:
+    async def hold(self, ref: str, *, reason: str, project: str | None = None) -> skift.PatchResult:
         req = v1.NodeHoldRequest(ref=ref, reason=reason, project=project)
         return c.patch_result_view(await self._call("Hold", req, v1.PatchResult, safe=False))
 
@@ -361,6 +362,7 @@ class RemoteSkift:
         harness: str = "",
         agent_ref: str = "",
         session_ref: str = "",
+        on_behalf_of: str | None = None,
     ) -> skift.Claim:
         req = v1.ClaimRequest(
             ref=ref,
@@ -369,6 +371,7 @@ class RemoteSkift:
             harness=harness,
             agent_ref=agent_ref,
             session_ref=session_ref,
+            on_behalf_of=on_behalf_of,
         )
         return c.claim_view(await self._call("Claim", req, v1.Claim, safe=False))
 
@@ -380,6 +383,7 @@ class RemoteSkift:
         harness: str = "",
         agent_ref: str = "",
         session_ref: str = "",
+        on_behalf_of: str | None = None,
         **filters: Any,
     ) -> skift.Claim:
         req = v1.ClaimNextRequest(
@@ -389,6 +393,7 @@ class RemoteSkift:
             harness=harness,
             agent_ref=agent_ref,
             session_ref=session_ref,
+            on_behalf_of=on_behalf_of,
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
         got = await self._call("ClaimNext", req, v1.Claim, safe=False, timeout=timeout)
@@ -477,22 +482,33 @@ class RemoteSkift:
     # ------------------------------------------------------------ principals and tokens
 
     async def add_principal(
-        self, name: str, kind: skift.PrincipalKind | str, uid: int | None = None
-    ) -> v1.Principal:
-        """Add a principal (admin). Returns its record as the wire message."""
+        self,
+        name: str,
+        kind: skift.PrincipalKind | str = skift.PrincipalKind.AGENT,
+        *,
+        uid: int | None = None,
+    ) -> skift.PrincipalInfo:
+        """Register a principal (admin), with a unix identity when ``uid`` is given."""
         req = v1.AddPrincipalRequest(name=name, kind=_enum(kind), uid=uid)
-        return await self._call("AddPrincipal", req, v1.Principal, safe=False)
+        return c.principal_view(await self._call("AddPrincipal", req, v1.Principal, safe=False))
 
-    async def list_principals(self) -> list[v1.Principal]:
+    async def list_principals(self) -> list[skift.PrincipalInfo]:
         got = await self._call(
             "ListPrincipals", v1.ListPrincipalsRequest(), v1.ListPrincipalsResponse, safe=True
         )
-        return list(got.principals)
+        return [c.principal_view(p) for p in got.principals]
 
-    async def create_token(self, principal: str) -> v1.CreateTokenResponse:
-        """A new bearer token for ``principal``; its ``token`` (the secret) is shown only here."""
+    async def attach_identity(self, principal: str, scheme: str, value: str) -> skift.PrincipalInfo:
+        """Give a principal another way in (unix uid, oidc subject, tailscale node)."""
+        req = v1.AttachIdentityRequest(principal=principal, scheme=scheme, value=value)
+        return c.principal_view(await self._call("AttachIdentity", req, v1.Principal, safe=False))
+
+    async def create_token(self, principal: str) -> skift.TokenInfo:
+        """A new bearer token for a principal; its secret is in the result and nowhere else."""
         req = v1.CreateTokenRequest(principal=principal)
-        return await self._call("CreateToken", req, v1.CreateTokenResponse, safe=False)
+        return c.token_view(
+            await self._call("CreateToken", req, v1.CreateTokenResponse, safe=False)
+        )
 
     async def revoke_token(self, token_id: str) -> None:
         req = v1.RevokeTokenRequest(token_id=token_id)
@@ -549,13 +565,6 @@ def _node_filter(
         ) from None
 
 
-def default_socket() -> str:
-    """Where ``skift serve`` listens by default (see ``skift_server.default_socket_path``)."""
-    from ._paths import default_socket_path
-
-    return str(default_socket_path())
-
-
 def connect(
     url: str | None = None,
     *,
@@ -574,7 +583,7 @@ def connect(
     socket needs none (the kernel names the caller). ``principal`` and ``org``
     act as another principal and work only against ``skift serve --test-hooks``.
     """
-    url = url or os.environ.get("SKIFT_SERVER") or f"unix://{default_socket()}"
+    url = url or os.environ.get("SKIFT_SERVER") or f"unix://{default_socket_path()}"
     token = token if token is not None else os.environ.get("SKIFT_TOKEN") or None
     parts = urlsplit(url)
     channels: list[Channel]

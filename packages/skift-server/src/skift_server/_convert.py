@@ -120,7 +120,7 @@ def node_pb(n: skift.NodeInfo) -> v1.Node:
         claimed=n.claimed,
         ready=n.ready,
         result=n.result,
-        human_written=bool(getattr(n, "human_written", False)),
+        human_written=n.human_written,
     )
 
 
@@ -223,6 +223,7 @@ def event_pb(e: skift.EventInfo) -> v1.Event:
         node=e.node,
         principal=e.principal,
         principal_kind=e.principal_kind,
+        identity_scheme=e.identity_scheme,
         reason=e.reason,
         request_id=e.request_id,
         before=to_struct(e.before) if e.before is not None else None,
@@ -231,19 +232,18 @@ def event_pb(e: skift.EventInfo) -> v1.Event:
     )
 
 
-def principal_pb(p: Any) -> v1.Principal:
-    """A ``PrincipalInfo`` (id, name, kind, identities, created_at) as a message."""
+def principal_pb(p: skift.PrincipalInfo) -> v1.Principal:
     return v1.Principal(
-        id=str(p.id),
-        name=str(p.name),
-        kind=str(getattr(p.kind, "value", p.kind)),
+        id=p.id,
+        name=p.name,
+        kind=p.kind,
         identities=[
             v1.Identity(
-                id=str(i.id),
-                scheme=str(getattr(i.scheme, "value", i.scheme)),
-                value=str(i.value),
+                id=i.id,
+                scheme=i.scheme,
+                value=i.value,
                 created_at=_utc(i.created_at),
-                revoked=bool(i.revoked),
+                revoked=i.revoked,
             )
             for i in p.identities
         ],
@@ -251,10 +251,9 @@ def principal_pb(p: Any) -> v1.Principal:
     )
 
 
-def token_pb(t: Any) -> v1.CreateTokenResponse:
-    """A ``TokenInfo`` (id, principal, token, created_at) as a message."""
+def token_pb(t: skift.TokenInfo) -> v1.CreateTokenResponse:
     return v1.CreateTokenResponse(
-        id=str(t.id), principal=str(t.principal), token=str(t.token), created_at=_utc(t.created_at)
+        id=t.id, principal=t.principal, token=t.token, created_at=_utc(t.created_at)
     )
 
 
@@ -272,9 +271,6 @@ def _opt_ts(value: datetime | None) -> datetime | None:
 
 
 def node_view(m: v1.Node) -> skift.NodeInfo:
-    kw: dict[str, Any] = {}
-    if "human_written" in attrs.fields_dict(skift.NodeInfo):
-        kw["human_written"] = m.human_written
     return skift.NodeInfo(
         ref=m.ref,
         id=m.id,
@@ -296,7 +292,7 @@ def node_view(m: v1.Node) -> skift.NodeInfo:
         claimed=m.claimed,
         ready=m.ready,
         result=m.result,
-        **kw,
+        human_written=m.human_written,
     )
 
 
@@ -404,11 +400,37 @@ def event_view(m: v1.Event) -> skift.EventInfo:
         node=m.node,
         principal=m.principal,
         principal_kind=m.principal_kind,
+        identity_scheme=m.identity_scheme,
         reason=m.reason,
         request_id=m.request_id,
         before=from_struct(m.before) if m.before is not None else None,
         after=from_struct(m.after) if m.after is not None else None,
         occurred_at=_ts(m.occurred_at),
+    )
+
+
+def principal_view(m: v1.Principal) -> skift.PrincipalInfo:
+    return skift.PrincipalInfo(
+        id=m.id,
+        name=m.name,
+        kind=m.kind,
+        identities=tuple(
+            skift.IdentityInfo(
+                id=i.id,
+                scheme=i.scheme,
+                value=i.value,
+                created_at=_ts(i.created_at),
+                revoked=i.revoked,
+            )
+            for i in m.identities
+        ),
+        created_at=_ts(m.created_at),
+    )
+
+
+def token_view(m: v1.CreateTokenResponse) -> skift.TokenInfo:
+    return skift.TokenInfo(
+        id=m.id, principal=m.principal, token=m.token, created_at=_ts(m.created_at)
     )
 
 
@@ -461,6 +483,10 @@ _OP_MESSAGES: dict[str, type[Any]] = {
 }
 
 
+def _strings(items: Sequence[object]) -> list[str]:
+    return [str(item) for item in items]
+
+
 def op_pb(op: skift.Op) -> v1.PatchOp:
     """A parsed operation as its message (only the fields that differ from the defaults)."""
     doc = skift.op_to_dict(op)
@@ -475,8 +501,7 @@ def op_pb(op: skift.Op) -> v1.PatchOp:
         elif key == "labels" and name == "update_node":
             kw[attr] = v1.Labels(values=list(value))
         elif isinstance(value, list | tuple):
-            items: Sequence[object] = value  # pyright: ignore[reportUnknownVariableType]
-            kw[attr] = [str(v) for v in items]
+            kw[attr] = _strings(value)  # pyright: ignore[reportUnknownArgumentType]
         else:
             kw[attr] = value
     return v1.PatchOp(**{name: _OP_MESSAGES[name](**kw)})
@@ -507,10 +532,7 @@ def op_doc(m: v1.PatchOp, index: int) -> dict[str, Any]:
             index=index,
             field="op",
         )
-    meta = {
-        f.name: betterproto2.FieldMetadata.get(f)
-        for f in dataclasses.fields(body)  # pyright: ignore[reportArgumentType]
-    }
+    meta = {f.name: _field_meta(f) for f in dataclasses.fields(body)}
     doc: dict[str, Any] = {"op": name}
     for f in attrs.fields(_OP_CLASSES[name]):
         if not f.init or f.name not in meta:
@@ -522,13 +544,16 @@ def op_doc(m: v1.PatchOp, index: int) -> dict[str, Any]:
             doc[key] = {"max_nodes": value.max_nodes}
         elif isinstance(value, v1.Labels):
             doc[key] = list(value.values)
-        elif value is None:
-            continue
-        elif not required and not meta[f.name].optional and value in ("", [], 0):
+        elif value is None or (not required and not meta[f.name].optional and value in ("", [], 0)):
             continue
         else:
             doc[key] = value
     return doc
+
+
+def _field_meta(f: dataclasses.Field[Any]) -> betterproto2.FieldMetadata:
+    meta: betterproto2.FieldMetadata = f.metadata["betterproto"]
+    return meta
 
 
 def _which(m: v1.PatchOp) -> tuple[str, Any]:

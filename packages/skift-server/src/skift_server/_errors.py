@@ -21,10 +21,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Final
 
-import skift
 from grpclib.const import Status
 from grpclib.encoding.base import StatusDetailsCodecBase
 from grpclib.exceptions import GRPCError
+
+import skift
 
 from ._convert import from_struct, to_struct
 from ._proto.google.protobuf import Any as AnyPb

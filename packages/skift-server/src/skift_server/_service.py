@@ -91,9 +91,7 @@ async def _hold_project(sk: skift.LocalSkift, r: v1.ProjectHoldRequest) -> v1.Pr
     return v1.ProjectHoldResponse(nodes=await sk.hold_project(r.ref, reason=r.reason))
 
 
-async def _unhold_project(
-    sk: skift.LocalSkift, r: v1.ProjectHoldRequest
-) -> v1.ProjectHoldResponse:
+async def _unhold_project(sk: skift.LocalSkift, r: v1.ProjectHoldRequest) -> v1.ProjectHoldResponse:
     return v1.ProjectHoldResponse(nodes=await sk.unhold_project(r.ref, reason=r.reason))
 
 
@@ -102,7 +100,13 @@ async def _unhold_project(
 
 async def _patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResult:
     ops = [c.op_doc(op, i) for i, op in enumerate(r.ops)]
-    res = await sk.patch(r.project, ops, request_id=r.request_id or None, lease=r.lease)
+    res = await sk.patch(
+        r.project,
+        ops,
+        request_id=r.request_id or None,
+        lease=r.lease,
+        on_behalf_of=r.on_behalf_of,
+    )
     return c.patch_result_pb(res)
 
 
@@ -174,6 +178,7 @@ async def _claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.Claim:
         harness=r.harness,
         agent_ref=r.agent_ref,
         session_ref=r.session_ref,
+        on_behalf_of=r.on_behalf_of,
     )
     return c.claim_pb(got)
 
@@ -185,6 +190,7 @@ async def _claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.Claim:
         harness=r.harness,
         agent_ref=r.agent_ref,
         session_ref=r.session_ref,
+        on_behalf_of=r.on_behalf_of,
         **c.filter_kwargs(r.filter),
     )
     return c.claim_pb(got)
@@ -252,27 +258,27 @@ async def _events(sk: skift.LocalSkift, r: v1.EventsRequest) -> v1.EventsRespons
 
 
 async def _add_principal(sk: skift.LocalSkift, r: v1.AddPrincipalRequest) -> v1.Principal:
-    api: Any = sk
-    got = await api.add_principal(r.name, r.kind, uid=_limit(r.uid))
+    got = await sk.add_principal(r.name, r.kind or skift.PrincipalKind.AGENT, uid=_limit(r.uid))
     return c.principal_pb(got)
 
 
 async def _list_principals(
     sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
 ) -> v1.ListPrincipalsResponse:
-    api: Any = sk
-    got = await api.list_principals()
+    got = await sk.list_principals()
     return v1.ListPrincipalsResponse(principals=[c.principal_pb(p) for p in got])
 
 
+async def _attach_identity(sk: skift.LocalSkift, r: v1.AttachIdentityRequest) -> v1.Principal:
+    return c.principal_pb(await sk.attach_identity(r.principal, r.scheme, r.value))
+
+
 async def _create_token(sk: skift.LocalSkift, r: v1.CreateTokenRequest) -> v1.CreateTokenResponse:
-    api: Any = sk
-    return c.token_pb(await api.create_token(r.principal))
+    return c.token_pb(await sk.create_token(r.principal))
 
 
 async def _revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.RevokeTokenResponse:
-    api: Any = sk
-    await api.revoke_token(r.token_id)
+    await sk.revoke_token(r.token_id)
     return v1.RevokeTokenResponse()
 
 
@@ -307,6 +313,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "Events": _events,
     "AddPrincipal": _add_principal,
     "ListPrincipals": _list_principals,
+    "AttachIdentity": _attach_identity,
     "CreateToken": _create_token,
     "RevokeToken": _revoke_token,
 }
@@ -390,8 +397,12 @@ class SkiftService:
             fn = HANDLERS.get(name)
             if fn is None:  # an RPC the proto declares and this build does not serve
                 continue
+            handler: Any = h
             out[route] = grpclib.const.Handler(
-                self._bind(name, fn, h.request_type), h.cardinality, h.request_type, h.reply_type
+                self._bind(name, fn, handler.request_type),
+                handler.cardinality,
+                handler.request_type,
+                handler.reply_type,
             )
         return out
 

@@ -80,7 +80,7 @@ def _varint(buf: memoryview, pos: int, path: str) -> tuple[int, int]:
 def _fields(cls: type[betterproto2.Message]) -> dict[int, tuple[str, betterproto2.FieldMetadata]]:
     out: dict[int, tuple[str, betterproto2.FieldMetadata]] = {}
     for f in dataclasses.fields(cls):  # pyright: ignore[reportArgumentType]
-        meta = betterproto2.FieldMetadata.get(f)
+        meta: betterproto2.FieldMetadata = f.metadata["betterproto"]
         out[meta.number] = (f.name, meta)
     return out
 
@@ -91,7 +91,7 @@ def _sub_cls(
     if meta.unwrap is not None:
         wrapped: type[betterproto2.Message] = meta.unwrap()
         return wrapped
-    info: Any = cls._betterproto  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    info: Any = getattr(cls, "_betterproto")  # noqa: B009 (betterproto2's per-class field table)
     sub: type[betterproto2.Message] = info.cls_by_field[name]
     return sub
 

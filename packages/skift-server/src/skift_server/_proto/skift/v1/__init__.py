@@ -10,6 +10,7 @@ __all__ = (
     "AddEdge",
     "AddPrincipalRequest",
     "ArchiveProjectRequest",
+    "AttachIdentityRequest",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
@@ -131,7 +132,7 @@ class AddPrincipalRequest(betterproto2.Message):
 
     kind: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
-    user, agent or service.
+    user, agent or service; agent when empty.
     """
 
     uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
@@ -161,6 +162,31 @@ class ArchiveProjectRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ArchiveProjectRequest", ArchiveProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class AttachIdentityRequest(betterproto2.Message):
+    """
+    AttachIdentity's request (admin).
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The principal (name or id).
+    """
+
+    scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    unix, oidc or tailscale (tokens are made with CreateToken).
+    """
+
+    value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The uid, subject or node identity.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AttachIdentityRequest", AttachIdentityRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -252,6 +278,12 @@ class ClaimNextRequest(betterproto2.Message):
     The agent's session.
     """
 
+    on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+    """
+    Delegation: claim on behalf of another principal; refused in v1 (see
+    PatchRequest.on_behalf_of).
+    """
+
 
 default_message_pool.register_message("skift.v1", "ClaimNextRequest", ClaimNextRequest)
 
@@ -293,6 +325,12 @@ class ClaimRequest(betterproto2.Message):
     session_ref: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
     """
     The agent's session.
+    """
+
+    on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+    """
+    Delegation: claim on behalf of another principal; refused in v1 (see
+    PatchRequest.on_behalf_of).
     """
 
 
@@ -689,6 +727,11 @@ class Event(betterproto2.Message):
     principal_kind: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
     """
     Its kind: user, agent or service.
+    """
+
+    identity_scheme: "str" = betterproto2.field(12, betterproto2.TYPE_STRING)
+    """
+    How the actor was identified: unix, token, local, ...
     """
 
     reason: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
@@ -1561,6 +1604,12 @@ class PatchRequest(betterproto2.Message):
     lease: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
     """
     The lease this patch writes under, when it touches a leased node.
+    """
+
+    on_behalf_of: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+    """
+    Delegation: write on behalf of another principal. Reserved for a
+    server-known grant after v1: set, it is refused (FAILED_PRECONDITION).
     """
 
 
@@ -2727,7 +2776,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
         ---- principals and tokens (admin)
 
-        Add a principal (idempotent by name), optionally with a unix uid.
+        Add a principal, optionally with a unix uid. A name already taken is ABORTED.
         """
 
         return await self._unary_unary(
@@ -2758,6 +2807,27 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             "/skift.v1.Skift/ListPrincipals",
             message,
             ListPrincipalsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def attach_identity(
+        self,
+        message: "AttachIdentityRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "Principal":
+        """
+        Give a principal another way in: a unix uid, an OIDC subject, a tailscale node.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/AttachIdentity",
+            message,
+            Principal,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3029,7 +3099,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         """
         ---- principals and tokens (admin)
 
-        Add a principal (idempotent by name), optionally with a unix uid.
+        Add a principal, optionally with a unix uid. A name already taken is ABORTED.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -3037,6 +3107,13 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
     async def list_principals(self, message: "ListPrincipalsRequest") -> "ListPrincipalsResponse":
         """
         The org's principals.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def attach_identity(self, message: "AttachIdentityRequest") -> "Principal":
+        """
+        Give a principal another way in: a unix uid, an OIDC subject, a tailscale node.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -3279,6 +3356,14 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         response = await self.list_principals(request)
         await stream.send_message(response)
 
+    async def __rpc_attach_identity(
+        self, stream: "grpclib.server.Stream[AttachIdentityRequest, Principal]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.attach_identity(request)
+        await stream.send_message(response)
+
     async def __rpc_create_token(
         self, stream: "grpclib.server.Stream[CreateTokenRequest, CreateTokenResponse]"
     ) -> None:
@@ -3476,6 +3561,12 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListPrincipalsRequest,
                 ListPrincipalsResponse,
+            ),
+            "/skift.v1.Skift/AttachIdentity": grpclib.const.Handler(
+                self.__rpc_attach_identity,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                AttachIdentityRequest,
+                Principal,
             ),
             "/skift.v1.Skift/CreateToken": grpclib.const.Handler(
                 self.__rpc_create_token,

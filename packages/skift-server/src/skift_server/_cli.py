@@ -1,0 +1,160 @@
+"""``skift-serve`` / ``python -m skift_server [serve]``: the command line of ``skift serve``.
+
+The ``skift`` command itself belongs to skift-cli; until it gains ``serve``,
+this is the same command under its own name, with the flags SURFACE.md gives
+``skift serve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import skift
+
+from ._logs import configure
+from ._server import ServeOptions, run
+from ._service import DEFAULT_MAX_MESSAGE_BYTES
+
+
+def _limits(pairs: Sequence[str]) -> skift.Limits:
+    """``NAME=VALUE`` pairs over the defaults; durations are seconds."""
+    fields = attrs.fields_dict(skift.Limits)
+    changes: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in fields:
+            raise SystemExit(
+                f"--limit {pair!r}: expected NAME=VALUE with NAME one of {', '.join(fields)}"
+            )
+        default = getattr(skift.DEFAULT_LIMITS, name)
+        try:
+            if isinstance(default, timedelta):
+                changes[name] = timedelta(seconds=float(value))
+            else:
+                changes[name] = int(value)
+        except ValueError:
+            raise SystemExit(f"--limit {pair!r}: {value!r} is not a number") from None
+    return attrs.evolve(skift.DEFAULT_LIMITS, **changes)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="skift-serve",
+        description="Serve skift over gRPC (unix socket, optionally TCP) with HTTP health and metrics.",
+    )
+    store = p.add_mutually_exclusive_group()
+    store.add_argument(
+        "--dsn",
+        help="PostgreSQL to serve (postgresql://...); default: the embedded cluster under "
+        "the user's data directory, started and kept across restarts",
+    )
+    store.add_argument(
+        "--memory",
+        action="store_true",
+        help="serve the in-memory store: NOTHING IS KEPT when the process stops",
+    )
+    p.add_argument("--data-dir", type=Path, help="the embedded cluster's directory (without --dsn)")
+    p.add_argument(
+        "--socket",
+        type=Path,
+        help="unix socket path (default: $XDG_RUNTIME_DIR/skift/skift.sock, "
+        "/run/skift/skift.sock as root, else /tmp/skift-$UID/skift.sock)",
+    )
+    p.add_argument(
+        "--socket-mode",
+        default="0660",
+        help="the socket's permissions, octal (default 0660: the owner and its group)",
+    )
+    p.add_argument("--listen", metavar="HOST:PORT", help="also serve gRPC on TCP (bearer tokens)")
+    p.add_argument("--tls-cert", type=Path, help="TLS certificate chain (PEM) for --listen")
+    p.add_argument("--tls-key", type=Path, help="TLS private key (PEM) for --listen")
+    p.add_argument(
+        "--http", metavar="HOST:PORT", help="serve /healthz, /readyz and /metrics on HTTP"
+    )
+    p.add_argument("--org", default="default", help="the organization served (default: default)")
+    p.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a structural limit (repeatable; durations in seconds), e.g. ops_per_patch=100",
+    )
+    p.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        help=f"largest request message accepted (default {DEFAULT_MAX_MESSAGE_BYTES})",
+    )
+    p.add_argument(
+        "--sweep-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often expired leases are swept (0: never)",
+    )
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long calls in flight may take to finish",
+    )
+    p.add_argument("--log-format", choices=["text", "json"], default="text")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+    p.add_argument(
+        "--test-hooks",
+        action="store_true",
+        help="TESTS ONLY: let callers act as any principal and move the store's clock",
+    )
+    return p
+
+
+def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.Namespace]:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["serve"]:
+        args = args[1:]
+    ns = parser().parse_args(args)
+    try:
+        mode = int(ns.socket_mode, 8)
+    except ValueError:
+        raise SystemExit(f"--socket-mode {ns.socket_mode!r} is not an octal mode") from None
+    opts = ServeOptions(
+        dsn=ns.dsn,
+        memory=ns.memory,
+        data_dir=ns.data_dir,
+        socket=ns.socket,
+        socket_mode=mode,
+        listen=ns.listen,
+        tls_cert=ns.tls_cert,
+        tls_key=ns.tls_key,
+        http=ns.http,
+        limits=_limits(ns.limit),
+        org=ns.org,
+        test_hooks=ns.test_hooks,
+        sweep_every=ns.sweep_every,
+        drain_timeout=ns.drain_timeout,
+        max_message_bytes=ns.max_message_bytes,
+    )
+    return opts, ns
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    opts, ns = options(argv)
+    configure(ns.log_format, ns.log_level)
+    try:
+        asyncio.run(run(opts))
+    except skift.SkiftError as exc:
+        print(f"skift serve: {exc}", file=sys.stderr)
+        return 4 if isinstance(exc, skift.Unavailable) else 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

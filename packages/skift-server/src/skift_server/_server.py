@@ -1,0 +1,405 @@
+"""``skift serve``: one asyncio process serving skift.
+
+It opens the store (PostgreSQL at ``--dsn``, else the embedded cluster under
+the user's data directory, or ``--memory``), applies migrations, and serves:
+
+- gRPC (skift.v1.Skift and grpc.health.v1.Health) on a unix socket, where
+  the kernel names the caller (SO_PEERCRED), and optionally on TCP
+  (``--listen``) where a bearer token does, with TLS when given a
+  certificate and key;
+- HTTP (``--http``): ``/healthz``, ``/readyz`` and ``/metrics``;
+- the lease-expiry sweeper, every ``--sweep-every`` seconds.
+
+SIGTERM (or SIGINT) drains: the server stops accepting connections, answers
+new calls on open ones UNAVAILABLE (clients retry them elsewhere), waits up to
+``--drain-timeout`` for calls in flight to finish, then closes. A call cut off
+at that point is rolled back by PostgreSQL, never half-applied.
+
+Nothing is coordinated outside PostgreSQL, so any number of servers may run
+over one database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import logging
+import os
+import signal
+import ssl
+import sys
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+from grpclib.server import Server
+
+import skift
+
+from ._auth import Authenticator
+from ._errors import ErrorDetailsCodec
+from ._health import Health
+from ._metrics import Metrics, pool_stats_of
+from ._paths import default_socket_path, prepare_socket_path
+from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
+from ._wire import StrictCodec
+
+_log = logging.getLogger("skift_server")
+
+MEMORY_WARNING: Final = (
+    "--memory: serving the in-memory store. NOTHING IS KEPT: every project, node and "
+    "lease is lost when this process stops. Use it for demos and tests only."
+)
+
+
+@attrs.frozen(kw_only=True)
+class ServeOptions:
+    """Everything ``skift serve`` is told (see ``skift serve --help``)."""
+
+    dsn: str | None = None
+    memory: bool = False
+    data_dir: Path | None = None
+    socket: Path | None = None
+    socket_mode: int = 0o660
+    listen: str | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    http: str | None = None
+    limits: skift.Limits = skift.DEFAULT_LIMITS
+    org: str = "default"
+    test_hooks: bool = False
+    sweep_every: float = 5.0
+    probe_every: float = 2.0
+    drain_timeout: float = 20.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+
+def split_host_port(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[v6]:PORT`` or ``:PORT`` (all interfaces)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise skift.Invalid(
+            f"{value!r} is not HOST:PORT", next="For example 127.0.0.1:7421 or [::1]:7421."
+        )
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+class SkiftServer:
+    """The parts of ``skift serve``; :meth:`start`, then :meth:`stop` (or :func:`run`)."""
+
+    def __init__(self, options: ServeOptions) -> None:
+        self.options = options
+        self.socket_path: Path | None = None
+        self.tcp_address: tuple[str, int] | None = None
+        self.http_address: tuple[str, int] | None = None
+        self.store_url = ""
+        self._cluster: Any = None
+        self._base: skift.LocalSkift | None = None
+        self._grpc: list[Server] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._http: Any = None  # a uvicorn.Server, imported only with --http
+        self._store_ok = False
+        self.health = Health()
+        self.metrics = Metrics()
+        self.service: SkiftService | None = None
+
+    @property
+    def base(self) -> skift.LocalSkift:
+        assert self._base is not None, "the server is not started"
+        return self._base
+
+    # ------------------------------------------------------------ starting
+
+    async def start(self) -> None:
+        o = self.options
+        await self._open_store()
+        self.metrics = Metrics(pool_stats_of(self.base.store))
+        auth = Authenticator(self.base, test_hooks=o.test_hooks)
+        self.service = SkiftService(
+            auth, metrics=self.metrics, max_message_bytes=o.max_message_bytes
+        )
+        if o.test_hooks:
+            _log.warning(
+                "--test-hooks: callers may act as any principal and move the clock; tests only"
+            )
+        await self._listen_unix()
+        if o.listen:
+            await self._listen_tcp(o.listen)
+        if o.http:
+            await self._serve_http(o.http)
+        self._store_ok = True
+        await self._set_health()
+        if o.sweep_every > 0:
+            self._tasks.append(asyncio.create_task(self._sweeper(), name="skift-sweeper"))
+        if o.probe_every > 0:
+            self._tasks.append(asyncio.create_task(self._prober(), name="skift-probe"))
+        _log.info(
+            "serving",
+            extra={
+                "fields": {
+                    "socket": str(self.socket_path),
+                    "listen": _address(self.tcp_address),
+                    "tls": bool(o.tls_cert),
+                    "http": _address(self.http_address),
+                    "store": _redact(self.store_url),
+                    "pid": os.getpid(),
+                }
+            },
+        )
+
+    async def _open_store(self) -> None:
+        o = self.options
+        if o.memory:
+            _log.warning(MEMORY_WARNING)
+            print(f"\n*** {MEMORY_WARNING} ***\n", file=sys.stderr, flush=True)
+            self.store_url = "memory:"
+        else:
+            from skift_pg import migrate
+
+            dsn = o.dsn
+            if dsn is None:
+                from skift_pg.embedded import EmbeddedCluster, default_data_dir
+
+                data_dir = o.data_dir or default_data_dir()
+                self._cluster = EmbeddedCluster(data_dir)
+                _log.info(
+                    "starting the embedded PostgreSQL",
+                    extra={"fields": {"data_dir": str(data_dir)}},
+                )
+                dsn = await asyncio.to_thread(self._cluster.start)
+            await migrate(dsn)
+            self.store_url = dsn
+        base = skift.open(
+            self.store_url,
+            principal=skift.User(_os_user()),
+            org=o.org,
+            limits=o.limits,
+        )
+        await base.__aenter__()
+        self._base = base
+        await self._bootstrap_owner()
+
+    async def _bootstrap_owner(self) -> None:
+        """Make the server's OS user the owner: its uid identifies it on the socket."""
+        owner = await self.base.bootstrap_owner(os.geteuid())
+        _log.info("owner", extra={"fields": {"principal": owner.name, "uid": os.geteuid()}})
+
+    async def _listen_unix(self) -> None:
+        o = self.options
+        path = o.socket or default_socket_path()
+        prepare_socket_path(path)
+        server = self._grpc_server()
+        old = os.umask(0o777 & ~o.socket_mode)  # no window in which the socket is wider open
+        try:
+            await server.start(path=str(path))
+        finally:
+            os.umask(old)
+        path.chmod(o.socket_mode)
+        self._grpc.append(server)
+        self.socket_path = path
+
+    async def _listen_tcp(self, listen: str) -> None:
+        o = self.options
+        host, port = split_host_port(listen)
+        tls: ssl.SSLContext | None = None
+        if o.tls_cert or o.tls_key:
+            if not (o.tls_cert and o.tls_key):
+                raise skift.Invalid(
+                    "TLS needs both a certificate and its key",
+                    next="Pass --tls-cert and --tls-key together.",
+                )
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(str(o.tls_cert), str(o.tls_key))
+            tls.set_alpn_protocols(["h2"])
+        else:
+            _log.warning(
+                "TCP without TLS: bearer tokens cross the network in clear text",
+                extra={"fields": {"listen": listen}},
+            )
+        server = self._grpc_server()
+        await server.start(host, port, ssl=tls, reuse_address=True)
+        self._grpc.append(server)
+        listener: Any = server._server  # pyright: ignore[reportPrivateUsage]
+        bound: Any = listener.sockets[0].getsockname() if listener else (host, port)
+        self.tcp_address = (str(bound[0]), int(bound[1]))
+
+    def _grpc_server(self) -> Server:
+        assert self.service is not None
+        return Server(
+            [self.service, self.health],
+            codec=StrictCodec(),
+            status_details_codec=ErrorDetailsCodec(),
+        )
+
+    async def _serve_http(self, address: str) -> None:
+        import uvicorn
+
+        from ._http import http_app
+
+        class _Uvicorn(uvicorn.Server):
+            """uvicorn without its own signal handlers: the server owns SIGTERM and SIGINT."""
+
+            @contextlib.contextmanager
+            def capture_signals(self) -> Generator[None]:
+                yield
+
+        host, port = split_host_port(address)
+        config = uvicorn.Config(
+            http_app(self), host=host, port=port, log_config=None, lifespan="off", access_log=False
+        )
+        server = _Uvicorn(config)
+        self._http = server
+        self._tasks.append(asyncio.create_task(server.serve(), name="skift-http"))
+        while not server.started:
+            if self._tasks[-1].done():
+                self._tasks[-1].result()  # raise what stopped it (a port in use)
+                raise skift.Unavailable(f"HTTP did not start on {address}")
+            await asyncio.sleep(0.01)
+        bound = server.servers[0].sockets[0].getsockname() if server.servers else (host, port)
+        self.http_address = (str(bound[0]), int(bound[1]))
+
+    # ------------------------------------------------------------ running
+
+    @property
+    def ready(self) -> bool:
+        """Serving: not draining, and the store answered the last probe."""
+        return self._store_ok and self.service is not None and not self.service.draining
+
+    async def _set_health(self) -> None:
+        await self.health.set(self.ready)
+        self.metrics.up.set(1 if self.ready else 0)
+
+    async def _sweeper(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.sweep_every)
+            try:
+                n = await self.base.sweep_expired()
+            except (skift.SkiftError, skift.TransientError) as exc:
+                _log.warning("lease sweep failed", extra={"fields": {"error": str(exc)}})
+                continue
+            if n:
+                self.metrics.expiries.inc(n)
+                self.metrics.lease_ended(n)
+                _log.info("expired leases recorded", extra={"fields": {"count": n}})
+
+    async def _prober(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.probe_every)
+            try:
+                await asyncio.wait_for(self.base.list_projects(limit=1), 5)
+                ok = True
+            except Exception as exc:
+                ok = False
+                if self._store_ok:
+                    _log.warning("store unreachable", extra={"fields": {"error": str(exc)}})
+            if ok and not self._store_ok:
+                _log.info("store reachable again")
+            self._store_ok = ok
+            await self._set_health()
+
+    # ------------------------------------------------------------ stopping
+
+    async def stop(self) -> None:
+        """Drain and close everything :meth:`start` opened (safe after a failed start)."""
+        o = self.options
+        if self.service is not None:
+            self.service.draining = True
+        await self._set_health()
+        for server in self._grpc:
+            if server._server is not None:  # pyright: ignore[reportPrivateUsage]
+                server._server.close()  # stop accepting; open connections keep being served  # pyright: ignore[reportPrivateUsage]
+        if self.socket_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
+        if self.service is not None and self.service.in_flight:
+            _log.info("draining", extra={"fields": {"in_flight": self.service.in_flight}})
+            try:
+                await asyncio.wait_for(self.service.drained(), o.drain_timeout)
+            except TimeoutError:
+                _log.warning(
+                    "drain timed out; cancelling calls in flight",
+                    extra={"fields": {"in_flight": self.service.in_flight}},
+                )
+        for server in self._grpc:
+            server.close()
+        for server in self._grpc:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 5)
+        self._grpc.clear()
+        if self._http is not None:
+            self._http.should_exit = True
+        for task in self._tasks:
+            if task.get_name() != "skift-http":
+                task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, 5)
+        self._tasks.clear()
+        if self._base is not None:
+            with contextlib.suppress(Exception):
+                await self._base.close()
+            self._base = None
+        if self._cluster is not None:
+            await asyncio.to_thread(self._cluster.stop)
+            self._cluster = None
+        _log.info("stopped")
+
+
+def _address(value: tuple[str, int] | None) -> str | None:
+    return f"{value[0]}:{value[1]}" if value else None
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid-{os.geteuid()}"
+
+
+def _redact(url: str) -> str:
+    """A DSN without its password, for logs."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}"
+
+
+async def run(options: ServeOptions) -> None:
+    """Serve until SIGTERM or SIGINT, then drain and stop."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    server = SkiftServer(options)
+    try:
+        await server.start()
+        print(connect_hint(server), flush=True)
+        await stop.wait()
+        _log.info("signal received; draining")
+    finally:
+        await server.stop()
+
+
+def connect_hint(server: SkiftServer) -> str:
+    lines = [f"skift is serving on unix://{server.socket_path}"]
+    if server.tcp_address:
+        scheme = "https" if server.options.tls_cert else "http"
+        lines.append(f"  and {scheme}://{server.tcp_address[0]}:{server.tcp_address[1]}")
+    if server.http_address:
+        lines.append(
+            f"  HTTP: http://{server.http_address[0]}:{server.http_address[1]}/healthz /readyz /metrics"
+        )
+    lines.append("Connect from Python:")
+    lines.append("  import skift_server")
+    lines.append(f'  sk = skift_server.connect("unix://{server.socket_path}")')
+    lines.append("or with any gRPC client (the contract is packages/skift-server/proto):")
+    lines.append(
+        f"  grpcurl -plaintext -unix -import-path packages/skift-server/proto -proto skift/v1/skift.proto "
+        f"{server.socket_path} skift.v1.Skift/ListProjects"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""Bad bytes on the wire: malformed and oversized messages are INVALID_ARGUMENT, never a crash.
+
+The requests here are raw bytes sent on a real HTTP/2 gRPC stream, so the
+server's decoding is what is tested, not the client's encoding.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from grpclib.client import Channel
+from grpclib.const import Cardinality, Status
+from grpclib.exceptions import GRPCError
+
+import skift
+import skift_server
+from skift_server._errors import ErrorDetailsCodec
+from skift_server._proto.skift import v1
+
+if TYPE_CHECKING:
+    from conftest import Serve
+
+
+class Raw(bytes):
+    """Bytes that grpclib's proto codec sends as they are."""
+
+    def SerializeToString(self) -> bytes:
+        return bytes(self)
+
+
+async def send_raw(url_path: str, method: str, payload: bytes, reply: type) -> object:
+    channel = Channel(path=url_path, status_details_codec=ErrorDetailsCodec())
+    try:
+        async with channel.request(
+            f"/skift.v1.Skift/{method}", Cardinality.UNARY_UNARY, Raw, reply, timeout=10
+        ) as stream:
+            await stream.send_message(Raw(payload), end=True)
+            return await stream.recv_message()
+    finally:
+        channel.close()
+
+
+MALFORMED = [
+    pytest.param(b"\x0a\x05ab", id="length-past-the-end"),
+    pytest.param(b"\x0a\x02\xff\xfe", id="string-not-utf8"),
+    pytest.param(b"\x08\x01", id="string-sent-as-varint"),
+    pytest.param(b"\xff" * 11, id="varint-too-long"),
+    pytest.param(b"\x07", id="field-number-zero"),
+    pytest.param(b"\x12\x02\x0a\x05", id="nested-length-past-the-end"),
+    pytest.param(b"\x0b\x0c", id="group-wire-type"),
+    pytest.param(b"\x12\x04\x0a\x02\x0a\x09", id="nested-op-truncated"),
+]
+
+
+@pytest.mark.parametrize("payload", MALFORMED)
+async def test_malformed_protobuf_is_invalid_argument(serve: Serve, payload: bytes) -> None:
+    """Malformed protobuf is INVALID_ARGUMENT with a skift Invalid in the details, and the
+    server keeps serving."""
+    server = await serve("--memory")
+    with pytest.raises(GRPCError) as ei:
+        await send_raw(str(server.socket), "Patch", payload, v1.PatchResult)
+    assert ei.value.status is Status.INVALID_ARGUMENT
+    err = skift_server._errors.from_grpc(ei.value)
+    assert isinstance(err, skift.Invalid)
+    assert "not a valid PatchRequest" in err.message
+    async with skift_server.connect(server.url) as sk:
+        assert await sk.list_projects() == []
+
+
+async def test_oversized_message_is_invalid_argument(serve: Serve) -> None:
+    """A message over the server's limit is refused from its length prefix, naming the limit;
+    one just under it is served."""
+    server = await serve("--memory", "--max-message-bytes", "20000")
+    async with skift_server.connect(server.url, attempts=1) as sk:
+        await sk.create_project("Big")
+        with pytest.raises(skift.Invalid) as ei:
+            await sk.patch("big", [skift.CreateNode(title="x", body="b" * 30000)])
+        assert "at most 20000" in ei.value.message
+        assert ei.value.details["limit"] == "max_message_bytes"
+        done = await sk.patch("big", [skift.CreateNode(title="x", body="b" * 19000)])
+        assert done.nodes[0].ref == "big#1"
+
+
+async def test_default_limit_refuses_a_huge_message(serve: Serve) -> None:
+    """The default limit (4 MiB) holds: a 5 MiB patch is refused, the server lives on."""
+    server = await serve("--memory")
+    async with skift_server.connect(server.url, attempts=1) as sk:
+        await sk.create_project("Huge")
+        ops = [skift.CreateNode(title="t", body="b" * 60_000) for _ in range(90)]
+        with pytest.raises(skift.Invalid, match="takes at most"):
+            await sk.patch("huge", ops)
+        assert [p.slug for p in await sk.list_projects()] == ["huge"]
+
+
+async def test_operation_with_no_op_set_is_invalid(serve: Serve) -> None:
+    """A PatchOp that sets no operation is Invalid naming its index (well-formed bytes,
+    meaningless request)."""
+    server = await serve("--memory")
+    async with skift_server.connect(server.url) as sk:
+        await sk.create_project("P")
+    request = v1.PatchRequest(project="p", ops=[v1.PatchOp()], request_id="r1")
+    with pytest.raises(GRPCError) as ei:
+        await send_raw(str(server.socket), "Patch", bytes(request), v1.PatchResult)
+    assert ei.value.status is Status.INVALID_ARGUMENT
+    err = skift_server._errors.from_grpc(ei.value)
+    assert "ops[0] sets no operation" in err.message
+    assert err.details == {"index": 0, "field": "op"}
