@@ -161,6 +161,13 @@ class ServerProcess:
         while True:
             code = self.returncode()
             if code is not None:
+                if self.fork and not self.log().strip():
+                    # The fork server failed to hand over a child (it exits 255
+                    # before our code runs, seen once in ~400 starts under load).
+                    # Start this one as a plain subprocess instead.
+                    self.fork = False
+                    self.child = None
+                    return await self.start(timeout)
                 raise RuntimeError(f"skift serve exited with {code} while starting:\n{self.log()}")
             if self.socket.exists() and await self._serving():
                 return self
