@@ -356,6 +356,19 @@ async def test_release_reasons_set_by_skift_are_refused(
     assert (await sk.get("w#1")).claimed
 
 
+async def test_unknown_release_reason_is_invalid(
+    sk: skift.LocalSkift, bot: skift.LocalSkift, snap: Snap
+) -> None:
+    """A release reason outside the list is bad input: Invalid, naming the reasons a caller may
+    give, and the lease stays."""
+    claim = await bot.claim("w#1")
+    before = await snap(sk)
+    with pytest.raises(skift.Invalid) as info:
+        await bot.release("w#1", lease=claim.lease.id, reason="bored")
+    assert "crash" in info.value.next
+    assert await snap(sk) == before
+
+
 async def test_write_to_a_leased_node_without_its_lease(
     sk: skift.LocalSkift, bot: skift.LocalSkift, snap: Snap
 ) -> None:

@@ -643,7 +643,13 @@ class LocalSkift:
         reason: ReleaseReason | str = ReleaseReason.CRASH,
         project: str | None = None,
     ) -> NodeInfo:
-        why = ReleaseReason(reason)
+        try:
+            why = ReleaseReason(reason)
+        except ValueError:
+            raise Invalid(
+                f"release reason {reason!r} is not one of crash, budget, preempted",
+                next="Release with crash, budget or preempted.",
+            ) from None
         if why in (ReleaseReason.COMPLETE, ReleaseReason.EXPIRED, ReleaseReason.GATE):
             raise Invalid(
                 f"release reason {why.value!r} is set by skift itself",

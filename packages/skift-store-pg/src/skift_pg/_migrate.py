@@ -12,6 +12,8 @@ from importlib import resources
 
 import psycopg
 
+from ._queries import q
+
 _FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # an arbitrary constant naming "skift's migration lock" among advisory locks
 _LOCK_KEY = 0x736B696674_01
@@ -36,25 +38,18 @@ async def migrate(dsn: str) -> list[str]:
     """Bring the database at ``dsn`` up to date; returns the names of migrations applied."""
     applied: list[str] = []
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        await conn.execute(q("migration_lock"), {"key": _LOCK_KEY})
         try:
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS skift_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cur = await conn.execute("SELECT version FROM skift_migrations")
+            await conn.execute(q("migrations_table"))
+            cur = await conn.execute(q("applied_migrations"))
             done = {row[0] for row in await cur.fetchall()}
             for version, name, sql in migrations():
                 if version in done:
                     continue
                 async with conn.transaction():
                     await conn.execute(sql.encode())
-                    await conn.execute(
-                        "INSERT INTO skift_migrations (version, name) VALUES (%s, %s)",
-                        (version, name),
-                    )
+                    await conn.execute(q("record_migration"), {"version": version, "name": name})
                 applied.append(name)
         finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+            await conn.execute(q("migration_unlock"), {"key": _LOCK_KEY})
     return applied

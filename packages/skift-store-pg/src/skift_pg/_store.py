@@ -397,7 +397,7 @@ class PgStore:
             log.warning("cannot LISTEN for changes; ClaimNext with wait falls back to polling")
             return
         try:
-            await conn.execute("LISTEN skift_changes")
+            await conn.execute(q("listen_changes"))
             async for note in conn.notifies():
                 try:
                     org = UUID(note.payload)

@@ -1,0 +1,30 @@
+-- Queries of the store's plumbing: migrations and the change listener. Same
+-- format as graph.sql: `-- name: NAME`, a one-line comment, the SQL.
+
+-- name: migration_lock
+-- Serialize migrators: several servers starting at once apply each migration once.
+SELECT pg_advisory_lock(%(key)s)
+
+-- name: migration_unlock
+-- Let the next migrator in.
+SELECT pg_advisory_unlock(%(key)s)
+
+-- name: migrations_table
+-- The record of applied migrations (it cannot be a migration itself).
+CREATE TABLE IF NOT EXISTS skift_migrations (
+    version     integer PRIMARY KEY,
+    name        text NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+)
+
+-- name: applied_migrations
+-- Which migrations this database already has.
+SELECT version FROM skift_migrations
+
+-- name: record_migration
+-- Note a migration as applied, in the transaction that applied it.
+INSERT INTO skift_migrations (version, name) VALUES (%(version)s, %(name)s)
+
+-- name: listen_changes
+-- The ClaimNext wake-up: notifications that something in an organization changed.
+LISTEN skift_changes
