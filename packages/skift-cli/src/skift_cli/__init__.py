@@ -1,1 +1,5 @@
-"""Reserved: built by a later issue (see README)."""
+"""The `skift` command line (being built: issue 6)."""
+
+
+def main() -> None:
+    raise SystemExit("skift: the command line is being built")
