@@ -1,0 +1,69 @@
+"""``skift-mcp`` / ``skift mcp``: serve skift's MCP tools over stdio or streamable HTTP.
+
+The process reaches ``skift serve`` as a client: by default over the server's
+unix socket, so the kernel names the caller and the agent acts as the
+principal of its uid; ``--server`` / ``SKIFT_SERVER`` and ``SKIFT_TOKEN``
+reach a remote server as the token's principal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import anyio
+
+import skift
+import skift_server
+
+from ._server import build_server
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="skift-mcp",
+        description="Serve skift's MCP tools (ready, claim, complete, gate, patch...) to an agent.",
+    )
+    p.add_argument(
+        "--server",
+        default=os.environ.get("SKIFT_SERVER"),
+        help="the skift server: unix:///path.sock, http://host:port or https://host:port "
+        "(default: SKIFT_SERVER, else the socket `skift serve` announces). "
+        "Over TCP the token comes from SKIFT_TOKEN.",
+    )
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "streamable-http"],
+        default="stdio",
+        help="how the agent reaches this MCP server (default: stdio)",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="streamable-http: address to listen on (default 127.0.0.1). Every caller of the "
+        "HTTP endpoint acts as this process's skift principal.",
+    )
+    p.add_argument("--port", type=int, default=8765, help="streamable-http: port (default 8765)")
+    return p
+
+
+async def _serve(url: str | None, transport: str, host: str, port: int) -> None:
+    async with skift_server.connect(url) as sk:
+        server = build_server(sk)
+        if transport == "stdio":
+            await server.run_stdio_async()
+        else:
+            await server.run_streamable_http_async(host=host, port=port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the MCP server until its transport closes (stdin ends, or a signal)."""
+    ns = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        anyio.run(_serve, ns.server, ns.transport, ns.host, ns.port)
+    except skift.SkiftError as exc:
+        print(f"skift-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(4 if isinstance(exc, skift.Unavailable) else 1) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
