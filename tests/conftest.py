@@ -15,6 +15,8 @@ Fixtures:
 - ``pg_server_dsn`` (session): DSN of a maintenance database on the server.
 - ``pg_template`` (session): name of the migrated template database.
 - ``pg_dsn`` (function): DSN of a fresh, migrated database for one test.
+- ``pg_session_databases`` (session): makes fresh migrated databases that live
+  until the session ends (the shared servers of the remote contract suite).
 
 Tests that request one of these are marked ``pg`` automatically.
 """
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 
     from psycopg.rows import TupleRow
 
-PG_FIXTURES = frozenset({"pg_server_dsn", "pg_template", "pg_dsn"})
+PG_FIXTURES = frozenset({"pg_server_dsn", "pg_template", "pg_dsn", "pg_session_databases"})
 
 
 def _require_pg() -> bool:
@@ -144,6 +146,35 @@ def pg_dsn(pg_server_dsn: str, pg_template: str) -> Iterator[str]:
         yield _with_dbname(pg_server_dsn, name)
     finally:
         _drop_database(pg_server_dsn, name)
+
+
+class SessionDatabases:
+    """Migrated databases that live as long as the test session (for shared servers)."""
+
+    def __init__(self, server_dsn: str, template: str) -> None:
+        self.server_dsn = server_dsn
+        self.template = template
+        self.names: list[str] = []
+
+    def create(self) -> str:
+        name = f"skift_s_{secrets.token_hex(6)}"
+        _create_database(self.server_dsn, name, template=self.template)
+        self.names.append(name)
+        return _with_dbname(self.server_dsn, name)
+
+    def drop_all(self) -> None:
+        for name in self.names:
+            _drop_database(self.server_dsn, name)
+
+
+@pytest.fixture(scope="session")
+def pg_session_databases(pg_server_dsn: str, pg_template: str) -> Iterator[SessionDatabases]:
+    """A factory of fresh migrated databases dropped at the end of the session."""
+    dbs = SessionDatabases(pg_server_dsn, pg_template)
+    try:
+        yield dbs
+    finally:
+        dbs.drop_all()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

@@ -2,17 +2,22 @@
 
 Every test in ``tests/contract`` runs once per implementation: ``memory``,
 ``pg``, and ``remote`` (a real ``skift serve`` process over a real unix
-socket against a fresh PostgreSQL database, reached with
-``skift_server.connect``). Tests talk to skift only through the object the
+socket, reached with ``skift_server.connect``). Tests talk to skift only through the object the
 ``sk`` fixture yields and the ``skift.*`` names, never through a store's
 internals, so the same test proves the same rule on every implementation.
 
-On ``remote`` the server runs with ``--test-hooks``: ``acting_as`` and
-``store.set_clock_offset`` travel as metadata the server honours only with
-that flag, and ``open_skift(limits=...)`` starts the server with those limits
-(``--limit NAME=VALUE``). The server's lease sweeper is off (``--sweep-every
-0``) so tests that sweep by hand see every expiry themselves. A server that
-does not exit cleanly on SIGTERM fails the test.
+On ``remote`` the server runs with ``--test-hooks``: ``acting_as``, the
+organization and ``store.set_clock_offset`` travel as metadata the server
+honours only with that flag. Starting a server per test cost more than the
+tests themselves, so one server (on its own database) serves every test that
+asks for the same limits, and each test works in an organization of its own —
+tenancy by organization is itself a contract rule, so a test cannot see
+another's rows. ``open_skift(limits=...)`` gets the server started with those
+limits (``--limit NAME=VALUE``). The servers' lease sweeper is off
+(``--sweep-every 0``) so tests that sweep by hand see every expiry themselves.
+A test that needs a server to itself (one that attaches a unix identity, which
+is unique across organizations) is marked ``own_server``. A server that does
+not exit cleanly on SIGTERM fails the session.
 
 - ``sk``: skift acting as the user ``ada``. ``sk.acting_as(skift.Agent("bot"))``
   is a handle on the same store acting as another principal.
@@ -25,7 +30,11 @@ does not exit cleanly on SIGTERM fails the test.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
+import secrets
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -33,7 +42,7 @@ import pytest
 import skift
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
 
 class OpenSkift(Protocol):
@@ -59,17 +68,74 @@ class Snap(Protocol):
 def store_url(request: pytest.FixtureRequest) -> str:
     """Where the store under test lives; ``pg_dsn`` (tests/conftest.py) is a fresh database.
 
-    For ``remote`` it is ``remote+`` and the DSN the server will serve.
+    For ``remote`` it is ``remote+shared`` (a shared server, see above), or for a
+    test marked ``own_server`` ``remote+`` and the DSN its own server serves.
     """
     if request.param == "memory":
         return "memory:"
+    if request.param == "remote" and request.node.get_closest_marker("own_server") is None:
+        return "remote+shared"
     dsn: str = request.getfixturevalue("pg_dsn")
     return f"remote+{dsn}" if request.param == "remote" else dsn
 
 
+class SharedServers:
+    """``skift serve --test-hooks`` processes shared by the session, one per set of limits."""
+
+    def __init__(self, databases: Any) -> None:
+        self.databases = databases
+        self.servers: dict[tuple[str, ...], Any] = {}
+
+    def get(self, limits: skift.Limits | None) -> Any:
+        from serverproc import limit_flags
+
+        key = tuple(limit_flags(limits))
+        server = self.servers.get(key)
+        if server is None:
+            server = self.servers[key] = _start_server(self.databases.create(), list(key))
+        return server
+
+    def stop_all(self) -> None:
+        bad: list[str] = []
+        for server in self.servers.values():
+            code = _in_thread(server.stop())
+            if code != 0:
+                bad.append(f"skift serve exited with {code} on SIGTERM:\n{server.log()}")
+            server.cleanup()
+        assert not bad, "\n".join(bad)
+
+
+def _in_thread(coro: Any) -> Any:
+    """Run a coroutine to completion on a loop of its own (session fixtures are sync)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _start_server(dsn: str, flags: list[str]) -> Any:
+    from serverproc import ServerProcess
+
+    server = ServerProcess("--dsn", dsn, "--test-hooks", "--sweep-every", "0", *flags, fork=True)
+    try:
+        _in_thread(server.start())
+    except BaseException:
+        server.cleanup()
+        raise
+    return server
+
+
+@pytest.fixture(scope="session")
+def shared_servers(pg_session_databases: Any) -> Iterator[SharedServers]:
+    servers = SharedServers(pg_session_databases)
+    try:
+        yield servers
+    finally:
+        servers.stop_all()
+
+
 @pytest.fixture
-async def open_skift(store_url: str) -> AsyncIterator[OpenSkift]:
+async def open_skift(store_url: str, request: pytest.FixtureRequest) -> AsyncIterator[OpenSkift]:
     async with contextlib.AsyncExitStack() as stack:
+        org = f"test-{secrets.token_hex(6)}"
 
         async def factory(
             *,
@@ -78,7 +144,7 @@ async def open_skift(store_url: str) -> AsyncIterator[OpenSkift]:
         ) -> skift.LocalSkift:
             who = principal or skift.User("ada")
             if store_url.startswith("remote+"):
-                return await _open_remote(stack, store_url.removeprefix("remote+"), limits, who)
+                return await _open_remote(stack, request, store_url, limits, who, org)
             handle = skift.open(store_url, principal=who, limits=limits)
             return await stack.enter_async_context(handle)
 
@@ -87,26 +153,35 @@ async def open_skift(store_url: str) -> AsyncIterator[OpenSkift]:
 
 async def _open_remote(
     stack: contextlib.AsyncExitStack,
-    dsn: str,
+    request: pytest.FixtureRequest,
+    store_url: str,
     limits: skift.Limits | None,
     principal: skift.PrincipalSpec,
+    org: str,
 ) -> Any:
-    from serverproc import ServerProcess, limit_flags
-
     from skift_server import connect
 
-    server = ServerProcess(
-        "--dsn", dsn, "--test-hooks", "--sweep-every", "0", *limit_flags(limits), fork=True
-    )
-    stack.callback(server.cleanup)
-    await server.start()
+    if store_url != "remote+shared":
+        from serverproc import ServerProcess, limit_flags
 
-    async def stop() -> None:
-        code = await server.stop()
-        assert code == 0, f"skift serve exited with {code} on SIGTERM:\n{server.log()}"
+        dsn = store_url.removeprefix("remote+")
+        server = ServerProcess(
+            "--dsn", dsn, "--test-hooks", "--sweep-every", "0", *limit_flags(limits), fork=True
+        )
+        stack.callback(server.cleanup)
+        await server.start()
 
-    stack.push_async_callback(stop)
-    return await stack.enter_async_context(connect(server.url, principal=principal))
+        async def stop() -> None:
+            code = await server.stop()
+            assert code == 0, f"skift serve exited with {code} on SIGTERM:\n{server.log()}"
+
+        stack.push_async_callback(stop)
+        return await stack.enter_async_context(connect(server.url, principal=principal))
+    shared: SharedServers = request.getfixturevalue("shared_servers")
+    server = shared.get(limits)
+    handle = connect(server.url, principal=principal, org=org)
+    handle.store.set_clock_offset(timedelta(0))
+    return await stack.enter_async_context(handle)
 
 
 @pytest.fixture

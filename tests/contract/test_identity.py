@@ -15,6 +15,10 @@ import pytest
 
 import skift
 
+# A unix identity is unique across organizations, and these tests reach the server's
+# database in process: on "remote" each gets a server to itself.
+pytestmark = pytest.mark.own_server
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 

@@ -783,6 +783,7 @@ deny contains {
 """
 
 
+@pytest.mark.own_server  # reaches the server's database in process
 async def test_organization_policy_two_person_approval(
     sk: skift.LocalSkift, store_url: str, snap: Snap
 ) -> None:

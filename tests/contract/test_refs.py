@@ -21,6 +21,7 @@ async def spike(sk: skift.LocalSkift) -> skift.ProjectInfo:
     return p
 
 
+@pytest.mark.own_server  # names the organization "default"
 async def test_every_reference_form_resolves_with_its_title(
     sk: skift.LocalSkift, spike: skift.ProjectInfo
 ) -> None:
@@ -64,6 +65,7 @@ async def test_numbers_are_sequential_per_project_from_one(sk: skift.LocalSkift)
     assert (await sk.get_project(a.slug)).node_count == 3
 
 
+@pytest.mark.own_server  # names the organization "default"
 async def test_wrong_org_is_not_found(sk: skift.LocalSkift, spike: skift.ProjectInfo) -> None:
     """The project half of a reference is sparse: a reference into another organization
     resolves to nothing, exactly like a reference to nothing."""
@@ -114,6 +116,7 @@ async def test_malformed_reference_is_invalid(
     assert "slug#N" in ei.value.next
 
 
+@pytest.mark.own_server  # names the organization "default"
 async def test_references_inside_patches(sk: skift.LocalSkift, spike: skift.ProjectInfo) -> None:
     """Operations accept every reference form, and node ids, wherever a node is expected."""
     other = await sk.create_project("Other")

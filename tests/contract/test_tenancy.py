@@ -17,6 +17,10 @@ import pytest
 
 import skift
 
+# These tests name the organizations "default" and "other-org" and reach the server's
+# database in process: on "remote" each gets a server to itself.
+pytestmark = pytest.mark.own_server
+
 if TYPE_CHECKING:
     from conftest import Snap
 
