@@ -1,0 +1,54 @@
+"""The config file ``$XDG_CONFIG_HOME/skift/config.toml``: ``server``, ``project``, ``output``.
+
+Flags win over the environment (``SKIFT_SERVER``, ``SKIFT_PROJECT``), which
+wins over this file. ``skift init`` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+KEYS = ("server", "project", "output")
+OUTPUTS = ("human", "json")
+
+
+def config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
+    return root / "skift" / "config.toml"
+
+
+class ConfigError(Exception):
+    """The config file cannot be read."""
+
+
+def load(path: Path | None = None) -> dict[str, str]:
+    """The file's known keys (missing file: nothing); a malformed file is an error."""
+    import tomllib
+
+    path = path or config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    return {k: str(v) for k, v in doc.items() if k in KEYS and isinstance(v, str) and v}
+
+
+def write(values: dict[str, str], path: Path | None = None) -> Path:
+    """Write the known, non-empty keys (TOML basic strings share JSON's escapes)."""
+    path = path or config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# skift command line defaults; flags and SKIFT_* variables win over these."]
+    lines += [f"{k} = {json.dumps(values[k])}" for k in KEYS if values.get(k)]
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,400 @@
+"""Human output: rich tables, trees and panels; colour follows ``NO_COLOR``.
+
+Nothing here decides anything about the graph: it draws the views the API
+returned (state comes from the node's derived flags, reasons from Explain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+import skift
+
+_out: Console | None = None
+_err: Console | None = None
+
+
+def out() -> Console:
+    global _out
+    if _out is None:
+        _out = Console(highlight=False, soft_wrap=False)
+    return _out
+
+
+def err() -> Console:
+    global _err
+    if _err is None:
+        _err = Console(stderr=True, highlight=False, soft_wrap=True)
+    return _err
+
+
+# ------------------------------------------------------------------ small parts
+
+
+def reltime(when: datetime | None, now: datetime | None = None) -> str:
+    """``3m ago`` or ``in 5m``; empty for no time."""
+    if when is None:
+        return ""
+    now = now or datetime.now(UTC)
+    secs = (now - when).total_seconds()
+    future = secs < 0
+    secs = abs(secs)
+    if secs < 45:
+        text = f"{int(secs)}s"
+    elif secs < 3600:
+        text = f"{round(secs / 60)}m"
+    elif secs < 86400:
+        text = f"{round(secs / 3600)}h"
+    else:
+        text = f"{round(secs / 86400)}d"
+    if secs < 1:
+        return "just now"
+    return f"in {text}" if future else f"{text} ago"
+
+
+def _enum(value: object) -> str:
+    return str(getattr(value, "value", value))
+
+
+def state(node: skift.NodeInfo) -> Text:
+    """One word for where a node stands, from its status and derived flags."""
+    status = _enum(node.status)
+    if status == "done":
+        return Text("done", style="green")
+    if status == "dropped":
+        return Text("dropped", style="dim strike")
+    if node.ready:
+        word = Text("ready", style="bold green")
+    elif node.claimed:
+        word = Text("claimed", style="yellow")
+    elif node.held:
+        word = Text("held", style="magenta")
+    elif node.blocked:
+        word = Text("blocked", style="red")
+    else:
+        word = Text("waiting", style="cyan")  # open children, or an archived project
+    if _enum(node.assignee_kind) == "user":
+        word.append(" (gate)", style="bold yellow")
+    return word
+
+
+def _title(node: skift.NodeInfo) -> Text:
+    t = Text(node.title)
+    if node.labels:
+        t.append("  " + " ".join(f"#{lbl}" for lbl in node.labels), style="dim")
+    return t
+
+
+# ------------------------------------------------------------------- listings
+
+
+def node_table(
+    nodes: Sequence[skift.NodeInfo], *, turn: bool = False, aliases: Mapping[str, str] | None = None
+) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    if turn:
+        table.add_column("turn", justify="right", style="dim")
+    if aliases:
+        table.add_column("alias", style="dim", no_wrap=True)
+    table.add_column("ref", style="bold cyan", no_wrap=True)
+    table.add_column("pri", no_wrap=True)
+    table.add_column("kind", style="dim", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("title")
+    table.add_column("age", style="dim", justify="right", no_wrap=True)
+    now = datetime.now(UTC)
+    for i, n in enumerate(nodes, 1):
+        row: list[Any] = [str(i)] if turn else []
+        if aliases:
+            row.append(aliases.get(n.ref, ""))
+        row += [n.ref, _prio(n.priority), n.kind, state(n), _title(n), reltime(n.created_at, now)]
+        table.add_row(*row)
+    return table
+
+
+def short_ref(ref: str, project: str) -> str:
+    """``#N`` for a node of ``project``, else the full ref."""
+    return "#" + ref.split("#", 1)[1] if ref.startswith(f"{project}#") else ref
+
+
+def _prio(priority: object) -> Text:
+    p = _enum(priority)
+    style = {"p0": "bold red", "p1": "red", "p2": "", "p3": "dim", "p4": "dim"}.get(p, "")
+    return Text(p, style=style)
+
+
+def page_footer(page: skift.ReadyPage, *, what: str) -> None:
+    notes: list[str] = []
+    if page.held_count:
+        notes.append(f"{page.held_count} held (not shown)")
+    if page.next_page:
+        notes.append(f"more: --page {page.next_page}")
+    if not page.nodes:
+        out().print(
+            f"[dim]no {what}[/dim]" + (f" [dim]({'; '.join(notes)})[/dim]" if notes else "")
+        )
+    elif notes:
+        out().print("[dim]" + "; ".join(notes) + "[/dim]")
+
+
+def node_tree(nodes: Sequence[skift.NodeInfo], blockers: Mapping[str, Sequence[str]]) -> Group:
+    """Each project's containment: children under parents, with state and blockers."""
+    by_ref = {n.ref: n for n in nodes}
+    kids: dict[str | None, list[skift.NodeInfo]] = {}
+    projects: list[str] = []
+    for n in nodes:
+        if n.project not in projects:
+            projects.append(n.project)
+        parent = n.parent if n.parent in by_ref else None
+        kids.setdefault(parent, []).append(n)
+
+    def label(n: skift.NodeInfo) -> Text:
+        t = Text()
+        t.append(f"#{n.number} ", style="bold cyan")
+        t.append_text(state(n))
+        t.append(" ")
+        t.append(n.title, style="dim" if _enum(n.status) != "open" else "")
+        if n.parent and n.parent not in by_ref:
+            t.append(f"  (under {n.parent})", style="dim")
+        bl = blockers.get(n.ref)
+        if bl:
+            t.append("  ← " + ", ".join(bl), style="red")
+        return t
+
+    def grow(tree: Tree, n: skift.NodeInfo, seen: set[str]) -> None:
+        branch = tree.add(label(n))
+        seen.add(n.ref)
+        for k in kids.get(n.ref, []):
+            if k.ref not in seen:
+                grow(branch, k, seen)
+
+    trees: list[Tree] = []
+    for slug in projects:
+        root = Tree(Text(slug, style="bold"))
+        seen: set[str] = set()
+        for n in kids.get(None, []):
+            if n.project == slug:
+                grow(root, n, seen)
+        trees.append(root)
+    return Group(*trees)
+
+
+def project_table(projects: Sequence[skift.ProjectInfo]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("slug", "title", "pri", "nodes", "state", "active"):
+        table.add_column(name, no_wrap=name != "title")
+    now = datetime.now(UTC)
+    for p in projects:
+        st = (
+            Text("archived", style="dim")
+            if p.archived
+            else Text("held", style="magenta")
+            if p.held
+            else Text("live", style="green")
+        )
+        table.add_row(
+            Text(p.slug, style="bold cyan"),
+            p.title,
+            _prio(p.priority),
+            str(p.node_count),
+            st,
+            reltime(p.active_at, now),
+        )
+    return table
+
+
+def project_panel(p: skift.ProjectInfo) -> Panel:
+    rows = Table.grid(padding=(0, 2))
+    rows.add_column(style="bold")
+    rows.add_column()
+    rows.add_row("slug", p.slug)
+    rows.add_row("id", p.id)
+    rows.add_row("priority", _enum(p.priority))
+    rows.add_row("nodes", str(p.node_count))
+    if p.vcs_url:
+        rows.add_row("vcs", p.vcs_url)
+    rows.add_row("created", reltime(p.created_at))
+    rows.add_row("active", reltime(p.active_at))
+    if p.held:
+        rows.add_row("held", Text(p.hold_reason or "", style="magenta"))
+    if p.archived:
+        rows.add_row("archived", reltime(p.archived_at))
+    return Panel(rows, title=escape(p.title), title_align="left")
+
+
+# ---------------------------------------------------------------- single node
+
+
+def node_panel(n: skift.NodeInfo) -> Panel:
+    rows = Table.grid(padding=(0, 2))
+    rows.add_column(style="bold")
+    rows.add_column()
+    rows.add_row("ref", Text(n.ref, style="bold cyan"))
+    rows.add_row("state", state(n))
+    rows.add_row("priority", _prio(n.priority))
+    rows.add_row("kind", n.kind)
+    if n.parent:
+        rows.add_row("parent", n.parent)
+    if n.labels:
+        rows.add_row("labels", ", ".join(n.labels))
+    if n.assignee_kind or n.assignee:
+        who = " ".join(
+            x for x in (_enum(n.assignee_kind) if n.assignee_kind else "", n.assignee or "") if x
+        )
+        rows.add_row("assignee", who)
+    rows.add_row("created", reltime(n.created_at))
+    rows.add_row("context", Text(n.context_id, style="dim"))
+    parts: list[Any] = [rows]
+    if n.body:
+        parts += [Text(""), Text(n.body)]
+    if n.result:
+        parts += [Text(""), Text("result", style="bold green"), Text(n.result)]
+    return Panel(Group(*parts), title=escape(n.title), title_align="left")
+
+
+def describe_reason(kind: str, d: Mapping[str, Any]) -> Text:
+    t = Text()
+    if kind == "blocked_by":
+        t.append("blocked by ", style="red")
+        t.append(f"{d.get('ref')} ", style="bold cyan")
+        t.append(f"{d.get('title', '')} ({d.get('status')})")
+        if d.get("gate"):
+            t.append(" [a gate: a person must complete it]", style="yellow")
+        held = d.get("held")
+        if isinstance(held, Mapping):
+            h: Mapping[str, Any] = held  # pyright: ignore[reportUnknownVariableType]
+            t.append(
+                f"; stalled by a hold on {h.get('on')} by {h.get('by')}: {h.get('reason')}",
+                style="magenta",
+            )
+    elif kind == "waiting_on_person":
+        t.append("waiting on a person: ", style="yellow")
+        t.append(f"{d.get('ref')} {d.get('title', '')}")
+        if d.get("assignee"):
+            t.append(f" (assigned to {d.get('assignee')})")
+    elif kind == "open_children":
+        refs: Sequence[str] = d.get("refs") or []
+        t.append(f"{d.get('count')} open children", style="cyan")
+        if refs:
+            t.append(": " + ", ".join(refs[:10]) + (" …" if len(refs) > 10 else ""))
+    elif kind == "leased":
+        until = d.get("until")
+        when = reltime(datetime.fromisoformat(until)) if isinstance(until, str) else ""
+        t.append("leased ", style="yellow")
+        t.append(f"by {d.get('holder')}, expires {when}")
+        if d.get("harness"):
+            t.append(f" ({d.get('harness')})", style="dim")
+    elif kind == "held":
+        t.append("held ", style="magenta")
+        t.append(f"on {d.get('on')} by {d.get('by')}: {d.get('reason')}")
+    elif kind == "archived":
+        t.append("archived: ", style="dim")
+        t.append(f"project {d.get('project')} is read-only")
+    elif kind == "no_path":
+        t.append("no path to readiness: ", style="bold red")
+        t.append(str(d.get("why", "")))
+    elif kind == "closed":
+        t.append(f"it is {d.get('status')}", style="dim")
+    else:
+        t.append(kind)
+    return t
+
+
+def explanation(ex: skift.Explanation) -> None:
+    c = out()
+    head = Text()
+    head.append(ex.ref, style="bold cyan")
+    head.append(f" {ex.title}: ")
+    head.append(
+        "ready" if ex.ready else "not ready", style="bold green" if ex.ready else "bold red"
+    )
+    c.print(head)
+    for r in ex.reasons:
+        c.print(Text("  • ").append_text(describe_reason(r.kind, r.detail)))
+
+
+def claim(cl: skift.Claim) -> None:
+    c = out()
+    n = cl.node
+    head = Text("claimed ", style="green")
+    head.append(n.ref, style="bold cyan")
+    head.append(f" {n.title}")
+    c.print(head)
+    c.print(
+        f"lease [bold]{cl.lease.id}[/bold] [dim](expires {reltime(cl.lease.expires_at)}; "
+        f"context {n.context_id})[/dim]"
+    )
+    if n.body:
+        c.print(Panel(Text(n.body), title="body", title_align="left"))
+    for i in cl.inputs:
+        who = f" — completed by {i.author}" if i.author else ""
+        c.print(
+            Panel(
+                Text(i.result or "(no result)"),
+                title=f"input {escape(i.ref)} {escape(i.title)}{escape(who)}",
+                title_align="left",
+                border_style="dim",
+            )
+        )
+    if cl.comments.unresolved:
+        c.print(
+            f"[yellow]{cl.comments.unresolved} unresolved comment(s)[/yellow], newest "
+            f"{reltime(cl.comments.newest_at)}"
+        )
+
+
+def patch_result(res: skift.PatchResult, *, verb: str = "applied") -> None:
+    c = out()
+    c.print(f"[green]{verb}[/green] [dim](request {res.request_id})[/dim]")
+    aliases = {ref: alias for alias, ref in res.created.items()}
+    if res.nodes:
+        c.print(node_table(res.nodes, aliases=aliases))
+    if res.dropped:
+        c.print("[dim]dropped:[/dim] " + ", ".join(res.dropped))
+    if res.parked:
+        c.print(f"[magenta]parked {res.parked} node(s)[/magenta]")
+
+
+def focus(res: skift.FocusResult) -> None:
+    c = out()
+    c.print(f"[bold]focus[/bold] in {res.scope}")
+    if res.held:
+        c.print("[magenta]held:[/magenta] " + ", ".join(res.held))
+    if res.released:
+        c.print("[green]released:[/green] " + ", ".join(res.released))
+    c.print(f"[dim]{res.parked} open node(s) parked[/dim]")
+
+
+def events(evs: Iterable[skift.EventInfo]) -> None:
+    c = out()
+    for e in evs:
+        line = Text()
+        line.append(e.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), style="dim")
+        line.append(f" {e.op:<16}", style="bold")
+        line.append(f" {e.node or e.project or '':<16}", style="cyan")
+        line.append(f" {e.principal} ({e.principal_kind})")
+        if e.reason:
+            line.append(f": {e.reason}", style="dim")
+        line.append(f"  {e.id}", style="dim")
+        c.print(line)
+
+
+def principals(ps: Sequence[skift.PrincipalInfo]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("name", "kind", "identities", "created"):
+        table.add_column(name)
+    for p in ps:
+        ids = ", ".join(
+            f"{i.scheme}:{i.value}" + (" (revoked)" if i.revoked else "") for i in p.identities
+        )
+        table.add_row(Text(p.name, style="bold"), p.kind, ids, reltime(p.created_at))
+    return table
