@@ -12,7 +12,8 @@
 #   intents:   [{action, index, node, parent, from, to, changes, cascade}]
 #     action: create | update | drop | complete | reopen | link | unlink |
 #             hold | unhold | claim | focus | hold_project | unhold_project |
-#             create_project | update_project | archive_project | admin
+#             create_project | update_project | archive_project | admin |
+#             comment | edit_comment | resolve_comment
 #     node, parent, from, to: facts about a node, or null:
 #       {ref, project, gate, status, filed_by_me, new, in_my_lease}
 #         gate         assignee_kind is user: a person must complete it
@@ -21,6 +22,8 @@
 #         in_my_lease  the node the request's lease is on, or under it
 #                      through nodes the principal filed itself
 #     changes: the fields an update changes
+#     comment: for edit_comment and resolve_comment, facts about the comment:
+#       {id, mine, resolved}   mine: the acting principal wrote it
 #
 # The rules are the domain model's "Default policy". Users may do anything
 # (a person running an agent under their own uid is that person). Agents and
@@ -36,6 +39,7 @@ actions := {
 	"create", "update", "drop", "complete", "reopen", "link", "unlink",
 	"hold", "unhold", "claim", "focus", "hold_project", "unhold_project",
 	"create_project", "update_project", "archive_project", "admin",
+	"comment", "edit_comment", "resolve_comment",
 }
 
 person if input.principal.kind == "user"
@@ -136,6 +140,35 @@ permitted(i) if {
 # Projects are free to create: a new one changes nothing anyone else owns.
 permitted(i) if i.action == "create_project"
 
+# ---------------------------------------------------------------- comments
+
+# Any principal of the organization may comment on a node it can read (in the
+# default policy, every node of the organization): a comment is how an agent
+# says what it cannot do itself.
+permitted(i) if {
+	i.action == "comment"
+	known(i.node)
+}
+
+# A comment is edited only by its author, a person included: an edit speaks
+# in the author's name (see comment_of_another below).
+permitted(i) if {
+	i.action == "edit_comment"
+	i.comment.mine == true
+}
+
+# An agent resolves a comment it wrote, or one on work it filed or holds a
+# lease on: the worker who addressed the note says so. A person resolves any.
+permitted(i) if {
+	i.action == "resolve_comment"
+	i.comment.mine == true
+}
+
+permitted(i) if {
+	i.action == "resolve_comment"
+	linkable(i.node)
+}
+
 # ---------------------------------------------------------------- gate rules
 
 gate_disposal(i) if {
@@ -175,6 +208,19 @@ deny contains d if {
 	well_formed(i)
 	not permitted(i)
 	d := denial(i)
+}
+
+# Editing another's comment is refused to everyone, a person included.
+deny contains d if {
+	some i in input.intents
+	well_formed(i)
+	comment_of_another(i)
+	d := denial(i)
+}
+
+comment_of_another(i) if {
+	i.action == "edit_comment"
+	not i.comment.mine == true
 }
 
 # Not permitted and no specific message (facts missing): still a denial.
@@ -241,6 +287,16 @@ denial(i) := {
 	"next": "File a gate asking a person to change the project.",
 } if {
 	i.action in {"update_project", "archive_project"}
+} else := {
+	"msg": sprintf("comment %s on %s was written by someone else; only its author edits it", [i.comment.id, i.node.ref]),
+	"next": "Reply to it instead (add_comment with reply_to).",
+} if {
+	i.action == "edit_comment"
+} else := {
+	"msg": sprintf("an agent resolves only its own comments, or comments on work it filed or holds a lease on; %s is none of these", [i.node.ref]),
+	"next": sprintf("Reply to the comment saying it is addressed, or claim %s first; a person may resolve it.", [i.node.ref]),
+} if {
+	i.action == "resolve_comment"
 } else := {
 	"msg": "only a person administers principals, identities and tokens",
 	"next": "Ask an administrator (a person) to do it.",

@@ -33,6 +33,7 @@ from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import (
     AssigneeKind,
+    Comment,
     Edge,
     EdgeKind,
     Event,
@@ -47,9 +48,11 @@ from ._models import (
     Priority,
     Project,
     ReleaseReason,
+    Revision,
     Status,
 )
 from ._ops import (
+    AddComment,
     AddEdge,
     Cascade,
     CompleteNode,
@@ -67,9 +70,19 @@ from ._ops import (
 )
 from ._policy import Policy
 from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
-from ._store import Derived, ReadyQuery, Store, StoredRequest, TransientError, Tx
+from ._store import (
+    Derived,
+    ReadyQuery,
+    SearchQuery,
+    Store,
+    StoredRequest,
+    TransientError,
+    Tx,
+)
 from ._views import (
     Claim,
+    CommentInfo,
+    CommentRevision,
     CommentsHint,
     EventInfo,
     Explanation,
@@ -84,17 +97,22 @@ from ._views import (
     ReadyPage,
     Reason,
     Resolved,
+    SearchHit,
     TokenInfo,
 )
 
 __all__ = [
     "DEFAULT_LIMITS",
     "Actor",
+    "AddComment",
     "AddEdge",
     "Agent",
     "AssigneeKind",
     "Cascade",
     "Claim",
+    "Comment",
+    "CommentInfo",
+    "CommentRevision",
     "CommentsHint",
     "CompleteNode",
     "Conflict",
@@ -148,6 +166,9 @@ __all__ = [
     "RemoveEdge",
     "ReopenNode",
     "Resolved",
+    "Revision",
+    "SearchHit",
+    "SearchQuery",
     "Service",
     "Skift",
     "SkiftError",

@@ -20,6 +20,7 @@ from uuid import UUID
 
 import attrs
 
+from . import _comments, _search
 from ._engine import Actor, Engine, NodeFilter, filter_from, token_digest
 from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated
 from ._limits import DEFAULT_LIMITS, Limits
@@ -42,6 +43,7 @@ from ._refs import new_id, ulid_str
 from ._store import Store, TransientError, Tx
 from ._views import (
     Claim,
+    CommentInfo,
     EventInfo,
     Explanation,
     FocusResult,
@@ -52,6 +54,7 @@ from ._views import (
     ProjectInfo,
     ReadyPage,
     Resolved,
+    SearchHit,
     TokenInfo,
 )
 
@@ -170,6 +173,26 @@ class Skift(Protocol):
         project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult: ...
+    async def add_comment(
+        self,
+        ref: str,
+        body: str,
+        *,
+        reply_to: str | None = None,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> CommentInfo: ...
+    async def edit_comment(self, comment_id: str, body: str) -> CommentInfo: ...
+    async def resolve_comment(self, comment_id: str) -> CommentInfo: ...
+    async def comments(self, ref: str, *, project: str | None = None) -> list[CommentInfo]: ...
+    async def search(
+        self,
+        query: str,
+        *,
+        projects: Sequence[str] | None = None,
+        limit: int = 20,
+        include_archived: bool = False,
+    ) -> list[SearchHit]: ...
 
 
 class LocalSkift:
@@ -716,6 +739,71 @@ class LocalSkift:
         """Release what the scope's focus sweep held (and nothing else)."""
         return await self._run(
             lambda tx, a: self.engine.clear_focus(tx, a, reason, project), graph_lock=True
+        )
+
+    # ---------------------------------------------------------------- comments
+
+    async def add_comment(
+        self,
+        ref: str,
+        body: str,
+        *,
+        reply_to: str | None = None,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> CommentInfo:
+        """Comment on a node (markdown); ``reply_to`` is the id of a comment on the same node.
+
+        Safe to retry with the same ``request_id``.
+        """
+        rid = request_id or ulid_str(new_id())
+        if not rid.strip():
+            raise Invalid(
+                "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+            )
+        return await self._run(
+            lambda tx, a: _comments.add_comment(
+                self.engine, tx, a, ref, project, body, reply_to, rid
+            )
+        )
+
+    async def edit_comment(self, comment_id: str, body: str) -> CommentInfo:
+        """Replace a comment's body (its author only); the prior body is kept as a revision."""
+        return await self._run(
+            lambda tx, a: _comments.edit_comment(self.engine, tx, a, comment_id, body)
+        )
+
+    async def resolve_comment(self, comment_id: str) -> CommentInfo:
+        """Mark a comment resolved, once; resolving it again returns it unchanged."""
+        return await self._run(
+            lambda tx, a: _comments.resolve_comment(self.engine, tx, a, comment_id)
+        )
+
+    async def comments(self, ref: str, *, project: str | None = None) -> list[CommentInfo]:
+        """A node's comments, oldest first; ``in_reply_to`` threads them."""
+        return await self._run(lambda tx, a: _comments.list_comments(self.engine, tx, ref, project))
+
+    # ------------------------------------------------------------------ search
+
+    async def search(
+        self,
+        query: str,
+        *,
+        projects: Sequence[str] | None = None,
+        limit: int = 20,
+        include_archived: bool = False,
+    ) -> list[SearchHit]:
+        """Nodes whose title, body, result and comments hold every word of ``query``, best first."""
+        return await self._run(
+            lambda tx, a: _search.search(
+                self.engine,
+                tx,
+                a,
+                query,
+                projects=projects,
+                limit=limit,
+                include_archived=include_archived,
+            )
         )
 
     async def leases(self, ref: str, *, project: str | None = None) -> list[LeaseInfo]:

@@ -54,6 +54,7 @@ from ._models import (
     Status,
 )
 from ._ops import (
+    AddComment,
     AddEdge,
     CompleteNode,
     CreateNode,
@@ -1223,7 +1224,7 @@ class Engine:
             node=info,
             lease=self.lease_info(lease, info.ref, actor.principal.name),
             inputs=tuple(await self.inputs(tx, node)),
-            comments=CommentsHint(),
+            comments=await _comments_hint(tx, node.id),
         )
 
     def lease_info(self, lease: Lease, ref: str, holder: str) -> LeaseInfo:
@@ -1565,6 +1566,12 @@ class Engine:
         return out
 
 
+async def _comments_hint(tx: Tx, node_id: UUID) -> CommentsHint:
+    """A claim's comments hint: how many comments are unresolved and when the newest was written."""
+    unresolved, newest = await tx.comment_hint(node_id)
+    return CommentsHint(unresolved=unresolved, newest_at=newest)
+
+
 def token_digest(secret: str) -> str:
     """How a bearer token is stored and looked up: ``sha256:<lowercase hex>`` of the secret."""
     return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()
@@ -1817,6 +1824,10 @@ class _Patch:
                 await self.add_edge(op)
             case RemoveEdge():
                 await self.remove_edge(op)
+            case AddComment():
+                from ._comments import add_in_patch  # the comment rules live in _comments
+
+                await add_in_patch(self, op)
 
     def _labels(self, labels: Sequence[str]) -> tuple[str, ...]:
         lim = self.e.limits

@@ -20,6 +20,8 @@ class Limits:
     title_chars: int = 500
     body_bytes: int = 64 * 1024
     result_bytes: int = 256 * 1024
+    comment_bytes: int = 64 * 1024
+    query_chars: int = 1000
     reason_chars: int = 2000
     labels_per_node: int = 64
     label_chars: int = 100

@@ -18,8 +18,10 @@ from uuid import UUID
 import attrs
 
 from . import _readiness as readiness
+from . import _search as search
 from ._errors import Conflict
 from ._models import (
+    Comment,
     Edge,
     Event,
     Identity,
@@ -29,10 +31,11 @@ from ._models import (
     Principal,
     PrincipalKind,
     Project,
+    Revision,
     Status,
 )
 from ._refs import new_id
-from ._store import Derived, ReadyQuery, StoredRequest
+from ._store import Derived, ReadyQuery, SearchQuery, StoredRequest
 
 Undo = Callable[[], None]
 
@@ -55,6 +58,7 @@ class _State:
         self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
         self.events: list[Event] = []
         self.identities: dict[UUID, Identity] = {}
+        self.comments: dict[UUID, Comment] = {}
 
 
 class MemoryStore:
@@ -513,6 +517,50 @@ class MemoryTx:
         key = (self._org, principal_id, request_id)
         old = self._s.requests[key]
         self._set(self._s.requests, key, attrs.evolve(old, response=response))
+
+    # comments
+    async def insert_comment(self, comment: Comment) -> None:
+        self._set(self._s.comments, comment.id, comment)
+
+    async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
+        self._set(self._s.comments, comment.id, comment)  # it carries its revisions
+
+    async def comment_by_id(self, comment_id: UUID, *, lock: bool = False) -> Comment | None:
+        found = self._s.comments.get(comment_id)
+        return found if found is not None and found.org_id == self._org else None
+
+    async def comments_of(self, node_ids: Collection[UUID]) -> list[Comment]:
+        wanted = set(node_ids)
+        rows = [
+            c for c in self._s.comments.values() if c.org_id == self._org and c.node_id in wanted
+        ]
+        return sorted(rows, key=lambda c: (c.created_at, c.id))
+
+    async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
+        unresolved = [c for c in await self.comments_of([node_id]) if c.resolved_at is None]
+        return len(unresolved), max((c.created_at for c in unresolved), default=None)
+
+    # search
+    async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:
+        by_node: dict[UUID, list[Comment]] = {}
+        for c in self._s.comments.values():
+            if c.org_id == self._org:
+                by_node.setdefault(c.node_id, []).append(c)
+        hits: list[tuple[Node, float]] = []
+        for n in self._s.nodes.values():
+            if n.org_id != self._org or (query.projects and n.project_id not in query.projects):
+                continue
+            if (
+                self._s.projects[n.project_id].archived_at is not None
+                and not query.include_archived
+            ):
+                continue
+            fields = search.node_fields(n.title, n.body, n.result, by_node.get(n.id, ()))
+            score = search.rank(fields, query.terms)
+            if score is not None:
+                hits.append((n, score))
+        hits.sort(key=lambda h: (-h[1], h[0].project_id, h[0].number))
+        return hits[: query.limit]
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None:

@@ -198,6 +198,37 @@ class Lease:
 
 
 @attrs.frozen(kw_only=True)
+class Revision:
+    """A comment's body as it was before an edit: what it said, who wrote it, when."""
+
+    body: str
+    author_id: UUID
+    at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Comment:
+    """Content attached to a node: its own entity, never an event.
+
+    ``resolved_at``/``resolved_by`` are set once; ``revisions`` keeps every
+    prior body, oldest first.
+    """
+
+    id: UUID
+    org_id: UUID
+    project_id: UUID
+    node_id: UUID
+    author_id: UUID
+    body: str
+    in_reply_to: UUID | None = None
+    created_at: datetime
+    edited_at: datetime | None = None
+    resolved_at: datetime | None = None
+    resolved_by: UUID | None = None
+    revisions: tuple[Revision, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class Event:
     """Immutable record of one change: who, what, why, before and after."""
 

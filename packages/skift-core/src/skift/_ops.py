@@ -116,6 +116,16 @@ class RemoveEdge:
     op: str = attrs.field(default="remove_edge", init=False)
 
 
+@attrs.frozen(kw_only=True)
+class AddComment:
+    """A comment on a node (an alias of this patch works); ``reply_to`` is a comment id."""
+
+    node: str
+    body: str
+    reply_to: str | None = None
+    op: str = attrs.field(default="add_comment", init=False)
+
+
 Op = (
     CreateNode
     | UpdateNode
@@ -126,6 +136,7 @@ Op = (
     | UnholdNode
     | AddEdge
     | RemoveEdge
+    | AddComment
 )
 
 OP_TYPES: dict[str, type[Op]] = {
@@ -138,6 +149,7 @@ OP_TYPES: dict[str, type[Op]] = {
     "unhold_node": UnholdNode,
     "add_edge": AddEdge,
     "remove_edge": RemoveEdge,
+    "add_comment": AddComment,
 }
 
 STRUCTURAL_OPS = (AddEdge, RemoveEdge)

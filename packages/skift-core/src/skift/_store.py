@@ -24,6 +24,7 @@ import attrs
 
 from ._models import (
     AssigneeKind,
+    Comment,
     Edge,
     Event,
     Identity,
@@ -33,6 +34,7 @@ from ._models import (
     Principal,
     PrincipalKind,
     Project,
+    Revision,
     Status,
 )
 
@@ -85,6 +87,23 @@ class ReadyQuery:
     after_project: UUID | None = None
     limit: int = 50
     offset: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class SearchQuery:
+    """A search with its words already split and lowercased (``skift._search.words``).
+
+    A node matches when every term occurs in its title, body, result or the
+    body of one of its comments (together, not necessarily in one field).
+    Archived projects are left out unless ``include_archived``; ``projects``
+    empty means every project of the organization. Results are ranked best
+    first (ties by project id, then number).
+    """
+
+    terms: tuple[str, ...]
+    projects: tuple[UUID, ...] = ()
+    include_archived: bool = False
+    limit: int = 20
 
 
 @attrs.frozen(kw_only=True)
@@ -221,6 +240,26 @@ class Tx(Protocol):
     async def save_response(
         self, principal_id: UUID, request_id: str, response: dict[str, Any]
     ) -> None: ...
+
+    # comments
+    async def insert_comment(self, comment: Comment) -> None: ...
+    async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
+        """Write a comment's body, edit and resolution; ``revision`` (the prior body) is appended."""
+        ...
+
+    async def comment_by_id(self, comment_id: UUID, *, lock: bool = False) -> Comment | None: ...
+    async def comments_of(self, node_ids: Collection[UUID]) -> list[Comment]:
+        """The comments on these nodes, with their revisions, oldest first."""
+        ...
+
+    async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
+        """How many of a node's comments are unresolved, and when the newest of them was written."""
+        ...
+
+    # search
+    async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:
+        """The matching nodes with their rank, best first (see :class:`SearchQuery`)."""
+        ...
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None: ...

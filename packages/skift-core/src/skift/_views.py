@@ -149,6 +149,44 @@ class CommentsHint:
 
 
 @attrs.frozen(kw_only=True)
+class CommentRevision:
+    """A comment's body before one of its edits, attributed to who wrote it."""
+
+    body: str
+    author: str
+    author_kind: str
+    at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class CommentInfo:
+    """A comment as a caller sees it: ``in_reply_to`` threads it, ``revisions`` are prior bodies."""
+
+    id: str
+    node: str
+    node_title: str
+    author: str
+    author_kind: str
+    body: str
+    in_reply_to: str | None
+    created_at: datetime
+    edited_at: datetime | None = None
+    resolved_at: datetime | None = None
+    resolved_by: str | None = None
+    revisions: tuple[CommentRevision, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class SearchHit:
+    """One node a search found: ``matched`` names the fields holding a query word."""
+
+    node: NodeInfo
+    rank: float
+    matched: tuple[str, ...]
+    snippet: str
+
+
+@attrs.frozen(kw_only=True)
 class Claim:
     node: NodeInfo
     lease: LeaseInfo

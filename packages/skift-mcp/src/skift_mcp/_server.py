@@ -400,7 +400,9 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
         Returns the node (its body is the task), a lease (keep `lease.id`:
         heartbeat, complete, release, gate and patches on this node need it),
         and `inputs`: results of the nodes it waited on, each attributed to the
-        principal that wrote it. Filters apply only without `ref`.
+        principal that wrote it. Filters apply only without `ref`. A parent
+        whose children closed comes back for synthesis: read their results
+        with `list` (`parent`) and `get`.
         A refusal says why the node is not claimable (blocked, leased, held,
         a gate for a person...) and what to do instead; "nothing_ready" means
         no matching work: wait (`wait_seconds`) or stop.
@@ -458,11 +460,11 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
     ) -> Annotated[CallToolResult, PatchOut]:
         """Finish a node you claimed, with its result; this ends your lease.
 
-        Complete only when the node's work is done. A node that still has open
-        children cannot be completed: finish or drop them first. A fencing
-        refusal means your lease is not the node's live lease any more (it
-        expired or was released): your result was not recorded; do not retry
-        with that lease.
+        Complete only when the node's work is done; if you split it into
+        children instead, do not complete it (see `patch`). A "conflict"
+        refusal about the lease means it is not the node's live lease any
+        more (it expired or was released): your result was not recorded; do
+        not retry with that lease.
         """
         res = await sk.complete(ref, lease=lease, result=result, project=project)
         return r.result(r.patch_result(res, verbose=verbose))
@@ -476,7 +478,8 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
             Literal["crash", "budget", "preempted"],
             Field(
                 description="crash: you cannot do it; budget: you ran out of budget; "
-                "preempted: something more urgent came up."
+                "preempted: you stop for another reason (other work, or it now waits on "
+                "children you filed)."
             ),
         ],
         project: Project = None,
@@ -484,8 +487,9 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
     ) -> Annotated[CallToolResult, ReleaseOut]:
         """Give a node back unfinished; it returns to the ready set for another attempt.
 
-        To ask a person for something, use `gate` instead; to split the work,
-        `patch` child nodes under it.
+        To ask a person for something, use `gate` instead. After splitting
+        the node into children with `patch`, release it with "preempted":
+        it comes back (to you or another agent) when its children close.
         """
         n = await sk.release(ref, lease=lease, reason=reason, project=project)
         return r.result({"node": r.node(n, verbose=verbose)})
@@ -540,8 +544,9 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
         """Change the graph atomically: create, link, update, drop, reopen nodes, in one flat list.
 
         Decompose a node you hold by creating children with `parent` set to it
-        (and `lease` set to your lease): your node becomes ready again when
-        they are all closed, to synthesize their results. `alias` on
+        (and `lease` set to your lease); then `release` it (or `gate` it): it
+        becomes ready again when the children are all closed, to synthesize
+        their results. `alias` on
         create_node names a new node for later operations of the same patch;
         `blocked_by` lists what must finish first. All operations apply or
         none does. `created` maps each alias to its new ref. An invalid

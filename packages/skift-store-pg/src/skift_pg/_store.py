@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from skift import (
     AssigneeKind,
+    Comment,
     Conflict,
     Derived,
     Edge,
@@ -45,6 +46,8 @@ from skift import (
     Project,
     ReadyQuery,
     ReleaseReason,
+    Revision,
+    SearchQuery,
     Status,
     StoredRequest,
     TransientError,
@@ -191,6 +194,23 @@ def event_from_row(row: Row) -> Event:
         before=row["before"],
         after=row["after"],
         occurred_at=row["occurred_at"],
+    )
+
+
+def comment_from_row(row: Row, revisions: tuple[Revision, ...] = ()) -> Comment:
+    return Comment(
+        id=row["id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        node_id=row["node_id"],
+        author_id=row["author_id"],
+        body=row["body"],
+        in_reply_to=row["in_reply_to"],
+        created_at=row["created_at"],
+        edited_at=row["edited_at"],
+        resolved_at=row["resolved_at"],
+        resolved_by=row["resolved_by"],
+        revisions=revisions,
     )
 
 
@@ -767,6 +787,75 @@ class PgTx:
         await self.write(
             "save_response", principal=principal_id, rid=request_id, response=Jsonb(response)
         )
+
+    # comments
+    async def insert_comment(self, comment: Comment) -> None:
+        await self.write(
+            "insert_comment",
+            id=comment.id,
+            project_id=comment.project_id,
+            node_id=comment.node_id,
+            author_id=comment.author_id,
+            body=comment.body,
+            in_reply_to=comment.in_reply_to,
+            created_at=comment.created_at,
+            edited_at=comment.edited_at,
+            resolved_at=comment.resolved_at,
+            resolved_by=comment.resolved_by,
+        )
+
+    async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
+        if revision is not None:
+            await self.write(
+                "insert_comment_revision",
+                comment=comment.id,
+                body=revision.body,
+                author=revision.author_id,
+                at=revision.at,
+            )
+        await self.write(
+            "update_comment",
+            id=comment.id,
+            body=comment.body,
+            edited_at=comment.edited_at,
+            resolved_at=comment.resolved_at,
+            resolved_by=comment.resolved_by,
+        )
+
+    async def _with_revisions(self, rows: list[Row]) -> list[Comment]:
+        if not rows:
+            return []
+        revisions: dict[UUID, list[Revision]] = {}
+        for r in await self.rows("comment_revisions", ids=[row["id"] for row in rows]):
+            revisions.setdefault(r["comment_id"], []).append(
+                Revision(body=r["body"], author_id=r["author_id"], at=r["at"])
+            )
+        return [comment_from_row(row, tuple(revisions.get(row["id"], ()))) for row in rows]
+
+    async def comment_by_id(self, comment_id: UUID, *, lock: bool = False) -> Comment | None:
+        row = await self.row("comment_by_id_locked" if lock else "comment_by_id", id=comment_id)
+        return (await self._with_revisions([row]))[0] if row else None
+
+    async def comments_of(self, node_ids: Collection[UUID]) -> list[Comment]:
+        if not node_ids:
+            return []
+        return await self._with_revisions(await self.rows("comments_of", ids=list(node_ids)))
+
+    async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
+        row = await self.row("comment_hint", id=node_id)
+        assert row is not None
+        return int(row["unresolved"]), row["newest_at"]
+
+    # search
+    async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:
+        rows = await self.rows(
+            "search",
+            terms=list(query.terms),
+            projects=list(query.projects),
+            archived=query.include_archived,
+            limit=query.limit,
+        )
+        return [(node_from_row(r), float(r["rank"])) for r in rows]
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None:
