@@ -62,11 +62,7 @@ def result(structured: dict[str, Any]) -> CallToolResult:
     def walk(value: Any) -> Any:
         if isinstance(value, Content):
             blocks.append(value)
-            return {
-                "author": value["author"],
-                "author_kind": value["author_kind"],
-                "content": len(blocks),
-            }
+            return {**{k: v for k, v in value.items() if k != "text"}, "content": len(blocks)}
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
         if isinstance(value, list | tuple):
@@ -171,3 +167,31 @@ def page(p: skift.ReadyPage, nodes: list[dict[str, Any]]) -> dict[str, Any]:
 
 def explanation(e: skift.Explanation) -> dict[str, Any]:
     return skift.to_json(e)
+
+
+def artifact(a: object, *, verbose: bool = False) -> dict[str, Any]:
+    """An artifact, attributed; its text parts are content (fenced in the text rendering)."""
+    d: dict[str, Any] = dict(skift.to_json(a))
+    author = (str(d.get("author")), str(d.get("author_kind")))
+    where = f"{d.get('node', '')} artifact {d.get('name', '')}".strip()
+    parts: list[Any] = []
+    for i, part in enumerate(d.get("parts") or []):
+        p: dict[str, Any] = dict(part)
+        if p.get("type") == "text":
+            c = Content(
+                of=f"{where} part {i}",
+                text=str(p.pop("text", "")),
+                author=author[0],
+                author_kind=author[1],
+            )
+            c.update(p)
+            parts.append(c)
+        else:
+            parts.append(p)
+    d["parts"] = parts
+    if not verbose:
+        d.pop("id", None)
+        d.pop("created_at", None)
+        if not d.get("metadata"):
+            d.pop("metadata", None)
+    return d

@@ -264,7 +264,7 @@ async def _input(sk: Api, i: skift.Input, verbose: bool) -> dict[str, Any]:
     if res is not None:
         out["result"] = res
     if i.artifacts or verbose:
-        out["artifacts"] = [dict(a) for a in i.artifacts]
+        out["artifacts"] = [r.artifact(a, verbose=verbose) for a in i.artifacts]
     return out
 
 
