@@ -481,6 +481,59 @@ class RemoteSkift:
 
     # ------------------------------------------------------------ principals and tokens
 
+    # ------------------------------------------------------------ comments
+
+    async def add_comment(
+        self,
+        ref: str,
+        body: str,
+        *,
+        reply_to: str | None = None,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.CommentInfo:
+        req = v1.AddCommentRequest(
+            ref=ref,
+            body=body,
+            reply_to=reply_to,
+            project=project,
+            request_id=_request_id(request_id),
+        )
+        return c.comment_view(await self._call("AddComment", req, v1.Comment, safe=True))
+
+    async def edit_comment(self, comment_id: str, body: str) -> skift.CommentInfo:
+        req = v1.EditCommentRequest(id=comment_id, body=body)
+        return c.comment_view(await self._call("EditComment", req, v1.Comment, safe=False))
+
+    async def resolve_comment(self, comment_id: str) -> skift.CommentInfo:
+        # resolving a resolved comment changes nothing, so a retry is harmless
+        req = v1.ResolveCommentRequest(id=comment_id)
+        return c.comment_view(await self._call("ResolveComment", req, v1.Comment, safe=True))
+
+    async def comments(self, ref: str, *, project: str | None = None) -> list[skift.CommentInfo]:
+        req = v1.NodeRequest(ref=ref, project=project)
+        got = await self._call("ListComments", req, v1.ListCommentsResponse, safe=True)
+        return [c.comment_view(x) for x in got.comments]
+
+    # ------------------------------------------------------------ search
+
+    async def search(
+        self,
+        query: str,
+        *,
+        projects: Sequence[str] | None = None,
+        limit: int = 20,
+        include_archived: bool = False,
+    ) -> list[skift.SearchHit]:
+        req = v1.SearchRequest(
+            query=query,
+            projects=list(projects or ()),
+            limit=limit,
+            include_archived=include_archived,
+        )
+        got = await self._call("Search", req, v1.SearchResponse, safe=True)
+        return [c.search_hit_view(h) for h in got.hits]
+
     async def add_principal(
         self,
         name: str,

@@ -205,6 +205,34 @@ def claim_pb(c: skift.Claim) -> v1.Claim:
     )
 
 
+def comment_pb(x: skift.CommentInfo) -> v1.Comment:
+    return v1.Comment(
+        id=x.id,
+        node=x.node,
+        node_title=x.node_title,
+        author=x.author,
+        author_kind=x.author_kind,
+        body=x.body,
+        in_reply_to=x.in_reply_to,
+        created_at=_utc(x.created_at),
+        edited_at=_utc(x.edited_at),
+        resolved_at=_utc(x.resolved_at),
+        resolved_by=x.resolved_by,
+        revisions=[
+            v1.CommentRevision(
+                body=r.body, author=r.author, author_kind=r.author_kind, at=_utc(r.at)
+            )
+            for r in x.revisions
+        ],
+    )
+
+
+def search_hit_pb(h: skift.SearchHit) -> v1.SearchHit:
+    return v1.SearchHit(
+        node=node_pb(h.node), rank=h.rank, matched=list(h.matched), snippet=h.snippet
+    )
+
+
 def focus_pb(f: skift.FocusResult) -> v1.FocusResult:
     return v1.FocusResult(
         scope=f.scope,
@@ -382,6 +410,37 @@ def claim_view(m: v1.Claim) -> skift.Claim:
     )
 
 
+def comment_view(m: v1.Comment) -> skift.CommentInfo:
+    return skift.CommentInfo(
+        id=m.id,
+        node=m.node,
+        node_title=m.node_title,
+        author=m.author,
+        author_kind=m.author_kind,
+        body=m.body,
+        in_reply_to=m.in_reply_to,
+        created_at=_ts(m.created_at),
+        edited_at=_opt_ts(m.edited_at),
+        resolved_at=_opt_ts(m.resolved_at),
+        resolved_by=m.resolved_by,
+        revisions=tuple(
+            skift.CommentRevision(
+                body=r.body, author=r.author, author_kind=r.author_kind, at=_ts(r.at)
+            )
+            for r in m.revisions
+        ),
+    )
+
+
+def search_hit_view(m: v1.SearchHit) -> skift.SearchHit:
+    return skift.SearchHit(
+        node=node_view(m.node or v1.Node()),
+        rank=m.rank,
+        matched=tuple(m.matched),
+        snippet=m.snippet,
+    )
+
+
 def focus_view(m: v1.FocusResult) -> skift.FocusResult:
     return skift.FocusResult(
         scope=m.scope,
@@ -480,6 +539,7 @@ _OP_MESSAGES: dict[str, type[Any]] = {
     "unhold_node": v1.UnholdNode,
     "add_edge": v1.AddEdge,
     "remove_edge": v1.RemoveEdge,
+    "add_comment": v1.AddComment,
 }
 
 

@@ -240,6 +240,46 @@ async def _sweep_expired(
     return v1.SweepExpiredResponse(expired=n)
 
 
+# ------------------------------------------------------------------ comments
+
+
+async def _add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.Comment:
+    got = await sk.add_comment(
+        r.ref,
+        r.body,
+        reply_to=r.reply_to,
+        project=r.project,
+        request_id=r.request_id or None,
+    )
+    return c.comment_pb(got)
+
+
+async def _edit_comment(sk: skift.LocalSkift, r: v1.EditCommentRequest) -> v1.Comment:
+    return c.comment_pb(await sk.edit_comment(r.id, r.body))
+
+
+async def _resolve_comment(sk: skift.LocalSkift, r: v1.ResolveCommentRequest) -> v1.Comment:
+    return c.comment_pb(await sk.resolve_comment(r.id))
+
+
+async def _list_comments(sk: skift.LocalSkift, r: v1.NodeRequest) -> v1.ListCommentsResponse:
+    got = await sk.comments(r.ref, project=r.project)
+    return v1.ListCommentsResponse(comments=[c.comment_pb(x) for x in got])
+
+
+# ------------------------------------------------------------------ search
+
+
+async def _search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse:
+    got = await sk.search(
+        r.query,
+        projects=list(r.projects),
+        include_archived=r.include_archived,
+        **_opt(limit=_limit(r.limit)),
+    )
+    return v1.SearchResponse(hits=[c.search_hit_pb(h) for h in got])
+
+
 # ------------------------------------------------------------------ events
 
 
@@ -305,6 +345,11 @@ HANDLERS: Final[dict[str, Handler]] = {
     "Leases": _leases,
     "SweepExpired": _sweep_expired,
     "Events": _events,
+    "AddComment": _add_comment,
+    "EditComment": _edit_comment,
+    "ResolveComment": _resolve_comment,
+    "ListComments": _list_comments,
+    "Search": _search,
     "AddPrincipal": _add_principal,
     "ListPrincipals": _list_principals,
     "AttachIdentity": _attach_identity,

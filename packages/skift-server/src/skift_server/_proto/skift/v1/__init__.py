@@ -7,6 +7,8 @@
 # This file has been @generated
 
 __all__ = (
+    "AddComment",
+    "AddCommentRequest",
     "AddEdge",
     "AddPrincipalRequest",
     "ArchiveProjectRequest",
@@ -16,6 +18,8 @@ __all__ = (
     "ClaimNextRequest",
     "ClaimRequest",
     "ClearFocusRequest",
+    "Comment",
+    "CommentRevision",
     "CommentsHint",
     "CompleteNode",
     "CompleteRequest",
@@ -25,6 +29,7 @@ __all__ = (
     "CreateTokenResponse",
     "DropNode",
     "DropRequest",
+    "EditCommentRequest",
     "Error",
     "Event",
     "EventsRequest",
@@ -41,6 +46,7 @@ __all__ = (
     "Labels",
     "Lease",
     "LeasesResponse",
+    "ListCommentsResponse",
     "ListNodesRequest",
     "ListPrincipalsRequest",
     "ListPrincipalsResponse",
@@ -63,9 +69,13 @@ __all__ = (
     "RemoveEdge",
     "ReopenNode",
     "ReopenRequest",
+    "ResolveCommentRequest",
     "Resolved",
     "RevokeTokenRequest",
     "RevokeTokenResponse",
+    "SearchHit",
+    "SearchRequest",
+    "SearchResponse",
     "SkiftBase",
     "SkiftStub",
     "SweepExpiredRequest",
@@ -92,6 +102,66 @@ if TYPE_CHECKING:
 
 _COMPILER_VERSION = "0.10.1"
 betterproto2.check_compiler_version(_COMPILER_VERSION)
+
+
+@dataclass(eq=False, repr=False)
+class AddComment(betterproto2.Message):
+    """
+    Comment on a node: the `add_comment` patch operation.
+    """
+
+    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node (a reference, or an alias created earlier in the patch).
+    """
+
+    body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The comment, markdown.
+    """
+
+    reply_to: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The id of the comment this one answers (on the same node).
+    """
+
+
+default_message_pool.register_message("skift.v1", "AddComment", AddComment)
+
+
+@dataclass(eq=False, repr=False)
+class AddCommentRequest(betterproto2.Message):
+    """
+    AddComment's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The comment, markdown.
+    """
+
+    reply_to: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The id of the comment this one answers (on the same node).
+    """
+
+    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AddCommentRequest", AddCommentRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -355,6 +425,119 @@ class ClearFocusRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ClearFocusRequest", ClearFocusRequest)
+
+
+@dataclass(eq=False, repr=False)
+class Comment(betterproto2.Message):
+    """
+    A comment on a node: its own entity, threaded by `in_reply_to`, edited
+    with every prior body kept, resolved once.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The comment id (ULID).
+    """
+
+    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    `slug#N` of the node it is on.
+    """
+
+    node_title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    That node's title.
+    """
+
+    author: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The principal that wrote it.
+    """
+
+    author_kind: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    user, agent or service.
+    """
+
+    body: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    The body, markdown.
+    """
+
+    in_reply_to: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+    """
+    The id of the comment it answers.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        8, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was written.
+    """
+
+    edited_at: "datetime.datetime | None" = betterproto2.field(
+        9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was last edited.
+    """
+
+    resolved_at: "datetime.datetime | None" = betterproto2.field(
+        10, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was resolved.
+    """
+
+    resolved_by: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
+    """
+    Who resolved it.
+    """
+
+    revisions: "list[CommentRevision]" = betterproto2.field(
+        12, betterproto2.TYPE_MESSAGE, repeated=True
+    )
+    """
+    Its prior bodies, oldest first.
+    """
+
+
+default_message_pool.register_message("skift.v1", "Comment", Comment)
+
+
+@dataclass(eq=False, repr=False)
+class CommentRevision(betterproto2.Message):
+    """
+    ============================================================== comments
+
+    A comment's body before one of its edits, attributed to who wrote it.
+    """
+
+    body: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The prior body.
+    """
+
+    author: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The principal that wrote it.
+    """
+
+    author_kind: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    user, agent or service.
+    """
+
+    at: "datetime.datetime | None" = betterproto2.field(
+        4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When that body was written.
+    """
+
+
+default_message_pool.register_message("skift.v1", "CommentRevision", CommentRevision)
 
 
 @dataclass(eq=False, repr=False)
@@ -642,6 +825,26 @@ class DropRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "DropRequest", DropRequest)
+
+
+@dataclass(eq=False, repr=False)
+class EditCommentRequest(betterproto2.Message):
+    """
+    EditComment's request.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The comment id.
+    """
+
+    body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The new body.
+    """
+
+
+default_message_pool.register_message("skift.v1", "EditCommentRequest", EditCommentRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -1186,6 +1389,21 @@ default_message_pool.register_message("skift.v1", "LeasesResponse", LeasesRespon
 
 
 @dataclass(eq=False, repr=False)
+class ListCommentsResponse(betterproto2.Message):
+    """
+    ListComments' response.
+    """
+
+    comments: "list[Comment]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The node's comments, oldest first.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListCommentsResponse", ListCommentsResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ListNodesRequest(betterproto2.Message):
     """
     Ready's and ListNodes' request.
@@ -1568,9 +1786,14 @@ class PatchOp(betterproto2.Message):
     )
     """
     Remove an edge.
+    """
 
-    10: attach_artifact and 11: add_comment are added by the artifacts and
-    comments issues.
+    add_comment: "AddComment | None" = betterproto2.field(
+        11, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+    )
+    """
+    10: attach_artifact is added by the artifacts issue.
+    Comment on a node (an alias of this patch works).
     """
 
 
@@ -1965,6 +2188,21 @@ default_message_pool.register_message("skift.v1", "ReopenRequest", ReopenRequest
 
 
 @dataclass(eq=False, repr=False)
+class ResolveCommentRequest(betterproto2.Message):
+    """
+    ResolveComment's request.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The comment id.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ResolveCommentRequest", ResolveCommentRequest)
+
+
+@dataclass(eq=False, repr=False)
 class Resolved(betterproto2.Message):
     """
     What a reference resolves to, with the title so a caller can check itself.
@@ -2014,6 +2252,84 @@ class RevokeTokenResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "RevokeTokenResponse", RevokeTokenResponse)
+
+
+@dataclass(eq=False, repr=False)
+class SearchHit(betterproto2.Message):
+    """
+    One node a search found.
+    """
+
+    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The node.
+    """
+
+    rank: "float" = betterproto2.field(2, betterproto2.TYPE_DOUBLE)
+    """
+    Its rank (higher is better; comparable only within one response).
+    """
+
+    matched: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Which fields hold a query word: title, body, result, comment.
+    """
+
+    snippet: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Short plain text around the first match.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SearchHit", SearchHit)
+
+
+@dataclass(eq=False, repr=False)
+class SearchRequest(betterproto2.Message):
+    """
+    ============================================================== search
+
+    Search's request.
+    """
+
+    query: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The words to look for; every one must occur in a node's title, body,
+    result or comments.
+    """
+
+    projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Only these projects (slugs or ids); every project when empty.
+    """
+
+    limit: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
+    """
+    At most this many hits; 20 when absent, capped by the page size limit.
+    """
+
+    include_archived: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+    """
+    Search archived projects too.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SearchRequest", SearchRequest)
+
+
+@dataclass(eq=False, repr=False)
+class SearchResponse(betterproto2.Message):
+    """
+    Search's response.
+    """
+
+    hits: "list[SearchHit]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The hits, best first.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SearchResponse", SearchResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2875,6 +3191,115 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def add_comment(
+        self,
+        message: "AddCommentRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "Comment":
+        """
+        ---- comments
+
+        Comment on a node. Safe to retry with the same request id.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/AddComment",
+            message,
+            Comment,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def edit_comment(
+        self,
+        message: "EditCommentRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "Comment":
+        """
+        Replace a comment's body (its author only); the prior body is kept.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/EditComment",
+            message,
+            Comment,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def resolve_comment(
+        self,
+        message: "ResolveCommentRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "Comment":
+        """
+        Resolve a comment, once; resolving it again returns it unchanged.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/ResolveComment",
+            message,
+            Comment,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_comments(
+        self,
+        message: "NodeRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListCommentsResponse":
+        """
+        A node's comments, oldest first.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/ListComments",
+            message,
+            ListCommentsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def search(
+        self,
+        message: "SearchRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "SearchResponse":
+        """
+        ---- search
+
+        Nodes whose title, body, result and comments hold every word, best first.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/Search",
+            message,
+            SearchResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -3132,6 +3557,45 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def add_comment(self, message: "AddCommentRequest") -> "Comment":
+        """
+        ---- comments
+
+        Comment on a node. Safe to retry with the same request id.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def edit_comment(self, message: "EditCommentRequest") -> "Comment":
+        """
+        Replace a comment's body (its author only); the prior body is kept.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def resolve_comment(self, message: "ResolveCommentRequest") -> "Comment":
+        """
+        Resolve a comment, once; resolving it again returns it unchanged.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_comments(self, message: "NodeRequest") -> "ListCommentsResponse":
+        """
+        A node's comments, oldest first.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def search(self, message: "SearchRequest") -> "SearchResponse":
+        """
+        ---- search
+
+        Nodes whose title, body, result and comments hold every word, best first.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, Project]"
     ) -> None:
@@ -3380,6 +3844,46 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         response = await self.revoke_token(request)
         await stream.send_message(response)
 
+    async def __rpc_add_comment(
+        self, stream: "grpclib.server.Stream[AddCommentRequest, Comment]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.add_comment(request)
+        await stream.send_message(response)
+
+    async def __rpc_edit_comment(
+        self, stream: "grpclib.server.Stream[EditCommentRequest, Comment]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.edit_comment(request)
+        await stream.send_message(response)
+
+    async def __rpc_resolve_comment(
+        self, stream: "grpclib.server.Stream[ResolveCommentRequest, Comment]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.resolve_comment(request)
+        await stream.send_message(response)
+
+    async def __rpc_list_comments(
+        self, stream: "grpclib.server.Stream[NodeRequest, ListCommentsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_comments(request)
+        await stream.send_message(response)
+
+    async def __rpc_search(
+        self, stream: "grpclib.server.Stream[SearchRequest, SearchResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.search(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.Skift/CreateProject": grpclib.const.Handler(
@@ -3579,5 +4083,35 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 RevokeTokenRequest,
                 RevokeTokenResponse,
+            ),
+            "/skift.v1.Skift/AddComment": grpclib.const.Handler(
+                self.__rpc_add_comment,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                AddCommentRequest,
+                Comment,
+            ),
+            "/skift.v1.Skift/EditComment": grpclib.const.Handler(
+                self.__rpc_edit_comment,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                EditCommentRequest,
+                Comment,
+            ),
+            "/skift.v1.Skift/ResolveComment": grpclib.const.Handler(
+                self.__rpc_resolve_comment,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ResolveCommentRequest,
+                Comment,
+            ),
+            "/skift.v1.Skift/ListComments": grpclib.const.Handler(
+                self.__rpc_list_comments,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                NodeRequest,
+                ListCommentsResponse,
+            ),
+            "/skift.v1.Skift/Search": grpclib.const.Handler(
+                self.__rpc_search,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                SearchRequest,
+                SearchResponse,
             ),
         }
