@@ -1,0 +1,291 @@
+"""The command line run in this process (``skift_cli._app.run``), against the shared server.
+
+Parsing, defaults, usage errors, completion, the docs and the smaller
+commands: what the acceptance tests do not need a fresh process for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from cli_harness import PAGE_KEYS, Cli, assert_node, assert_patch
+
+from skift_cli._app import cli as root
+from skift_cli._app import run
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+GLOBAL_OPTIONS = {"--project", "--json", "--server", "--help"}
+
+
+class Ran:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def __repr__(self) -> str:
+        return f"<exit {self.code}\nstdout:\n{self.out}\nstderr:\n{self.err}>"
+
+
+Run = Callable[..., Ran]
+
+
+@pytest.fixture
+def sk(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> Run:
+    for var in ("SKIFT_PROJECT", "SKIFT_TOKEN", "SKIFT_SERVER"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SKIFT_SERVER", cli.server.url)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def go(*args: str, expect: int | None = 0) -> Ran:
+        capsys.readouterr()
+        code = run(list(args))
+        got = capsys.readouterr()
+        ran = Ran(code, got.out, got.err)
+        if expect is not None:
+            assert code == expect, ran
+        return ran
+
+    return go
+
+
+def _commands() -> list[tuple[str, click.Command]]:
+    out: list[tuple[str, click.Command]] = []
+
+    def walk(cmd: click.Command, path: str) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, f"{path} {name}")
+        else:
+            out.append((path, cmd))
+
+    walk(root, "skift")
+    return out
+
+
+def _runs(line: str, path: str) -> bool:
+    """Whether a ``$ …`` example line runs the command ``path`` (global options may come first)."""
+    if not line.startswith("$ "):
+        return False
+    words = line[2:].split()
+    starts = [i for i, w in enumerate(words) if w == "skift" or w.endswith("$(skift")]
+    for i in starts:
+        rest = words[i + 1 :]
+        while rest and rest[0] in ("-p", "--project", "--server", "--json"):
+            rest = rest[1:] if rest[0] == "--json" else rest[2:]
+        if rest[: len(path.split()) - 1] == path.split()[1:]:
+            return True
+    return False
+
+
+def test_docs_cover_every_command_and_flag() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^### `(skift[^`]*)`\n(.*?)(?=^### |^## |\Z)", text, re.M | re.S))
+    for path, cmd in _commands():
+        assert path in sections, f"docs/cli.md has no section for {path}"
+        body = sections[path]
+        assert any(_runs(line, path) for line in body.splitlines()), f"{path} has no example"
+        for param in cmd.params:
+            for opt in getattr(param, "opts", []):
+                if opt.startswith("--") and opt not in GLOBAL_OPTIONS:
+                    assert opt in body, f"docs/cli.md: {path} does not mention {opt}"
+    assert set(sections) == {p for p, _ in _commands()}, "a section documents no command"
+
+
+def test_every_command_has_help(sk: Run) -> None:
+    for path, _ in _commands():
+        words = path.split()[1:]
+        if words[0] in ("serve", "mcp"):
+            continue  # their help is the delegate's (argparse), checked below
+        assert "Usage:" in sk(*words, "--help").out
+
+
+def test_global_options_before_or_after_the_subcommand(cli: Cli, sk: Run) -> None:
+    p, _ = cli.project("globals", "one")
+    before = sk("-p", p, "--json", "ready").json()
+    after = sk("ready", "-p", p, "--json").json()
+    assert before == after
+    assert set(before) == PAGE_KEYS
+    assert [n["project"] for n in before["nodes"]] == [p]
+    # --server after the subcommand too
+    sk("ready", "--server", "unix:///nonexistent.sock", expect=4)
+
+
+def test_defaults_come_from_flags_then_environment_then_the_config_file(
+    cli: Cli, sk: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    a, _ = cli.project("config a", "a one")
+    b, _ = cli.project("config b", "b one")
+    monkeypatch.delenv("SKIFT_SERVER")
+    written = sk("init", "--server", cli.server.url, "-p", a, "--output", "json", "--no-input")
+    config = tmp_path / "config" / "skift" / "config.toml"
+    assert str(config) in written.out
+    assert f'project = "{a}"' in config.read_text()
+
+    # config: server, project and JSON output
+    assert {n["project"] for n in sk("ready").json()["nodes"]} == {a}
+    monkeypatch.setenv("SKIFT_PROJECT", b)  # the environment wins over the file
+    assert {n["project"] for n in sk("ready").json()["nodes"]} == {b}
+    assert {n["project"] for n in sk("ready", "-p", a).json()["nodes"]} == {a}  # the flag wins
+    config.write_text("project = [broken")
+    assert "config.toml" in sk("ready", expect=2).err
+
+
+def test_usage_errors_exit_2_with_a_json_error(cli: Cli, sk: Run) -> None:
+    p, (ref,) = cli.project("usage", "one")
+    for args in (
+        ["drop", ref, "--reason", "x", "--cascade"],  # a cascade states its bound
+        ["drop", ref, "--reason", "x", "--max-nodes", "3"],
+        ["create", "orphan"],  # no project anywhere
+        ["focus", "--reason", "x"],  # nothing to keep
+        ["claim", ref, "--wait", "1m"],
+        ["claim", "--ttl", "soon"],
+        ["release", ref, "--lease", "L", "--reason", "bored"],
+        ["hold", "--reason", "no target"],
+        ["show", "#1", "-p", p, "-p", "another"],
+    ):
+        got = sk(*args, "--json", expect=2)
+        err = json.loads(got.err)["error"]
+        assert err["code"] == "invalid", args
+        assert err["message"]
+
+
+def test_project_commands(sk: Run) -> None:
+    made = sk("project", "create", "Inproc project", "--priority", "p1", "--json").json()
+    slug = made["slug"]
+    assert made["priority"] == "p1"
+    listed = sk("project", "list", "--json").json()["projects"]
+    assert slug in [p["slug"] for p in listed]
+    assert "Inproc project" in sk("project", "show", slug).out
+    renamed = sk("project", "rename", slug, "Renamed", "--slug", f"{slug}-x", "--json").json()
+    assert renamed["slug"] == f"{slug}-x"
+    assert sk("project", "show", slug, "--json").json()["title"] == "Renamed"  # old slug resolves
+    assert sk("project", "archive", f"{slug}-x", "--json").json()["archived"] is True
+    assert slug not in sk("project", "list").out
+
+
+def test_create_show_drop_reopen_release(cli: Cli, sk: Run, tmp_path: Path) -> None:
+    p, _ = cli.project("lifecycle")
+    body = tmp_path / "body.md"
+    body.write_text("the **prompt**")
+    first = sk(
+        "create", "First", "-p", p, "--kind", "spike", "--priority", "p1", "--label", "x",
+        "--body-file", str(body), "--json",
+    ).json()  # fmt: skip
+    assert_patch(first)
+    ref = first["nodes"][0]["ref"]
+    second = sk("create", "Second", "-p", p, "--blocked-by", ref, "--json").json()["nodes"][0]
+    shown = sk("show", ref, "--json").json()
+    assert_node(shown)
+    assert (shown["kind"], shown["priority"], shown["labels"], shown["body"]) == (
+        "spike", "p1", ["x"], "the **prompt**",
+    )  # fmt: skip
+    assert "the **prompt**" in sk("show", "#1", "-p", p).out
+
+    # a cascade larger than its bound is refused (exit 1); within it, both drop
+    assert json.loads(
+        sk("drop", ref, "--reason", "gone", "--cascade", "--max-nodes", "1", "--json", expect=1).err
+    )["error"]["code"] in ("limit", "refused")
+    dropped = sk("drop", ref, "--reason", "gone", "--cascade", "--max-nodes", "2", "--json").json()
+    assert set(dropped["dropped"]) == {ref, second["ref"]}
+    assert sk("reopen", ref, "--reason", "back", "--json").json()["nodes"][0]["status"] == "open"
+
+    lease = sk("claim", ref, "--json").json()["lease"]["id"]
+    released = sk("release", ref, "--lease", lease, "--reason", "budget", "--json").json()
+    assert released["claimed"] is False
+    tree = sk("list", "-p", p).out
+    assert "#1 ready First" in tree
+    assert "#2 dropped Second" in tree  # a reopen is not retroactive
+
+
+def test_events_cursor_and_op_filter(cli: Cli, sk: Run) -> None:
+    _, (ref,) = cli.project("events", "watched")
+    sk("hold", ref, "--reason", "look")
+    got = sk("events", "--op", "hold_node", "--json").json()
+    holds = [e for e in got["events"] if e["node"] == ref]
+    assert [e["op"] for e in holds] == ["hold_node"]
+    assert holds[0]["reason"] == "look"
+    assert holds[0]["cursor"] == holds[0]["id"]
+    assert sk("events", "--cursor", got["cursor"], "--json").json()["events"] == []
+    mine = sk("events", "--node", ref, "--json").json()["events"]
+    assert [e["op"] for e in mine][-1] == "hold_node"
+    assert "hold_node" in sk("events", "--node", ref).out
+
+
+def test_principals_and_tokens(sk: Run) -> None:
+    added = sk("principal", "add", "inproc-bot", "--kind", "service", "--json").json()
+    assert added["kind"] == "service"
+    token = sk("token", "create", "inproc-bot", "--json").json()
+    assert token["principal"] == "inproc-bot"
+    assert token["token"]
+    assert "inproc-bot" in sk("principal", "list").out
+    assert sk("token", "revoke", token["id"], "--json").json() == {"revoked": token["id"]}
+
+
+def test_org_wide_focus_and_clear(cli: Cli, sk: Run) -> None:
+    keep, _ = cli.project("focus keep", "kept")
+    other, _ = cli.project("focus other", "parked")
+    try:
+        focus = sk("focus", keep, "--reason", "this week", "--json").json()
+        assert focus["scope"] == "org"
+        assert other in focus["held"]
+        assert keep not in focus["held"]
+        page = sk("ready", "-p", keep, "-p", other, "--json").json()
+        assert {n["project"] for n in page["nodes"]} == {keep}
+    finally:
+        cleared = sk("focus", "--clear", "--reason", "week over", "--json").json()
+    assert other in cleared["released"]
+
+
+def test_completion_from_the_server_and_silence_without_it(
+    cli: Cli, sk: Run, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p, _ = cli.project("complete me", "node to complete")
+
+    def complete(line: str) -> str:
+        words = line.split(" ")
+        monkeypatch.setenv("_SKIFT_COMPLETE", "bash_complete")
+        monkeypatch.setenv("COMP_WORDS", line)
+        monkeypatch.setenv("COMP_CWORD", str(len(words) - 1))
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            run([])
+        assert exc.value.code == 0
+        return capsys.readouterr().out
+
+    assert f"plain,{p}" in complete(f"skift project show {p[:8]}")
+    assert f"plain,{p}#1" in complete(f"skift show -p {p} {p}")
+    assert "plain,#1" in complete(f"skift show -p {p} #")
+    monkeypatch.setenv("SKIFT_SERVER", "unix:///nonexistent.sock")
+    assert complete("skift project show ").strip() == ""
+    monkeypatch.setenv("_SKIFT_COMPLETE", "zsh_source")
+    with pytest.raises(SystemExit):
+        run([])
+    assert "compdef" in capsys.readouterr().out
+
+
+def test_demo_tours_an_in_memory_store(sk: Run) -> None:
+    out = sk("demo").out
+    for seen in ("agent-ann claimed", "filed gate", "waiting on a person", "held on", "docs-site"):
+        assert seen in out, seen
+
+
+def test_serve_and_mcp_are_wired_to_their_programs(
+    sk: Run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for cmd, marker in (("serve", "--socket"), ("mcp", "--transport")):
+        with pytest.raises(SystemExit) as exc:
+            run([cmd, "--help"])
+        assert exc.value.code == 0
+        assert marker in capsys.readouterr().out
