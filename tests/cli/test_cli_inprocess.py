@@ -289,3 +289,25 @@ def test_serve_and_mcp_are_wired_to_their_programs(
             run([cmd, "--help"])
         assert exc.value.code == 0
         assert marker in capsys.readouterr().out
+
+
+def test_comments_threads_and_search(cli: Cli, sk: Run) -> None:
+    p, (ref,) = cli.project("content", "Research the zebra-crossing providers")
+    first = sk("comment", ref, "look at the quokka vendor", "--json").json()
+    assert first["author_kind"] == "user"
+    assert first["node"] == ref
+    reply = sk("comment", "add", "#1", "-p", p, "done", "--reply-to", first["id"], "--json").json()
+    assert reply["in_reply_to"] == first["id"]
+    assert sk("comment", "resolve", first["id"], "--json").json()["resolved_at"]
+    edited = sk("comment", "edit", reply["id"], "done, see the notes", "--json").json()
+    assert [r["body"] for r in edited["revisions"]] == ["done"]
+    listed = sk("comments", ref, "--json").json()["comments"]
+    assert [c["id"] for c in listed] == [first["id"], reply["id"]]
+    tree = sk("comments", ref).out
+    assert "resolved by" in tree
+    assert "done, see the notes" in tree
+
+    hits = sk("search", "quokka", "-p", p, "--json").json()["hits"]
+    assert [h["node"]["ref"] for h in hits] == [ref]
+    assert "comment" in hits[0]["matched"]
+    assert ref in sk("search", "zebra").out

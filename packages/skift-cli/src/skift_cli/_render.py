@@ -398,3 +398,55 @@ def principals(ps: Sequence[skift.PrincipalInfo]) -> Table:
         )
         table.add_row(Text(p.name, style="bold"), p.kind, ids, reltime(p.created_at))
     return table
+
+
+def comments(cs: Sequence[skift.CommentInfo]) -> None:
+    """A node's comments as threads: replies under what they answer."""
+    c = out()
+    if not cs:
+        c.print("[dim]no comments[/dim]")
+        return
+    ids = {x.id for x in cs}
+    kids: dict[str | None, list[skift.CommentInfo]] = {}
+    for x in cs:
+        kids.setdefault(x.in_reply_to if x.in_reply_to in ids else None, []).append(x)
+    now = datetime.now(UTC)
+
+    def label(x: skift.CommentInfo) -> Group:
+        head = Text()
+        head.append(x.author, style="bold")
+        head.append(f" ({x.author_kind}) ", style="dim")
+        head.append(reltime(x.created_at, now), style="dim")
+        if x.edited_at:
+            head.append(" (edited)", style="dim")
+        if x.resolved_at:
+            head.append(f"  resolved by {x.resolved_by}", style="green")
+        head.append(f"  {x.id}", style="dim")
+        return Group(head, Text(x.body, style="dim" if x.resolved_at else ""))
+
+    root = Tree(Text(f"{cs[0].node} {cs[0].node_title}", style="bold cyan"))
+
+    def grow(tree: Tree, x: skift.CommentInfo) -> None:
+        branch = tree.add(label(x))
+        for k in kids.get(x.id, []):
+            grow(branch, k)
+
+    for x in kids.get(None, []):
+        grow(root, x)
+    c.print(root)
+
+
+def search_hits(hits: Sequence[skift.SearchHit]) -> None:
+    c = out()
+    if not hits:
+        c.print("[dim]nothing found[/dim]")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("ref", style="bold cyan", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("title")
+    table.add_column("in", style="dim", no_wrap=True)
+    table.add_column("snippet", style="dim")
+    for h in hits:
+        table.add_row(h.node.ref, state(h.node), h.node.title, ",".join(h.matched), h.snippet)
+    c.print(table)
