@@ -203,6 +203,11 @@ well_formed(i) if {
 	i.action in actions
 }
 
+well_formed(i) if {
+	is_object(i)
+	i.action in accounting_actions
+}
+
 deny contains d if {
 	some i in input.intents
 	well_formed(i)
@@ -281,7 +286,7 @@ denial(i) := {
 	"msg": sprintf("%s is not yours to change: an agent changes only the node it holds a lease on and the children it filed under it", [i.node.ref]),
 	"next": sprintf("Claim %s and send the lease with the write, or file a gate to ask a person.", [i.node.ref]),
 } if {
-	i.action in {"update", "drop", "complete", "reopen"}
+	i.action in {"update", "drop", "complete", "reopen", "attach"}
 } else := {
 	"msg": "only a person may rename, re-prioritize or archive a project",
 	"next": "File a gate asking a person to change the project.",
@@ -320,4 +325,60 @@ gate_of(i) := i.node if {
 gate_of(i) := i.from if {
 	i.action == "unlink"
 	i.from.gate
+}
+
+# ---------------------------------------------------------------- usage, cost and artifacts
+#
+#   attach        attach an artifact to a node: like update, the agent's own
+#                 leased node or what it filed in this request
+#   record_usage  a usage record; the intent carries usage: {kind, leased}
+#                 (leased: the request carried the node's live lease, checked
+#                 as a fencing token before the policy is asked)
+#   set_rate      change the organization's rate table
+#   update with "cap" in changes: a hard cap on a node, checked at Claim
+
+accounting_actions := {"attach", "record_usage", "set_rate"}
+
+permitted(i) if {
+	i.action == "attach"
+	writable(i.node)
+}
+
+# Estimates need no lease: anyone who can see a node may say what it will
+# cost (the record names them). An actual says what an attempt consumed, so
+# an agent records it under that attempt's lease; that keeps each attempt's
+# spend apart, and a retry never collapses into the original.
+permitted(i) if i.action == "record_usage"
+
+permitted(i) if i.action == "set_rate"
+
+deny contains {
+	"msg": sprintf("an agent records actual usage of %s under the lease of the attempt it measures", [i.node.ref]),
+	"next": "Send the lease Claim returned with the record, or record an estimate (estimate, with a basis).",
+} if {
+	some i in input.intents
+	i.action == "record_usage"
+	not person
+	not i.usage.kind == "estimate"
+	not i.usage.leased == true
+}
+
+deny contains {
+	"msg": "only a person sets the organization's rates",
+	"next": "Ask a person to set the rate; usage is recorded in tokens meanwhile and the model is reported as unpriced.",
+} if {
+	some i in input.intents
+	i.action == "set_rate"
+	not person
+}
+
+# A cap stops work at Claim, so setting, raising or clearing one is a person's call.
+deny contains {
+	"msg": sprintf("only a person may set the cap on %s", [i.node.ref]),
+	"next": "Set a budget instead (it is reported, not enforced), or file a gate asking a person to set the cap.",
+} if {
+	some i in input.intents
+	i.action == "update"
+	"cap" in i.changes
+	not person
 }

@@ -9,25 +9,36 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from decimal import Decimal
 from importlib.metadata import entry_points
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 from uuid import UUID
 
 import attrs
 
 from . import _comments, _search
+from ._artifacts import Artifact, ArtifactInfo, BlobInfo
+from ._artifacts import artifact_infos as artifacts_artifact_infos
+from ._artifacts import as_artifact as artifacts_as_artifact
+from ._artifacts import check_upload as artifacts_check_upload
+from ._artifacts import find_blob as artifacts_find_blob
+from ._artifacts import record_blob as artifacts_record_blob
+from ._blobs import FileBlobStore, check_digest
 from ._engine import Actor, Engine, NodeFilter, filter_from, token_digest
-from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated
+from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated, Unavailable
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import AssigneeKind, IdentityScheme, PrincipalKind, Priority, ReleaseReason
 from ._ops import (
     AddEdge,
+    AttachArtifact,
     Cascade,
     CompleteNode,
     CreateNode,
@@ -41,6 +52,12 @@ from ._ops import (
 from ._policy import Policy
 from ._refs import new_id, ulid_str
 from ._store import Store, TransientError, Tx
+from ._usage import RateInfo, UsageInfo, UsageReport
+from ._usage import list_rates as usage_list_rates
+from ._usage import node_usage as usage_node_usage
+from ._usage import project_usage as usage_project_usage
+from ._usage import record_usage as usage_record_usage
+from ._usage import set_rate as usage_set_rate
 from ._views import (
     Claim,
     CommentInfo,
@@ -118,6 +135,7 @@ class Skift(Protocol):
         slug: str | None = None,
         priority: Priority | str | None = None,
         vcs_url: str | None = None,
+        budget: Decimal | int | str | None = None,
     ) -> ProjectInfo: ...
     async def archive_project(self, ref: str, *, reason: str = "archived") -> ProjectInfo: ...
     async def patch(
@@ -152,6 +170,7 @@ class Skift(Protocol):
         *,
         lease: str | None = None,
         result: str = "",
+        artifacts: Sequence[Artifact] = (),
         project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult: ...
@@ -193,6 +212,51 @@ class Skift(Protocol):
         limit: int = 20,
         include_archived: bool = False,
     ) -> list[SearchHit]: ...
+
+    # usage and cost; artifacts and blobs (skift._usage, skift._artifacts)
+    async def record_usage(
+        self,
+        ref: str,
+        *,
+        model: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        estimate: bool = False,
+        basis: str | None = None,
+        lease: str | None = None,
+        project: str | None = None,
+    ) -> UsageInfo: ...
+    async def usage(
+        self, ref: str, *, subtree: bool = False, project: str | None = None
+    ) -> UsageReport: ...
+    async def project_usage(self, project: str) -> UsageReport: ...
+    async def set_rate(
+        self,
+        model: str,
+        *,
+        input: Decimal | int | str,
+        output: Decimal | int | str,
+        cache_read: Decimal | int | str = 0,
+        cache_write: Decimal | int | str = 0,
+        currency: str = "USD",
+    ) -> RateInfo: ...
+    async def rates(self) -> list[RateInfo]: ...
+    async def put_blob(
+        self, data: bytes, *, media_type: str, digest: str | None = None
+    ) -> BlobInfo: ...
+    async def get_blob(self, digest: str) -> bytes: ...
+    async def attach_artifact(
+        self,
+        ref: str,
+        artifact: Artifact,
+        *,
+        lease: str | None = None,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult: ...
+    async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]: ...
 
 
 class LocalSkift:
@@ -421,12 +485,14 @@ class LocalSkift:
         slug: str | None = None,
         priority: Priority | str | None = None,
         vcs_url: str | None = None,
+        budget: Decimal | int | str | None = None,
     ) -> ProjectInfo:
+        """Change a project; ``budget`` (an amount, "" to clear) is reported beside its usage."""
         prio = _priority(priority) if priority is not None else None
 
         async def go(tx: Tx, a: Actor) -> ProjectInfo:
             p = await self.engine.update_project(
-                tx, a, ref, title=title, slug=slug, priority=prio, vcs_url=vcs_url
+                tx, a, ref, title=title, slug=slug, priority=prio, vcs_url=vcs_url, budget=budget
             )
             return (await self.engine.project_infos(tx, [p]))[0]
 
@@ -647,13 +713,15 @@ class LocalSkift:
         *,
         lease: str | None = None,
         result: str = "",
+        artifacts: Sequence[Artifact] = (),
         project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult:
+        parts = tuple(artifacts_as_artifact(x) for x in artifacts)
         return await self._node_patch(
             ref,
             project,
-            [CompleteNode(node=ref, result=result)],
+            [CompleteNode(node=ref, result=result, artifacts=parts)],
             lease=lease,
             request_id=request_id,
         )
@@ -806,6 +874,134 @@ class LocalSkift:
             )
         )
 
+    # ------------------------------------------------------------ usage and cost
+
+    async def record_usage(
+        self,
+        ref: str,
+        *,
+        model: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        estimate: bool = False,
+        basis: str | None = None,
+        lease: str | None = None,
+        project: str | None = None,
+    ) -> UsageInfo:
+        """Append a usage record: token counts, never currency.
+
+        An actual names the lease of the attempt it measures (checked like every
+        write under a lease, and renewing it); a person, or any estimate, may
+        go without one. ``basis`` says what an estimate rests on.
+        """
+        tokens: dict[str, object] = {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_read_tokens": cache_read_tokens,
+            "cache_write_tokens": cache_write_tokens,
+        }
+        return await self._run(
+            lambda tx, a: usage_record_usage(
+                self.engine,
+                tx,
+                a,
+                ref,
+                project,
+                model=model,
+                tokens=tokens,
+                estimate=estimate,
+                basis=basis,
+                lease=lease,
+            )
+        )
+
+    async def usage(
+        self, ref: str, *, subtree: bool = False, project: str | None = None
+    ) -> UsageReport:
+        """A node's usage (with ``subtree``, its descendants' too), priced at today's rates."""
+        return await self._run(
+            lambda tx, a: usage_node_usage(self.engine, tx, ref, project, subtree=subtree)
+        )
+
+    async def project_usage(self, project: str) -> UsageReport:
+        """A project's usage rollup, priced at today's rates, beside its budget."""
+        return await self._run(lambda tx, a: usage_project_usage(self.engine, tx, project))
+
+    async def set_rate(
+        self,
+        model: str,
+        *,
+        input: Decimal | int | str,
+        output: Decimal | int | str,
+        cache_read: Decimal | int | str = 0,
+        cache_write: Decimal | int | str = 0,
+        currency: str = "USD",
+    ) -> RateInfo:
+        """Price a model per million tokens of each class (a person's call; one currency per org)."""
+        prices: dict[str, object] = {
+            "input": input,
+            "output": output,
+            "cache_read": cache_read,
+            "cache_write": cache_write,
+        }
+        return await self._run(
+            lambda tx, a: usage_set_rate(self.engine, tx, a, model, prices, currency)
+        )
+
+    async def rates(self) -> list[RateInfo]:
+        """The organization's rate table, by model."""
+        return await self._run(lambda tx, a: usage_list_rates(tx))
+
+    # ------------------------------------------------------ artifacts and blobs
+
+    async def put_blob(
+        self, data: bytes, *, media_type: str, digest: str | None = None
+    ) -> BlobInfo:
+        """Upload immutable bytes; returns their digest. The same bytes twice are kept once.
+
+        With ``digest``, the bytes must hash to it or nothing is written.
+        """
+        info = artifacts_check_upload(data, media_type, digest, self.engine.limits)
+        await self._whoami()
+        await self.store.blobs.put(info.digest, data)  # bytes first: a row never lacks its bytes
+        return await self._run(lambda tx, a: artifacts_record_blob(tx, a, info))
+
+    async def get_blob(self, digest: str) -> bytes:
+        """The bytes of a blob this organization uploaded."""
+        canon = check_digest(digest)
+        await self._run(lambda tx, a: artifacts_find_blob(tx, canon))
+        data = await self.store.blobs.get(canon)
+        if data is None:
+            raise Unavailable(
+                f"blob {canon} is recorded but its bytes are missing from the blob store",
+                next="Ask the operator to check the server's blob directory (--blob-dir).",
+            )
+        return data
+
+    async def attach_artifact(
+        self,
+        ref: str,
+        artifact: Artifact,
+        *,
+        lease: str | None = None,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        """Attach an artifact to a node (a one-operation patch)."""
+        op = AttachArtifact(node=ref, artifact=artifacts_as_artifact(artifact))
+        return await self._node_patch(ref, project, [op], lease=lease, request_id=request_id)
+
+    async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]:
+        """A node's artifacts, oldest first."""
+
+        async def go(tx: Tx, a: Actor) -> list[ArtifactInfo]:
+            node = await self.engine.node_in(tx, ref, project)
+            return await artifacts_artifact_infos(tx, await tx.artifacts_of([node.id]))
+
+        return await self._run(go)
+
     async def leases(self, ref: str, *, project: str | None = None) -> list[LeaseInfo]:
         """Every attempt on a node, oldest first."""
         return await self._run(lambda tx, a: self.engine.leases(tx, ref, project))
@@ -857,20 +1053,27 @@ def open(
     org: str = "default",
     limits: Limits | None = None,
     policy: Policy | None = None,
+    blobs: str | os.PathLike[str] | None = None,
 ) -> LocalSkift:
     """Open skift over a store: ``memory:`` or ``postgresql://…``.
 
     Use it as an async context manager. ``principal`` names who this process
-    acts as (default: a user named after the OS user).
+    acts as (default: a user named after the OS user). ``blobs`` is the
+    directory blob bytes are kept in (also ``?blobs=DIR`` in the URL); the
+    in-memory store keeps them in memory without one, PostgreSQL in
+    ``skift.default_blob_dir()``.
     """
     lim = limits or DEFAULT_LIMITS
     scheme = url.split(":", 1)[0].lower()
     if scheme == "memory":
-        return LocalSkift(MemoryStore(), principal=principal, org=org, limits=lim, policy=policy)
+        where = blobs or dict(parse_qsl(urlsplit(url).query)).get("blobs")
+        store = MemoryStore(blobs=FileBlobStore(where) if where else None)
+        return LocalSkift(store, principal=principal, org=org, limits=lim, policy=policy)
     for ep in entry_points(group="skift.stores"):
         if ep.name == scheme:
             factory = ep.load()
-            store: Store = factory(url, limits=lim)
+            extra: dict[str, Any] = {"blobs": blobs} if blobs is not None else {}
+            store: Store = factory(url, limits=lim, **extra)
             return LocalSkift(store, principal=principal, org=org, limits=lim, policy=policy)
     raise Invalid(
         f"no store for {url!r}",

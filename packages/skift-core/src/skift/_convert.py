@@ -7,11 +7,13 @@ the idempotency record all go through this converter.
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, TypeVar
 from uuid import UUID
 
 from cattrs.preconf.json import make_converter
 
+from ._artifacts import PART_TYPES, Part, part_from_dict, part_to_dict
 from ._views import Reason
 
 T = TypeVar("T")
@@ -31,6 +33,16 @@ def _structure_reason(value: Any, _: type) -> Reason:
 
 
 json_converter.register_structure_hook(Reason, _structure_reason)
+
+
+# money is exact: a Decimal travels as its string
+json_converter.register_unstructure_hook(Decimal, str)
+json_converter.register_structure_hook(Decimal, lambda v, _: Decimal(str(v)))
+# an artifact part is one of three shapes, told apart by its "type"
+json_converter.register_unstructure_hook_func(
+    lambda t: t in PART_TYPES.values(), lambda p: part_to_dict(p)
+)
+json_converter.register_structure_hook(Part, lambda v, _: part_from_dict(v))
 
 
 def to_json(value: object) -> Any:

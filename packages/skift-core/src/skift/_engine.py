@@ -22,6 +22,7 @@ from uuid import UUID
 
 import attrs
 
+from ._artifacts import Artifact, artifact_event, artifact_infos, prepare_artifacts
 from ._convert import from_json, to_json
 from ._errors import (
     Conflict,
@@ -56,6 +57,7 @@ from ._models import (
 from ._ops import (
     AddComment,
     AddEdge,
+    AttachArtifact,
     CompleteNode,
     CreateNode,
     DropNode,
@@ -79,6 +81,7 @@ from ._refs import (
     ulid_str,
 )
 from ._store import Derived, ReadyQuery, TransientError, Tx
+from ._usage import capped_out, check_cap, set_budget
 from ._views import (
     Claim,
     CommentsHint,
@@ -343,6 +346,7 @@ class Engine:
         slug: str | None = None,
         priority: Priority | None = None,
         vcs_url: str | None = None,
+        budget: object = None,
     ) -> Project:
         self.authorize(actor, [_intent("update_project")])
         project = await self.resolve_project(tx, ref)
@@ -378,6 +382,10 @@ class Engine:
         await tx.update_project(updated)
         before = {k: _jsonable(getattr(project, k)) for k in changes}
         after = {k: _jsonable(getattr(updated, k)) for k in changes}
+        money = await set_budget(tx, project.id, "project", budget=budget)
+        if money is not None:
+            before.update(money[0])
+            after.update(money[1])
         await tx.append_events(
             [
                 await self._event(
@@ -1121,6 +1129,7 @@ class Engine:
                 next=_next_move(first, ref_text),
                 reasons=[to_json(r) for r in ex.reasons],
             )
+        await check_cap(tx, node, owner)  # a person's hard cap on it or an ancestor (_usage)
         return await self._take(tx, actor, node, owner, span, harness, agent_ref, session_ref)
 
     async def claim_next(
@@ -1138,7 +1147,10 @@ class Engine:
         q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
         scope = flt.scope_hash()
         cursor = await tx.get_cursor(actor.id, scope)
-        node = await tx.lock_next_ready(attrs.evolve(q, after_project=cursor))
+        # nodes under a spent cap are skipped, never handed out (_usage.capped_out)
+        node = await tx.lock_next_ready(
+            attrs.evolve(q, after_project=cursor, exclude=await capped_out(tx))
+        )
         if node is not None:
             owner = await tx.project_by_id(node.project_id)
             assert owner is not None
@@ -1256,7 +1268,15 @@ class Engine:
                         p = (await tx.principals_by_id([ev.principal_id])).get(ev.principal_id)
                         author = p.name if p else None
                         break
-            out.append(Input(ref=info.ref, title=n.title, result=n.result, author=author))
+            out.append(
+                Input(
+                    ref=info.ref,
+                    title=n.title,
+                    result=n.result,
+                    author=author,
+                    artifacts=tuple(await artifact_infos(tx, await tx.artifacts_of([n.id]))),
+                )
+            )
         return out
 
     async def _fence(self, tx: Tx, actor: Actor, node: Node, lease_ref: str) -> Lease:
@@ -1824,6 +1844,8 @@ class _Patch:
                 await self.add_edge(op)
             case RemoveEdge():
                 await self.remove_edge(op)
+            case AttachArtifact():
+                await self.attach(op)
             case AddComment():
                 from ._comments import add_in_patch  # the comment rules live in _comments
 
@@ -2028,6 +2050,10 @@ class _Patch:
         changed = [
             "parent" if k == "parent_id" else k for k, v in changes.items() if getattr(node, k) != v
         ]
+        money = await set_budget(self.tx, node.id, "node", budget=op.budget, cap=op.cap)
+        if money is not None:  # budgets live beside the node (_usage); "cap" is a person's call
+            changed += list(money[1])
+            await self.event("set_budget", node, before=money[0], after=money[1])
         new_parent_id = changes.get("parent_id")
         self.intend(
             "update",
@@ -2128,6 +2154,7 @@ class _Patch:
             )
         await self.guard(node)
         self.intend("complete", node=await self.facts(node))
+        await self._attach(node, op.artifacts)
         done = attrs.evolve(node, status=Status.DONE, result=op.result)
         await self.write(node, done)
         await self._end_lease(node)
@@ -2137,6 +2164,22 @@ class _Patch:
             before={"status": "open"},
             after={"status": "done", "result": op.result},
         )
+
+    async def attach(self, op: AttachArtifact) -> None:
+        node = await self.node(op.node)
+        await self.guard(node)
+        self.intend("attach", node=await self.facts(node))
+        await self._attach(node, (op.artifact,))
+
+    async def _attach(self, node: Node, artifacts: Sequence[Artifact]) -> None:
+        """Check and store artifacts on a node (the rules are in _artifacts)."""
+        if not artifacts:
+            return
+        records = await prepare_artifacts(self.tx, self.e.limits, node.id, artifacts, self.actor.id)
+        await self.tx.insert_artifacts(records)
+        self._touch(node)
+        for r in records:
+            await self.event("attach_artifact", node, after=artifact_event(r))
 
     async def reopen(self, op: ReopenNode) -> None:
         node = await self.node(op.node)

@@ -28,6 +28,12 @@ class Limits:
     page_size: int = 500
     default_page_size: int = 50
     keep_set: int = 1000
+    # artifacts and blobs (server-wide; see docs/results-artifacts-cost.md)
+    inline_part_bytes: int = 64 * 1024
+    blob_bytes: int = 3 * 1024 * 1024  # fits one gRPC message under the 4 MiB default
+    artifacts_per_node: int = 100
+    parts_per_artifact: int = 50
+    artifact_metadata_bytes: int = 16 * 1024
     lease_ttl_ceiling: timedelta = timedelta(hours=1)
     lease_ttl_floor: timedelta = timedelta(seconds=1)
     lease_ttl_default: timedelta = timedelta(minutes=5)

@@ -19,6 +19,8 @@ import attrs
 
 from . import _readiness as readiness
 from . import _search as search
+from ._artifacts import ArtifactRecord, BlobRecord
+from ._blobs import BlobStore, MemoryBlobStore
 from ._errors import Conflict
 from ._models import (
     Comment,
@@ -36,6 +38,7 @@ from ._models import (
 )
 from ._refs import new_id
 from ._store import Derived, ReadyQuery, SearchQuery, StoredRequest
+from ._usage import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
 
 Undo = Callable[[], None]
 
@@ -58,13 +61,21 @@ class _State:
         self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
         self.events: list[Event] = []
         self.identities: dict[UUID, Identity] = {}
+        # usage and cost, artifacts and blob metadata (bytes: MemoryStore.blobs)
+        self.usage: dict[UUID, UsageRecord] = {}
+        self.rates: dict[tuple[UUID, str], Rate] = {}
+        self.budgets: dict[UUID, Budget] = {}
+        self.artifacts: dict[UUID, ArtifactRecord] = {}
+        self.blobs: dict[tuple[UUID, str], BlobRecord] = {}
         self.comments: dict[UUID, Comment] = {}
 
 
 class MemoryStore:
     """A :class:`~skift.Store` kept in this process's memory. Nothing survives it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, blobs: BlobStore | None = None) -> None:
+        """``blobs``: where blob bytes go (default: this process's memory)."""
+        self.blobs: BlobStore = blobs if blobs is not None else MemoryBlobStore()
         self._state = _State()
         self._lock = asyncio.Lock()
         self._changed = asyncio.Condition()
@@ -561,6 +572,114 @@ class MemoryTx:
                 hits.append((n, score))
         hits.sort(key=lambda h: (-h[1], h[0].project_id, h[0].number))
         return hits[: query.limit]
+
+    # usage and cost
+    async def insert_usage(self, record: UsageRecord) -> None:
+        self._set(self._s.usage, record.id, record)
+
+    def _scope(self, scope: UsageScope) -> set[UUID]:
+        if scope.project is not None:
+            return {
+                n.id
+                for n in self._s.nodes.values()
+                if n.org_id == self._org and n.project_id == scope.project
+            }
+        if scope.node is None or self._node(scope.node) is None:
+            return set()
+        if not scope.subtree:
+            return {scope.node}
+        return set(self._subtree(scope.node))
+
+    def _subtree(self, root: UUID) -> list[UUID]:
+        out = [root]
+        seen = {root}
+        frontier = [root]
+        while frontier:
+            nxt = [
+                c for f in frontier for c in sorted(self._s.children.get(f, ())) if c not in seen
+            ]
+            seen.update(nxt)
+            out.extend(nxt)
+            frontier = nxt
+        return out
+
+    def _usage_in(self, scope: UsageScope) -> list[UsageRecord]:
+        ids = self._scope(scope)
+        return [u for u in self._s.usage.values() if u.org_id == self._org and u.node_id in ids]
+
+    async def usage_records(self, scope: UsageScope, limit: int) -> list[UsageRecord]:
+        rows = sorted(self._usage_in(scope), key=lambda u: (u.created_at, u.id), reverse=True)
+        return rows[:limit]
+
+    async def usage_totals(self, scope: UsageScope) -> list[UsageTotal]:
+        rows = self._usage_in(scope)
+        latest: dict[UUID, UsageRecord] = {}
+        for u in sorted(rows, key=lambda u: (u.created_at, u.id)):
+            if u.kind is UsageKind.ESTIMATE:
+                latest[u.node_id] = u
+        picked = [u for u in rows if u.kind is UsageKind.ACTUAL] + list(latest.values())
+        sums: dict[tuple[UsageKind, str], list[int]] = {}
+        for u in picked:
+            acc = sums.setdefault((u.kind, u.model), [0, 0, 0, 0])
+            acc[0] += u.input_tokens
+            acc[1] += u.output_tokens
+            acc[2] += u.cache_read_tokens
+            acc[3] += u.cache_write_tokens
+        return [
+            UsageTotal(
+                kind=kind,
+                model=model,
+                input_tokens=a[0],
+                output_tokens=a[1],
+                cache_read_tokens=a[2],
+                cache_write_tokens=a[3],
+            )
+            for (kind, model), a in sorted(sums.items())
+        ]
+
+    async def rates(self) -> list[Rate]:
+        return [r for (o, _), r in self._s.rates.items() if o == self._org]
+
+    async def upsert_rate(self, rate: Rate) -> None:
+        self._set(self._s.rates, (self._org, rate.model), rate)
+
+    async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
+        return {i: b for i in scope_ids if (b := self._s.budgets.get(i)) and b.org_id == self._org}
+
+    async def set_budget(self, budget: Budget) -> None:
+        self._set(self._s.budgets, budget.scope_id, budget)
+
+    async def capped_nodes(self) -> list[Budget]:
+        return [
+            b
+            for b in self._s.budgets.values()
+            if b.org_id == self._org and b.scope == "node" and b.cap is not None
+        ]
+
+    async def subtree_ids(self, root: UUID) -> list[UUID]:
+        return self._subtree(root) if self._node(root) is not None else []
+
+    # artifacts and blob metadata
+    async def insert_artifacts(self, artifacts: Sequence[ArtifactRecord]) -> None:
+        for a in artifacts:
+            self._set(self._s.artifacts, a.id, a)
+
+    async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
+        wanted = set(node_ids)
+        rows = [
+            a for a in self._s.artifacts.values() if a.org_id == self._org and a.node_id in wanted
+        ]
+        return sorted(rows, key=lambda a: (a.created_at, a.id))
+
+    async def count_artifacts(self, node_id: UUID) -> int:
+        return len(await self.artifacts_of([node_id]))
+
+    async def blob(self, digest: str) -> BlobRecord | None:
+        return self._s.blobs.get((self._org, digest))
+
+    async def insert_blob(self, blob: BlobRecord) -> None:
+        if (self._org, blob.digest) not in self._s.blobs:
+            self._set(self._s.blobs, (self._org, blob.digest), blob)
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None:

@@ -16,12 +16,28 @@ import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import attrs
 
+from ._artifacts import Artifact, artifact_to_dict
 from ._errors import Invalid
 from ._models import AssigneeKind, Priority
+
+
+def _amount(value: object) -> Decimal | str | None:
+    """Money as a Decimal (numbers and numeric strings); None and "" (clear) pass through."""
+    if value is None or isinstance(value, Decimal):
+        return value
+    if isinstance(value, str) and not value.strip():
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise Invalid(f"{value!r} is not an amount", next="Give a number such as 12.50.")
+    try:
+        return Decimal(str(value).strip())
+    except InvalidOperation:
+        raise Invalid(f"{value!r} is not an amount", next="Give a number such as 12.50.") from None
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +77,9 @@ class UpdateNode:
     labels: tuple[str, ...] | None = None
     assignee_kind: str | None = None
     assignee: str | None = None
+    # money (see skift._usage): an amount, "" to clear; only a person may set a cap
+    budget: Decimal | str | None = attrs.field(default=None, converter=_amount)
+    cap: Decimal | str | None = attrs.field(default=None, converter=_amount)
     op: str = attrs.field(default="update_node", init=False)
 
 
@@ -76,6 +95,7 @@ class DropNode:
 class CompleteNode:
     node: str
     result: str = ""
+    artifacts: tuple[Artifact, ...] = attrs.field(default=(), converter=tuple)
     op: str = attrs.field(default="complete_node", init=False)
 
 
@@ -126,6 +146,15 @@ class AddComment:
     op: str = attrs.field(default="add_comment", init=False)
 
 
+@attrs.frozen(kw_only=True)
+class AttachArtifact:
+    """Attach an artifact to a node (an alias of this patch works); see skift._artifacts."""
+
+    node: str
+    artifact: Artifact
+    op: str = attrs.field(default="attach_artifact", init=False)
+
+
 Op = (
     CreateNode
     | UpdateNode
@@ -136,6 +165,7 @@ Op = (
     | UnholdNode
     | AddEdge
     | RemoveEdge
+    | AttachArtifact
     | AddComment
 )
 
@@ -149,6 +179,7 @@ OP_TYPES: dict[str, type[Op]] = {
     "unhold_node": UnholdNode,
     "add_edge": AddEdge,
     "remove_edge": RemoveEdge,
+    "attach_artifact": AttachArtifact,
     "add_comment": AddComment,
 }
 
@@ -162,7 +193,25 @@ def _structure(value: object, tp: Any, path: str) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None:
             return None
+        if len(args) > 1 and all(isinstance(a, type) and attrs.has(a) for a in args):
+            return _structure_tagged(value, args, path)
         return _structure(value, args[0], path)
+    if tp is Decimal:
+        if isinstance(value, str) and not value.strip():
+            return ""
+        if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+            raise _bad(path, f"expected an amount, got {_typename(value)}")
+        try:
+            return Decimal(str(value).strip())
+        except InvalidOperation:
+            raise _bad(path, f"{value!r} is not an amount") from None
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise _bad(path, f"expected an object, got {_typename(value)}")
+        mapping: dict[Any, Any] = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+        if not all(isinstance(k, str) for k in mapping):
+            raise _bad(path, "expected an object with string keys")
+        return mapping
     if tp is str:
         if not isinstance(value, str):
             raise _bad(path, f"expected a string, got {_typename(value)}")
@@ -181,8 +230,13 @@ def _structure(value: object, tp: Any, path: str) -> Any:
         if isinstance(value, str | bytes) or not isinstance(value, Sequence):
             raise _bad(path, f"expected a list of strings, got {_typename(value)}")
         items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        item_tp = typing.get_args(tp)[0]
+        if item_tp is not str:
+            return tuple(_structure(v, item_tp, f"{path}[{i}]") for i, v in enumerate(items))
         return tuple(_structure(v, str, f"{path}[{i}]") for i, v in enumerate(items))
     if isinstance(tp, type) and attrs.has(tp):
+        if isinstance(value, tp):
+            return value
         return _structure_attrs(value, tp, path)
     raise AssertionError(f"no structure rule for {tp!r}")  # pragma: no cover
 
@@ -196,6 +250,8 @@ def _structure_attrs(value: object, cls: type[Any], path: str) -> Any:
     known: set[str] = set()
     for f in attrs.fields(cls):
         if not f.init:
+            if f.name == "type" and f.name in doc:  # a part's tag, checked by _structure_tagged
+                known.add(f.name)
             continue
         key = "from" if f.name == "from_" else f.name
         known.add(key)
@@ -208,6 +264,20 @@ def _structure_attrs(value: object, cls: type[Any], path: str) -> Any:
     if extra:
         raise _bad(path, f"unknown field {', '.join(extra)}; known: {', '.join(sorted(known))}")
     return cls(**kwargs)
+
+
+def _structure_tagged(value: object, classes: Sequence[Any], path: str) -> Any:
+    """One of several attrs classes, chosen by the ``type`` field of the document."""
+    if any(isinstance(value, c) for c in classes):
+        return value
+    if not isinstance(value, Mapping):
+        raise _bad(path, f"expected an object, got {_typename(value)}")
+    doc: dict[str, Any] = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    tags = {str(attrs.fields_dict(c)["type"].default): c for c in classes}
+    cls = tags.get(str(doc.get("type")))
+    if cls is None:
+        raise _bad(f"{path}.type", f"{doc.get('type')!r} is not one of {', '.join(tags)}")
+    return _structure_attrs(doc, cls, path)
 
 
 def _typename(value: object) -> str:
@@ -270,6 +340,12 @@ def op_to_dict(op: Op) -> dict[str, Any]:
         key = "from" if f.name == "from_" else f.name
         if isinstance(value, Cascade):
             out[key] = {"max_nodes": value.max_nodes}
+        elif isinstance(value, Artifact):
+            out[key] = artifact_to_dict(value)
+        elif isinstance(value, Decimal):
+            out[key] = str(value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], Artifact):
+            out[key] = [artifact_to_dict(a) for a in value]  # pyright: ignore[reportUnknownArgumentType,reportUnknownVariableType]
         elif isinstance(value, tuple):
             out[key] = list(value)  # pyright: ignore[reportUnknownArgumentType]
         else:

@@ -67,6 +67,8 @@ def matches(node: Node, q: ReadyQuery) -> bool:
         return False
     if node.priority.rank > q.max_priority_rank:
         return False
+    if q.exclude and node.id in q.exclude:
+        return False
     return not (q.parent is not None and node.parent_id != q.parent)
 
 

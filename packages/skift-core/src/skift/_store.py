@@ -22,6 +22,8 @@ from uuid import UUID
 
 import attrs
 
+from ._artifacts import ArtifactRecord, BlobRecord
+from ._blobs import BlobStore
 from ._models import (
     AssigneeKind,
     Comment,
@@ -37,6 +39,7 @@ from ._models import (
     Revision,
     Status,
 )
+from ._usage import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 
 
 class TransientError(Exception):
@@ -87,6 +90,8 @@ class ReadyQuery:
     after_project: UUID | None = None
     limit: int = 50
     offset: int = 0
+    # nodes left out whatever their state (ClaimNext: nodes under a spent cap)
+    exclude: tuple[UUID, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -261,6 +266,46 @@ class Tx(Protocol):
         """The matching nodes with their rank, best first (see :class:`SearchQuery`)."""
         ...
 
+    # usage and cost (skift._usage)
+    async def insert_usage(self, record: UsageRecord) -> None: ...
+    async def usage_records(self, scope: UsageScope, limit: int) -> list[UsageRecord]:
+        """The newest ``limit`` usage records in the scope, newest first."""
+        ...
+
+    async def usage_totals(self, scope: UsageScope) -> list[UsageTotal]:
+        """Token sums per kind and model: every actual, and each node's newest estimate only."""
+        ...
+
+    async def rates(self) -> list[Rate]: ...
+    async def upsert_rate(self, rate: Rate) -> None: ...
+    async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
+        """The budget rows of these nodes or projects (by id)."""
+        ...
+
+    async def set_budget(self, budget: Budget) -> None: ...
+    async def capped_nodes(self) -> list[Budget]:
+        """Every node budget row that carries a cap."""
+        ...
+
+    async def subtree_ids(self, root: UUID) -> list[UUID]:
+        """A node and all its descendants (through parent_id)."""
+        ...
+
+    # artifacts and blob metadata (skift._artifacts); the bytes live in Store.blobs
+    async def insert_artifacts(self, artifacts: Sequence[ArtifactRecord]) -> None: ...
+    async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
+        """The artifacts of these nodes, oldest first."""
+        ...
+
+    async def count_artifacts(self, node_id: UUID) -> int: ...
+    async def blob(self, digest: str) -> BlobRecord | None:
+        """This organization's record of a blob, if it uploaded one with this digest."""
+        ...
+
+    async def insert_blob(self, blob: BlobRecord) -> None:
+        """Record a blob for this organization; a digest already recorded is left as it is."""
+        ...
+
     # events
     async def append_events(self, events: Sequence[Event]) -> None: ...
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
@@ -270,6 +315,11 @@ class Tx(Protocol):
 
 class Store(Protocol):
     """A place skift keeps its graph."""
+
+    @property
+    def blobs(self) -> BlobStore:
+        """Where blob bytes live (content-addressed, shared by every organization)."""
+        ...
 
     def transaction(
         self, org_id: UUID, *, graph_lock: bool = False

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from ._artifacts import ArtifactInfo
 from ._models import AssigneeKind, Priority, ReleaseReason, Status
 
 
@@ -139,7 +140,7 @@ class Input:
     title: str
     result: str | None
     author: str | None
-    artifacts: tuple[dict[str, Any], ...] = ()
+    artifacts: tuple[ArtifactInfo, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

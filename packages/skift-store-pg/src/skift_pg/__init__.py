@@ -8,7 +8,10 @@ when a store is opened with ``migrate=True``, the default for
 
 from __future__ import annotations
 
-from skift import Limits
+import os
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from skift import FileBlobStore, Limits
 
 from ._migrate import migrate, migrations
 from ._store import PgStore, PgTx
@@ -27,7 +30,32 @@ class MigratingPgStore(PgStore):
         await super()._ensure_open()
 
 
-def open_store(url: str, *, limits: Limits | None = None, migrate: bool = True) -> PgStore:
-    """The entry point behind ``skift.open("postgresql://…")``."""
+def open_store(
+    url: str,
+    *,
+    limits: Limits | None = None,
+    migrate: bool = True,
+    blobs: str | os.PathLike[str] | None = None,
+) -> PgStore:
+    """The entry point behind ``skift.open("postgresql://…")``.
+
+    Blob bytes go to ``blobs``, else the URL's ``blobs=DIR`` query parameter
+    (removed before connecting), else ``skift.default_blob_dir()``.
+    """
+    dsn, from_url = _split_blobs(url)
+    where = blobs or from_url
     cls = MigratingPgStore if migrate else PgStore
-    return cls(url, limits=limits)
+    return cls(dsn, limits=limits, blobs=FileBlobStore(where) if where else None)
+
+
+def _split_blobs(url: str) -> tuple[str, str | None]:
+    """The DSN without its ``blobs`` query parameter, and that parameter's value."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, None
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    found = [v for k, v in pairs if k == "blobs"]
+    if not found:
+        return url, None
+    rest = urlencode([(k, v) for k, v in pairs if k != "blobs"])
+    return urlunsplit(parts._replace(query=rest)), found[-1] or None

@@ -25,13 +25,18 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from skift import (
+    ArtifactRecord,
     AssigneeKind,
+    BlobRecord,
+    BlobStore,
+    Budget,
     Comment,
     Conflict,
     Derived,
     Edge,
     EdgeKind,
     Event,
+    FileBlobStore,
     Hold,
     Identity,
     IdentityScheme,
@@ -44,6 +49,7 @@ from skift import (
     PrincipalKind,
     Priority,
     Project,
+    Rate,
     ReadyQuery,
     ReleaseReason,
     Revision,
@@ -52,7 +58,14 @@ from skift import (
     StoredRequest,
     TransientError,
     Unavailable,
+    UsageKind,
+    UsageRecord,
+    UsageScope,
+    UsageTotal,
+    default_blob_dir,
     new_id,
+    part_from_dict,
+    part_to_dict,
 )
 
 from ._queries import q
@@ -214,6 +227,36 @@ def comment_from_row(row: Row, revisions: tuple[Revision, ...] = ()) -> Comment:
     )
 
 
+def usage_from_row(row: Row) -> UsageRecord:
+    return UsageRecord(
+        id=row["id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        node_id=row["node_id"],
+        lease_id=row["lease_id"],
+        principal_id=row["principal_id"],
+        model=row["model"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cache_read_tokens=row["cache_read_tokens"],
+        cache_write_tokens=row["cache_write_tokens"],
+        kind=UsageKind(row["kind"]),
+        basis=row["basis"],
+        created_at=row["created_at"],
+    )
+
+
+def budget_from_row(row: Row) -> Budget:
+    return Budget(
+        org_id=row["org_id"],
+        scope_id=row["scope_id"],
+        scope=row["scope"],
+        budget=row["budget"],
+        cap=row["cap"],
+        updated_at=row["updated_at"],
+    )
+
+
 def _node_params(n: Node) -> Row:
     return {
         "id": n.id,
@@ -287,8 +330,14 @@ class PgStore:
         min_size: int = 1,
         max_size: int = 16,
         listen: bool = True,
+        blobs: BlobStore | None = None,
     ) -> None:
-        """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices)."""
+        """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices).
+
+        ``blobs`` keeps blob bytes (default: files under ``skift.default_blob_dir()``);
+        the database keeps only which organization holds which digest.
+        """
+        self.blobs: BlobStore = blobs if blobs is not None else FileBlobStore(default_blob_dir())
         self.dsn = dsn
         self.listen = listen
         self.limits = limits or Limits()
@@ -729,6 +778,7 @@ class PgTx:
         rows = await self.rows(
             "list_nodes",
             **params,
+            "exclude": list(query.exclude),
             status=status.value if status else None,
             held=held,
             limit=query.limit,

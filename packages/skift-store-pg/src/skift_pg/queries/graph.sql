@@ -48,6 +48,7 @@ AND (%(assignee_kind)s::text IS NULL OR n.assignee_kind = %(assignee_kind)s::tex
 AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
 AND n.priority <= %(max_rank)s
 AND (%(parent)s::uuid IS NULL OR n.parent_id = %(parent)s::uuid)
+AND NOT (n.id = ANY (%(exclude)s::uuid[]))
 
 -- name: _ready_unheld
 -- Ready but for holds: open, in a live project, unblocked, no open children, no live lease.

@@ -1,0 +1,142 @@
+"""Where blob bytes live: a small backend protocol, in memory and on a filesystem.
+
+A blob is immutable and content-addressed: its name is the SHA-256 digest of
+its bytes, written ``sha256:<lowercase hex>``. A backend only keeps bytes by
+digest; which organization may read which digest (and under which media type)
+is a row the store keeps, so bytes are shared (deduplicated) across
+organizations while every organization sees only what it uploaded.
+
+Writing is idempotent: the same bytes put twice are stored once. Bytes are
+written before the transaction that records them commits, so a failed
+request can leave unreferenced bytes behind, never a row without bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from ._errors import Invalid
+
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def digest_of(data: bytes) -> str:
+    """The digest skift names these bytes by: ``sha256:<lowercase hex>``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def check_digest(value: str, what: str = "digest") -> str:
+    """``value`` as a canonical digest (hex lowercased), or :class:`Invalid`."""
+    text = value.strip()
+    algo, sep, hexpart = text.partition(":")
+    canon = f"{algo.lower()}{sep}{hexpart.lower()}"
+    if not _DIGEST.match(canon):
+        raise Invalid(
+            f"{what} {value!r} is not a SHA-256 digest",
+            next="Write digests as sha256:<64 lowercase hex digits>.",
+        )
+    return canon
+
+
+class BlobStore(Protocol):
+    """Bytes by digest. Implementations must make ``put`` atomic and idempotent."""
+
+    async def put(self, digest: str, data: bytes) -> None:
+        """Keep ``data`` under ``digest`` (the caller has verified the digest)."""
+        ...
+
+    async def get(self, digest: str) -> bytes | None: ...
+
+    async def has(self, digest: str) -> bool: ...
+
+
+class MemoryBlobStore:
+    """Blobs in this process's memory (the in-memory store's default)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+
+    async def put(self, digest: str, data: bytes) -> None:
+        self._data.setdefault(digest, data)
+
+    async def get(self, digest: str) -> bytes | None:
+        return self._data.get(digest)
+
+    async def has(self, digest: str) -> bool:
+        return digest in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class FileBlobStore:
+    """Blobs as files under a directory: ``ROOT/sha256/ab/cdef…`` (the digest's hex).
+
+    A blob is written to a temporary file in its final directory, flushed to
+    disk and renamed into place, so a reader never sees a partial blob and two
+    writers of the same bytes both succeed.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path(self, digest: str) -> Path:
+        algo, _, hexpart = check_digest(digest).partition(":")
+        return self.root / algo / hexpart[:2] / hexpart[2:]
+
+    async def put(self, digest: str, data: bytes) -> None:
+        await asyncio.to_thread(self._put, digest, data)
+
+    def _put(self, digest: str, data: bytes) -> None:
+        final = self.path(digest)
+        if final.exists():
+            return
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=final.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    async def get(self, digest: str) -> bytes | None:
+        return await asyncio.to_thread(self._get, digest)
+
+    def _get(self, digest: str) -> bytes | None:
+        try:
+            return self.path(digest).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    async def has(self, digest: str) -> bool:
+        return await asyncio.to_thread(self.path(digest).exists)
+
+
+def default_blob_dir() -> Path:
+    """Where blobs go when a PostgreSQL store is given no directory.
+
+    ``$SKIFT_BLOB_DIR`` when set; else ``$XDG_DATA_HOME/skift/blobs`` (or
+    ``~/.local/share/skift/blobs``), beside the embedded cluster's ``pg``.
+    Root without ``XDG_DATA_HOME`` uses ``/var/lib/skift/blobs``, as for the cluster.
+    """
+    explicit = os.environ.get("SKIFT_BLOB_DIR", "")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "skift" / "blobs"
+    if os.geteuid() == 0:
+        return Path("/var/lib/skift/blobs")
+    return Path.home() / ".local" / "share" / "skift" / "blobs"

@@ -1,0 +1,601 @@
+"""Usage and cost: append-only token records, rates applied at query time, budgets and caps.
+
+- A usage record is ``actual`` (what an attempt consumed) or ``estimate``
+  (what someone expects; ``basis`` says from what). Records are never
+  changed. A record made under a lease names it, so each attempt's spend
+  stays its own; the lease is checked as a fencing token like every write.
+- A node's current estimate is its most recent estimate (derived). Rollups
+  sum actuals, and current estimates, over a node, its subtree or a project.
+- Currency is a rate table per organization: per model, a price per million
+  tokens for each token class, in one currency. It is applied when a report
+  is read, never stored on a record; a model without a rate is listed as
+  unpriced, never counted as free.
+- ``budget`` (a project or a node) is reported beside the rollup. ``cap`` (a
+  node, set by a person) is enforced at Claim: a node whose subtree, or whose
+  capped ancestor's subtree, has spent its cap is refused, and ClaimNext
+  skips it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import attrs
+
+from ._errors import Invalid, Refused
+from ._models import Node, Principal, PrincipalKind, Project
+from ._refs import format_ref, new_id, ulid_str
+
+if TYPE_CHECKING:
+    from ._engine import Actor, Engine
+    from ._store import Tx
+
+_MILLION = Decimal(1_000_000)
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_MODEL_CHARS = 200
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+class UsageKind(enum.StrEnum):
+    ACTUAL = "actual"
+    ESTIMATE = "estimate"
+
+
+# ------------------------------------------------------------------ stored
+
+
+@attrs.frozen(kw_only=True)
+class UsageRecord:
+    """One append-only record: counts, never currency."""
+
+    id: UUID
+    org_id: UUID
+    project_id: UUID
+    node_id: UUID
+    lease_id: UUID | None = None
+    principal_id: UUID
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    kind: UsageKind
+    basis: str | None = None
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class UsageScope:
+    """What a rollup covers: one node (``subtree``: and its descendants), or a project."""
+
+    node: UUID | None = None
+    project: UUID | None = None
+    subtree: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class UsageTotal:
+    """Token sums of one kind and model in a scope (estimates: current ones only)."""
+
+    kind: UsageKind
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Rate:
+    """A model's price per million tokens, per token class, in ``currency``."""
+
+    org_id: UUID
+    model: str
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    currency: str
+    updated_by: UUID
+    updated_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Budget:
+    """A budget (reported) and a cap (enforced at Claim) on a node, or a budget on a project."""
+
+    org_id: UUID
+    scope_id: UUID
+    scope: str  # "node" | "project"
+    budget: Decimal | None = None
+    cap: Decimal | None = None
+    updated_at: datetime
+
+
+# ------------------------------------------------------------------ views
+
+
+@attrs.frozen(kw_only=True)
+class UsageInfo:
+    """A usage record as a caller sees it."""
+
+    id: str
+    node: str
+    lease: str | None
+    principal: str
+    principal_kind: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    kind: UsageKind
+    basis: str | None
+    created_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class TokenTotals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    total: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class UsageReport:
+    """A rollup: actual and current-estimate tokens, their cost at today's rates, the budget."""
+
+    ref: str
+    title: str
+    subtree: bool
+    actual: TokenTotals
+    estimate: TokenTotals
+    cost_actual: Decimal | None
+    cost_estimate: Decimal | None
+    currency: str | None
+    unpriced_models: tuple[str, ...]
+    budget: Decimal | None
+    cap: Decimal | None
+    records: tuple[UsageInfo, ...]
+
+
+@attrs.frozen(kw_only=True)
+class RateInfo:
+    """A model's rate: price per million tokens of each class."""
+
+    model: str
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    currency: str
+    updated_at: datetime
+
+
+# ------------------------------------------------------------------ values
+
+
+def money(value: object, what: str) -> Decimal:
+    """A non-negative, finite amount of money from a Decimal, int, float or string."""
+    if isinstance(value, bool):
+        raise Invalid(f"{what} {value!r} is not an amount", next="Give a number such as 12.50.")
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise Invalid(
+            f"{what} {value!r} is not an amount", next="Give a number such as 12.50."
+        ) from None
+    if not amount.is_finite() or amount < 0:
+        raise Invalid(f"{what} {value!r} must be zero or more", next="Give a number such as 12.50.")
+    return amount
+
+
+def optional_money(value: object, what: str) -> Decimal | None:
+    """``None`` for unset; an empty string also means "clear" to the caller, handled there."""
+    return None if value is None else money(value, what)
+
+
+def _tokens(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(
+            f"{name} is {value!r}; token counts are whole numbers, zero or more",
+            next="Report counts as integers (no currency: rates price them).",
+        )
+    return value
+
+
+def totals(rows: Iterable[UsageTotal], kind: UsageKind) -> TokenTotals:
+    sums = dict.fromkeys(TOKEN_FIELDS, 0)
+    for r in rows:
+        if r.kind is kind:
+            for f in TOKEN_FIELDS:
+                sums[f] += getattr(r, f)
+    return TokenTotals(**sums, total=sum(sums.values()))
+
+
+def price(
+    rows: Iterable[UsageTotal], rates: dict[str, Rate], kind: UsageKind
+) -> tuple[Decimal, set[str]]:
+    """The cost of one kind's rows at these rates, and the models that have no rate."""
+    cost = Decimal(0)
+    unpriced: set[str] = set()
+    for r in rows:
+        if r.kind is not kind:
+            continue
+        rate = rates.get(r.model)
+        if rate is None:
+            if any(getattr(r, f) for f in TOKEN_FIELDS):
+                unpriced.add(r.model)
+            continue
+        cost += (
+            r.input_tokens * rate.input
+            + r.output_tokens * rate.output
+            + r.cache_read_tokens * rate.cache_read
+            + r.cache_write_tokens * rate.cache_write
+        ) / _MILLION
+    return cost, unpriced
+
+
+def rate_info(rate: Rate) -> RateInfo:
+    return RateInfo(
+        model=rate.model,
+        input=rate.input,
+        output=rate.output,
+        cache_read=rate.cache_read,
+        cache_write=rate.cache_write,
+        currency=rate.currency,
+        updated_at=rate.updated_at,
+    )
+
+
+def intent(action: str, **parts: Any) -> dict[str, Any]:
+    """One policy intent (the shape the engine's own intents have)."""
+    out: dict[str, Any] = {
+        "action": action,
+        "index": None,
+        "node": None,
+        "parent": None,
+        "from": None,
+        "to": None,
+        "changes": [],
+        "cascade": False,
+    }
+    out.update(parts)
+    return out
+
+
+# ------------------------------------------------------------------ rules
+
+
+async def record_usage(
+    e: Engine,
+    tx: Tx,
+    actor: Actor,
+    ref: str,
+    project_ref: str | None,
+    *,
+    model: str,
+    tokens: dict[str, object],
+    estimate: bool,
+    basis: str | None,
+    lease: str | None,
+) -> UsageInfo:
+    from ._engine import node_facts
+
+    name = model.strip()
+    if not name or len(name) > _MODEL_CHARS:
+        raise Invalid(
+            f"model {model!r} must be 1 to {_MODEL_CHARS} characters",
+            next="Name the model as your provider does, e.g. claude-sonnet-4.",
+        )
+    counts = {f: _tokens(f, tokens.get(f, 0)) for f in TOKEN_FIELDS}
+    kind = UsageKind.ESTIMATE if estimate else UsageKind.ACTUAL
+    text = basis.strip() if basis else None
+    if text and kind is UsageKind.ACTUAL:
+        raise Invalid(
+            "basis belongs to estimates only; an actual is what was measured",
+            next="Leave basis out, or record an estimate (estimate=True, --estimate).",
+        )
+    if text and len(text.encode()) > e.limits.body_bytes:
+        raise Invalid(
+            f"basis is over {e.limits.body_bytes} bytes", next="Say briefly what it rests on."
+        )
+    node = await e.node_in(tx, ref, project_ref, lock=True)
+    project = await tx.project_by_id(node.project_id)
+    assert project is not None
+    e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
+    ref_text = format_ref(project.slug, node.number)
+    held = None
+    if lease is not None:
+        held = await e._fence(tx, actor, node, lease)  # pyright: ignore[reportPrivateUsage]
+    e.authorize(
+        actor,
+        [
+            intent(
+                "record_usage",
+                node=node_facts(node, ref_text, project.slug, actor, in_my_lease=held is not None),
+                usage={"kind": kind.value, "leased": held is not None},
+            )
+        ],
+        held,
+    )
+    now = await tx.now()
+    record = UsageRecord(
+        id=new_id(),
+        org_id=tx.org_id,
+        project_id=node.project_id,
+        node_id=node.id,
+        lease_id=held.id if held else None,
+        principal_id=actor.id,
+        model=name,
+        kind=kind,
+        basis=text or None,
+        created_at=now,
+        **counts,
+    )
+    await tx.insert_usage(record)
+    if held is not None:  # any write by the holder renews its lease
+        await tx.update_lease(attrs.evolve(held, expires_at=max(held.expires_at, now + held.ttl)))
+    await tx.append_events(
+        [
+            await e._event(  # pyright: ignore[reportPrivateUsage]
+                tx,
+                actor,
+                "record_usage",
+                project_id=node.project_id,
+                node_id=node.id,
+                after={
+                    "usage": ulid_str(record.id),
+                    "kind": kind.value,
+                    "model": name,
+                    "lease": ulid_str(held.id) if held else None,
+                    **counts,
+                },
+            )
+        ]
+    )
+    return (await usage_infos(tx, [record]))[0]
+
+
+async def usage_infos(tx: Tx, records: Sequence[UsageRecord]) -> list[UsageInfo]:
+    nodes = await tx.nodes_by_id({r.node_id for r in records})
+    projects = await tx.projects_by_id({n.project_id for n in nodes.values()})
+    people: dict[UUID, Principal] = await tx.principals_by_id({r.principal_id for r in records})
+    out: list[UsageInfo] = []
+    for r in records:
+        n = nodes[r.node_id]
+        who = people.get(r.principal_id)
+        out.append(
+            UsageInfo(
+                id=ulid_str(r.id),
+                node=format_ref(projects[n.project_id].slug, n.number),
+                lease=ulid_str(r.lease_id) if r.lease_id else None,
+                principal=who.name if who else ulid_str(r.principal_id),
+                principal_kind=(who.kind if who else PrincipalKind.AGENT).value,
+                model=r.model,
+                input_tokens=r.input_tokens,
+                output_tokens=r.output_tokens,
+                cache_read_tokens=r.cache_read_tokens,
+                cache_write_tokens=r.cache_write_tokens,
+                kind=r.kind,
+                basis=r.basis,
+                created_at=r.created_at,
+            )
+        )
+    return out
+
+
+async def _report(
+    e: Engine,
+    tx: Tx,
+    scope: UsageScope,
+    *,
+    ref: str,
+    title: str,
+    budget: Budget | None,
+) -> UsageReport:
+    rows = await tx.usage_totals(scope)
+    rates = {r.model: r for r in await tx.rates()}
+    currency = next(iter(rates.values())).currency if rates else None
+    cost_actual, unpriced_a = price(rows, rates, UsageKind.ACTUAL)
+    cost_estimate, unpriced_e = price(rows, rates, UsageKind.ESTIMATE)
+    records = await tx.usage_records(scope, e.limits.page_size)
+    return UsageReport(
+        ref=ref,
+        title=title,
+        subtree=scope.subtree,
+        actual=totals(rows, UsageKind.ACTUAL),
+        estimate=totals(rows, UsageKind.ESTIMATE),
+        cost_actual=cost_actual if currency else None,
+        cost_estimate=cost_estimate if currency else None,
+        currency=currency,
+        unpriced_models=tuple(sorted(unpriced_a | unpriced_e)),
+        budget=budget.budget if budget else None,
+        cap=budget.cap if budget else None,
+        records=tuple(await usage_infos(tx, records)),
+    )
+
+
+async def node_usage(
+    e: Engine, tx: Tx, ref: str, project_ref: str | None, *, subtree: bool
+) -> UsageReport:
+    node = await e.node_in(tx, ref, project_ref)
+    project = await tx.project_by_id(node.project_id)
+    assert project is not None
+    budgets = await tx.budgets([node.id])
+    return await _report(
+        e,
+        tx,
+        UsageScope(node=node.id, subtree=subtree),
+        ref=format_ref(project.slug, node.number),
+        title=node.title,
+        budget=budgets.get(node.id),
+    )
+
+
+async def project_usage(e: Engine, tx: Tx, project_ref: str) -> UsageReport:
+    project = await e.resolve_project(tx, project_ref)
+    budgets = await tx.budgets([project.id])
+    return await _report(
+        e,
+        tx,
+        UsageScope(project=project.id),
+        ref=project.slug,
+        title=project.title,
+        budget=budgets.get(project.id),
+    )
+
+
+async def set_rate(
+    e: Engine,
+    tx: Tx,
+    actor: Actor,
+    model: str,
+    prices: dict[str, object],
+    currency: str,
+) -> RateInfo:
+    e.authorize(actor, [intent("set_rate")])
+    name = model.strip()
+    if not name or len(name) > _MODEL_CHARS:
+        raise Invalid(
+            f"model {model!r} must be 1 to {_MODEL_CHARS} characters",
+            next="Name the model exactly as usage records name it.",
+        )
+    cur = currency.strip().upper()
+    if not _CURRENCY.match(cur):
+        raise Invalid(
+            f"currency {currency!r} is not a three-letter code",
+            next="Use a code such as USD or EUR.",
+        )
+    amounts = {k: money(v, f"the {k.replace('_', '-')} rate") for k, v in prices.items()}
+    others = [r for r in await tx.rates() if r.model != name and r.currency != cur]
+    if others:
+        raise Refused(
+            f"this organization's rates are in {others[0].currency}; {name} cannot be priced in {cur}",
+            next=f"Give the rate in {others[0].currency}: one report sums every model in one currency.",
+        )
+    rate = Rate(
+        org_id=tx.org_id,
+        model=name,
+        currency=cur,
+        updated_by=actor.id,
+        updated_at=await tx.now(),
+        input=amounts["input"],
+        output=amounts["output"],
+        cache_read=amounts["cache_read"],
+        cache_write=amounts["cache_write"],
+    )
+    await tx.upsert_rate(rate)
+    await tx.append_events(
+        [
+            await e._event(  # pyright: ignore[reportPrivateUsage]
+                tx,
+                actor,
+                "set_rate",
+                after={"model": name, "currency": cur, **{k: str(v) for k, v in amounts.items()}},
+            )
+        ]
+    )
+    return rate_info(rate)
+
+
+async def list_rates(tx: Tx) -> list[RateInfo]:
+    return [rate_info(r) for r in sorted(await tx.rates(), key=lambda r: r.model)]
+
+
+def _money_change(value: object, what: str) -> tuple[bool, Decimal | None]:
+    """(changed?, new value) for an update field: None unchanged, "" clears, else an amount."""
+    if value is None:
+        return False, None
+    if isinstance(value, str) and not value.strip():
+        return True, None
+    return True, money(value, what)
+
+
+async def set_budget(
+    tx: Tx, scope_id: UUID, scope: str, *, budget: object = None, cap: object = None
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Write a budget and/or cap; returns (before, after) of what changed, or None."""
+    set_b, new_b = _money_change(budget, "budget")
+    set_c, new_c = _money_change(cap, "cap")
+    if not (set_b or set_c):
+        return None
+    old = (await tx.budgets([scope_id])).get(scope_id)
+    before = {"budget": old.budget if old else None, "cap": old.cap if old else None}
+    after = {
+        "budget": new_b if set_b else before["budget"],
+        "cap": new_c if set_c else before["cap"],
+    }
+    changed = [k for k in ("budget", "cap") if before[k] != after[k]]
+    if not changed:
+        return None
+    await tx.set_budget(
+        Budget(
+            org_id=tx.org_id,
+            scope_id=scope_id,
+            scope=scope,
+            budget=after["budget"],
+            cap=after["cap"],
+            updated_at=await tx.now(),
+        )
+    )
+
+    def text(v: object) -> str | None:
+        return None if v is None else str(v)
+
+    return {k: text(before[k]) for k in changed}, {k: text(after[k]) for k in changed}
+
+
+async def _spend(tx: Tx, node_id: UUID, rates: dict[str, Rate]) -> Decimal:
+    rows = await tx.usage_totals(UsageScope(node=node_id, subtree=True))
+    return price(rows, rates, UsageKind.ACTUAL)[0]
+
+
+async def check_cap(tx: Tx, node: Node, project: Project) -> None:
+    """Refuse a claim of ``node`` when it, or a capped ancestor, has spent its cap."""
+    chain = [node, *await tx.ancestors(node.id)]
+    budgets = await tx.budgets([n.id for n in chain])
+    capped = [(n, budgets[n.id].cap) for n in chain if n.id in budgets]
+    capped = [(n, cap) for n, cap in capped if cap is not None]
+    if not capped:
+        return
+    rates = {r.model: r for r in await tx.rates()}
+    currency = next(iter(rates.values())).currency if rates else ""
+    for holder, cap in capped:
+        spend = await _spend(tx, holder.id, rates)
+        if spend >= cap:
+            on = format_ref(project.slug, holder.number)
+            where = "its" if holder.id == node.id else f"{on}'s"
+            ref = format_ref(project.slug, node.number)
+            raise Refused(
+                f"{ref} is over {where} cap: {spend} {currency} spent of a {cap} {currency} cap".replace(
+                    "  ", " "
+                ),
+                next=f"Ask a person to raise the cap on {on} (update_node cap=…), or take other work; "
+                f"'skift usage show {on} --subtree' shows the spend.",
+                spend=str(spend),
+                cap=str(cap),
+                on=on,
+            )
+
+
+async def capped_out(tx: Tx) -> tuple[UUID, ...]:
+    """Every node under a cap that has been spent: ClaimNext skips these."""
+    caps = await tx.capped_nodes()
+    if not caps:
+        return ()
+    rates = {r.model: r for r in await tx.rates()}
+    out: list[UUID] = []
+    for b in caps:
+        assert b.cap is not None
+        if await _spend(tx, b.scope_id, rates) >= b.cap:
+            out.extend(await tx.subtree_ids(b.scope_id))
+    return tuple(dict.fromkeys(out))
