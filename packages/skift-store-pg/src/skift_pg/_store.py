@@ -745,6 +745,7 @@ class PgTx:
             "agent_only": query.agent_only,
             "max_rank": query.max_priority_rank,
             "parent": query.parent,
+            "exclude": list(query.exclude),
             "now": await self.now(),
         }
 
@@ -778,7 +779,6 @@ class PgTx:
         rows = await self.rows(
             "list_nodes",
             **params,
-            "exclude": list(query.exclude),
             status=status.value if status else None,
             held=held,
             limit=query.limit,
@@ -906,6 +906,166 @@ class PgTx:
             limit=query.limit,
         )
         return [(node_from_row(r), float(r["rank"])) for r in rows]
+
+    # usage and cost
+    async def insert_usage(self, record: UsageRecord) -> None:
+        await self.write(
+            "insert_usage",
+            id=record.id,
+            project_id=record.project_id,
+            node_id=record.node_id,
+            lease_id=record.lease_id,
+            principal_id=record.principal_id,
+            model=record.model,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cache_read_tokens=record.cache_read_tokens,
+            cache_write_tokens=record.cache_write_tokens,
+            kind=record.kind.value,
+            basis=record.basis,
+            created_at=record.created_at,
+        )
+
+    @staticmethod
+    def _scope(scope: UsageScope) -> Row:
+        return {"node": scope.node, "project": scope.project, "subtree": scope.subtree}
+
+    async def usage_records(self, scope: UsageScope, limit: int) -> list[UsageRecord]:
+        rows = await self.rows("usage_records", **self._scope(scope), limit=limit)
+        return [usage_from_row(r) for r in rows]
+
+    async def usage_totals(self, scope: UsageScope) -> list[UsageTotal]:
+        return [
+            UsageTotal(
+                kind=UsageKind(r["kind"]),
+                model=r["model"],
+                input_tokens=r["input_tokens"],
+                output_tokens=r["output_tokens"],
+                cache_read_tokens=r["cache_read_tokens"],
+                cache_write_tokens=r["cache_write_tokens"],
+            )
+            for r in await self.rows("usage_totals", **self._scope(scope))
+        ]
+
+    async def rates(self) -> list[Rate]:
+        return [
+            Rate(
+                org_id=r["org_id"],
+                model=r["model"],
+                input=r["input"],
+                output=r["output"],
+                cache_read=r["cache_read"],
+                cache_write=r["cache_write"],
+                currency=r["currency"],
+                updated_by=r["updated_by"],
+                updated_at=r["updated_at"],
+            )
+            for r in await self.rows("rates")
+        ]
+
+    async def upsert_rate(self, rate: Rate) -> None:
+        await self.write(
+            "upsert_rate",
+            model=rate.model,
+            input=rate.input,
+            output=rate.output,
+            cache_read=rate.cache_read,
+            cache_write=rate.cache_write,
+            currency=rate.currency,
+            updated_by=rate.updated_by,
+            updated_at=rate.updated_at,
+        )
+
+    async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
+        if not scope_ids:
+            return {}
+        return {
+            r["scope_id"]: budget_from_row(r)
+            for r in await self.rows("budgets", ids=list(scope_ids))
+        }
+
+    async def set_budget(self, budget: Budget) -> None:
+        await self.write(
+            "set_budget",
+            scope_id=budget.scope_id,
+            scope=budget.scope,
+            budget=budget.budget,
+            cap=budget.cap,
+            updated_at=budget.updated_at,
+        )
+
+    async def capped_nodes(self) -> list[Budget]:
+        return [budget_from_row(r) for r in await self.rows("capped_nodes")]
+
+    async def subtree_ids(self, root: UUID) -> list[UUID]:
+        return [r["id"] for r in await self.rows("subtree_ids", id=root)]
+
+    # artifacts and blob metadata
+    async def insert_artifacts(self, artifacts: Sequence[ArtifactRecord]) -> None:
+        if not artifacts:
+            return
+        params = [
+            {
+                "id": a.id,
+                "org": self._org,
+                "node_id": a.node_id,
+                "name": a.name,
+                "description": a.description,
+                "parts": Jsonb([part_to_dict(p) for p in a.parts]),
+                "metadata": Jsonb(a.metadata),
+                "author_id": a.author_id,
+                "created_at": a.created_at,
+            }
+            for a in artifacts
+        ]
+        async with self._conn.cursor() as cur:
+            await cur.executemany(q("insert_artifact"), params)
+        self.wrote = True
+
+    async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
+        if not node_ids:
+            return []
+        return [
+            ArtifactRecord(
+                id=r["id"],
+                org_id=r["org_id"],
+                node_id=r["node_id"],
+                name=r["name"],
+                description=r["description"],
+                parts=tuple(part_from_dict(p) for p in r["parts"]),
+                metadata=r["metadata"],
+                author_id=r["author_id"],
+                created_at=r["created_at"],
+            )
+            for r in await self.rows("artifacts_of", ids=list(node_ids))
+        ]
+
+    async def count_artifacts(self, node_id: UUID) -> int:
+        row = await self.row("count_artifacts", id=node_id)
+        assert row is not None
+        return int(row["n"])
+
+    async def blob(self, digest: str) -> BlobRecord | None:
+        row = await self.row("blob", digest=digest)
+        if row is None:
+            return None
+        return BlobRecord(
+            digest=row["digest"],
+            size=row["size"],
+            media_type=row["media_type"],
+            created_by=row["created_by"],
+            created_at=row["created_at"],
+        )
+
+    async def insert_blob(self, blob: BlobRecord) -> None:
+        await self.write(
+            "insert_blob",
+            digest=blob.digest,
+            size=blob.size,
+            media_type=blob.media_type,
+            created_by=blob.created_by,
+            created_at=blob.created_at,
+        )
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None:
