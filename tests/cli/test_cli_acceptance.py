@@ -8,11 +8,16 @@ number of processes down.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import threading
+import time
 from datetime import timedelta
 
 from cli_harness import (
     EXPLAIN_KEYS,
+    SKIFT,
     Cli,
     assert_claim,
     assert_error,
@@ -202,3 +207,31 @@ ops:
     rid = re.search(r"request id (\S+)", good.err)
     assert rid
     assert rid.group(1) in good.out
+
+
+def test_events_follow_prints_new_events_as_they_happen(cli: Cli) -> None:
+    _, (ref,) = cli.project("follow", "watched")
+    args = [str(SKIFT), "events", "--follow", "--json", "--op", "hold_node", "--interval", "0.2"]
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cli.env()
+    ) as proc:
+        assert proc.stdout is not None
+        watchdog = threading.Timer(30, proc.terminate)  # readline must not block forever
+        watchdog.start()
+        try:
+            time.sleep(1.5)  # let it start and read what is already there
+            cli.api(lambda sk: sk.hold(ref, reason="seen live"))
+            seen: dict[str, str] = {}
+            while not seen:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                event = json.loads(line)
+                if event["node"] == ref:
+                    seen = event
+        finally:
+            watchdog.cancel()
+            proc.terminate()
+    assert seen["op"] == "hold_node"
+    assert seen["reason"] == "seen live"
+    assert seen["cursor"] == seen["id"]
