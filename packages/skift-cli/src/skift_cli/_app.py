@@ -418,10 +418,12 @@ def _read_text(path: str, flag: str) -> str:
 @click.group(
     cls=rich_click.RichGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
 )
 @global_options
 @click.version_option(package_name="skift-cli", prog_name="skift")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """skift: a work graph that AI agents and people share.
 
     Work is a node in a project; nodes wait on each other and on their
@@ -433,6 +435,8 @@ def cli() -> None:
     or a ULID. Exit codes: 0 done, 1 refused/conflict/limit/unauthenticated,
     2 usage or invalid input, 3 not found, 4 server unavailable, 5 nothing ready.
     """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
 
 
 # -------------------------------------------------------------------- pass-through
