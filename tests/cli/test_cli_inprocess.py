@@ -311,3 +311,37 @@ def test_comments_threads_and_search(cli: Cli, sk: Run) -> None:
     assert [h["node"]["ref"] for h in hits] == [ref]
     assert "comment" in hits[0]["matched"]
     assert ref in sk("search", "zebra").out
+
+
+def test_usage_and_artifacts(cli: Cli, sk: Run, tmp_path: Path) -> None:
+    p, (first, _) = cli.project("usage", "measure me", "then me")
+    cli.api(lambda sk: sk.patch(p, [{"op": "add_edge", "from": first, "to": "#2"}]))
+    lease = sk("claim", first, "--json").json()["lease"]["id"]
+    actual = sk(
+        "usage", "add", first, "--model", "m-cli", "--input-tokens", "1000",
+        "--output-tokens", "50", "--lease", lease, "--json",
+    ).json()  # fmt: skip
+    assert (actual["kind"], actual["lease"], actual["input_tokens"]) == ("actual", lease, 1000)
+    guess = sk(
+        "usage", "add", first, "--model", "m-cli", "--input-tokens", "5000", "--estimate",
+        "--basis", "like the last one", "--json",
+    ).json()  # fmt: skip
+    assert (guess["kind"], guess["basis"]) == ("estimate", "like the last one")
+    report = sk("usage", "show", first, "--json").json()
+    assert report["actual"]["total"] == 1050
+    assert report["estimate"]["input_tokens"] == 5000
+    assert report["unpriced_models"] == ["m-cli"]
+    assert sk("usage", "show", "--project", p, "--json").json()["actual"]["total"] == 1050
+    assert "no rate for: m-cli" in sk("usage", "show", first).out
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# what I found\n")
+    sk("complete", first, "--lease", lease, "--result", "see notes", "--artifact", str(notes))
+    claim = sk("claim", "-p", p, "--json").json()
+    (given,) = claim["inputs"]
+    (art,) = given["artifacts"]
+    assert art["name"] == "notes.md"
+    (part,) = art["parts"]
+    assert (part["type"], part["media_type"], part["size"]) == ("blob", "text/markdown", 15)
+    assert part["digest"].startswith("sha256:")
+    sk("complete", first, "--artifact", str(tmp_path / "missing.bin"), expect=2)

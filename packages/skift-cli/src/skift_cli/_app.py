@@ -77,7 +77,7 @@ rich_click.rich_click.COMMAND_GROUPS = {
                 "events",
             ],
         },
-        {"name": "Content", "commands": ["comment", "comments", "search"]},
+        {"name": "Content", "commands": ["comment", "comments", "search", "usage"]},
         {"name": "Projects", "commands": ["project"]},
         {
             "name": "Setup and admin",
@@ -988,18 +988,53 @@ def heartbeat(ref: str, lease: str, ttl: str | None) -> None:
 @click.option("--lease", metavar="LEASE", help="The lease (required for leased work).")
 @click.option("--result", help="The result: markdown that downstream work receives as input.")
 @click.option("--result-file", metavar="FILE|-", help="Read the result from a file (- for stdin).")
+@click.option(
+    "--artifact",
+    "artifacts",
+    multiple=True,
+    metavar="FILE",
+    help="Attach FILE as an artifact (one blob part, named after the file). Repeatable.",
+)
 @global_options
-def complete(ref: str, lease: str | None, result: str | None, result_file: str | None) -> None:
+def complete(
+    ref: str,
+    lease: str | None,
+    result: str | None,
+    result_file: str | None,
+    artifacts: tuple[str, ...],
+) -> None:
     """Complete a node with its result; downstream work sees the result as an input.
 
-    Example: skift complete oauth-spike#3 --lease 01JE… --result-file notes.md
+    Example: skift complete oauth-spike#3 --lease 01JE… --result-file notes.md --artifact report.pdf
     """
+    import mimetypes
+    from pathlib import Path
+
+    import skift
+
     a = app()
     proj = a.project()
     if result is not None and result_file is not None:
         _usage("give --result or --result-file, not both")
     text = _read_text(result_file, "--result-file") if result_file is not None else (result or "")
-    res = a.call(lambda sk: sk.complete(ref, lease=lease, result=text, project=proj))
+    files: list[tuple[str, bytes, str]] = []
+    for f in artifacts:
+        try:
+            data = Path(f).read_bytes()
+        except OSError as exc:
+            _usage(f"--artifact {f}: {exc.strerror}")
+        media = mimetypes.guess_type(f)[0] or "application/octet-stream"
+        files.append((Path(f).name, data, media))
+
+    async def go(sk: RemoteSkift) -> skift.PatchResult:
+        arts: list[skift.Artifact] = []
+        for name, data, media in files:
+            blob = await sk.put_blob(data, media_type=media)
+            part = skift.BlobPart(digest=blob.digest, media_type=blob.media_type, size=blob.size)
+            arts.append(skift.Artifact(name=name, parts=(part,)))
+        return await sk.complete(ref, lease=lease, result=text, artifacts=arts, project=proj)
+
+    res = a.call(go)
     _patch_out(a, res, "completed")
 
 
@@ -1372,6 +1407,87 @@ def search(query: str, limit: int, archived: bool) -> None:
         from . import _render
 
         _render.search_hits(hits)
+
+
+@cli.group()
+@global_options
+def usage() -> None:
+    """Token usage and cost: record it, roll it up (counts, never currency)."""
+
+
+@usage.command("add")
+@click.argument("ref", shell_complete=complete_ref)
+@click.option("--model", required=True, help="The model, a free string.")
+@click.option("--input-tokens", type=int, default=0, show_default=True)
+@click.option("--output-tokens", type=int, default=0, show_default=True)
+@click.option("--cache-read-tokens", type=int, default=0, show_default=True)
+@click.option("--cache-write-tokens", type=int, default=0, show_default=True)
+@click.option("--estimate", is_flag=True, help="An estimate, not an actual.")
+@click.option("--basis", help="What an estimate rests on.")
+@click.option("--lease", metavar="LEASE", help="The attempt an actual measures.")
+@global_options
+def usage_add(
+    ref: str,
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int,
+    cache_write_tokens: int,
+    estimate: bool,
+    basis: str | None,
+    lease: str | None,
+) -> None:
+    """Record what work cost (an actual under a lease), or what it is expected to cost.
+
+    Example: skift usage add oauth-spike#3 --model claude-sonnet --input-tokens 12000 --output-tokens 900 --lease 01JE…
+    """
+    a = app()
+    proj = a.project()
+    u = a.call(
+        lambda sk: sk.record_usage(
+            ref,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            estimate=estimate,
+            basis=basis,
+            lease=lease,
+            project=proj,
+        )
+    )
+    if a.json:
+        a.emit(to_json(u))
+    else:
+        kind = str(getattr(u.kind, "value", u.kind))
+        click.echo(f"recorded {kind} usage on {u.node}: {u.input_tokens} in, {u.output_tokens} out")
+
+
+@usage.command("show")
+@click.argument("ref", required=False, shell_complete=complete_ref)
+@click.option("--subtree", is_flag=True, help="Roll up the node's descendants too.")
+@global_options
+def usage_show(ref: str | None, subtree: bool) -> None:
+    """A node's usage (or a project's, with --project P and no REF), priced at today's rates.
+
+    Example: skift usage show oauth-spike#1 --subtree
+    """
+    a = app()
+    if ref is None:
+        proj = a.explicit_project()
+        if proj is None:
+            _usage("name a node (REF) or a project (--project P)")
+        report = a.call(lambda sk: sk.project_usage(proj))
+    else:
+        proj = a.project()
+        report = a.call(lambda sk: sk.usage(ref, subtree=subtree, project=proj))
+    if a.json:
+        a.emit(to_json(report))
+    else:
+        from . import _render
+
+        _render.usage_report(report)
 
 
 # ------------------------------------------------------------------- principals

@@ -337,9 +337,12 @@ def claim(cl: skift.Claim) -> None:
         c.print(Panel(Text(n.body), title="body", title_align="left"))
     for i in cl.inputs:
         who = f" — completed by {i.author}" if i.author else ""
+        body = Text(i.result or "(no result)")
+        for art in i.artifacts:
+            body.append(f"\nartifact: {art.name} ({len(art.parts)} part(s))", style="dim")
         c.print(
             Panel(
-                Text(i.result or "(no result)"),
+                body,
                 title=f"input {escape(i.ref)} {escape(i.title)}{escape(who)}",
                 title_align="left",
                 border_style="dim",
@@ -450,3 +453,54 @@ def search_hits(hits: Sequence[skift.SearchHit]) -> None:
     for h in hits:
         table.add_row(h.node.ref, state(h.node), h.node.title, ",".join(h.matched), h.snippet)
     c.print(table)
+
+
+def usage_report(r: skift.UsageReport) -> None:
+    c = out()
+    head = Text()
+    head.append(r.ref, style="bold cyan")
+    head.append(f" {r.title}" + (" (with its subtree)" if r.subtree else ""))
+    c.print(head)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("", "input", "output", "cache read", "cache write", "total", "cost"):
+        table.add_column(name, justify="right" if name else "left")
+    cur = f" {r.currency}" if r.currency else ""
+    for label, t, cost in (
+        ("actual", r.actual, r.cost_actual),
+        ("estimate", r.estimate, r.cost_estimate),
+    ):
+        table.add_row(
+            label,
+            f"{t.input_tokens:,}",
+            f"{t.output_tokens:,}",
+            f"{t.cache_read_tokens:,}",
+            f"{t.cache_write_tokens:,}",
+            f"{t.total:,}",
+            f"{cost}{cur}" if cost is not None else "-",
+        )
+    c.print(table)
+    if r.budget is not None:
+        c.print(f"budget {r.budget}{cur}")
+    if r.cap is not None:
+        c.print(f"[bold]cap {r.cap}{cur}[/bold] (claims refused past it)")
+    if r.unpriced_models:
+        c.print(f"[yellow]no rate for: {', '.join(r.unpriced_models)}[/yellow]")
+    if r.records:
+        recs = Table(box=None, pad_edge=False, header_style="bold")
+        for name in ("when", "node", "who", "model", "kind", "in", "out", "basis"):
+            recs.add_column(name)
+        now = datetime.now(UTC)
+        for u in r.records[:20]:
+            recs.add_row(
+                reltime(u.created_at, now),
+                u.node,
+                u.principal,
+                u.model,
+                _enum(u.kind),
+                f"{u.input_tokens:,}",
+                f"{u.output_tokens:,}",
+                u.basis or "",
+            )
+        c.print(recs)
+        if len(r.records) > 20:
+            c.print(f"[dim]… {len(r.records) - 20} more (--json shows all)[/dim]")
