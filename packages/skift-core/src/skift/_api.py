@@ -12,7 +12,7 @@ import getpass
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
 from importlib.metadata import entry_points
@@ -170,7 +170,7 @@ class Skift(Protocol):
         *,
         lease: str | None = None,
         result: str = "",
-        artifacts: Sequence[Artifact] = (),
+        artifacts: Sequence[Artifact | Mapping[str, Any]] = (),
         project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult: ...
@@ -250,7 +250,7 @@ class Skift(Protocol):
     async def attach_artifact(
         self,
         ref: str,
-        artifact: Artifact,
+        artifact: Artifact | Mapping[str, Any],
         *,
         lease: str | None = None,
         project: str | None = None,
@@ -713,7 +713,7 @@ class LocalSkift:
         *,
         lease: str | None = None,
         result: str = "",
-        artifacts: Sequence[Artifact] = (),
+        artifacts: Sequence[Artifact | Mapping[str, Any]] = (),
         project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult:
@@ -983,7 +983,7 @@ class LocalSkift:
     async def attach_artifact(
         self,
         ref: str,
-        artifact: Artifact,
+        artifact: Artifact | Mapping[str, Any],
         *,
         lease: str | None = None,
         project: str | None = None,

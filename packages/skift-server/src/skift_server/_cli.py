@@ -64,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--data-dir", type=Path, help="the embedded cluster's directory (without --dsn)")
     p.add_argument(
+        "--blob-dir",
+        type=Path,
+        help="where blob bytes are kept, by digest (default: 'blobs' beside the embedded "
+        "cluster's directory; with --dsn, $SKIFT_BLOB_DIR or $XDG_DATA_HOME/skift/blobs)",
+    )
+    p.add_argument(
         "--socket",
         type=Path,
         help="unix socket path (default: $XDG_RUNTIME_DIR/skift/skift.sock, "
@@ -131,6 +137,7 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         dsn=ns.dsn,
         memory=ns.memory,
         data_dir=ns.data_dir,
+        blob_dir=ns.blob_dir,
         socket=ns.socket,
         socket_mode=mode,
         listen=ns.listen,

@@ -21,8 +21,9 @@ import itertools
 import os
 import random
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from decimal import Decimal
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -72,6 +73,15 @@ class RemoteStore:
     def set_clock_offset(self, offset: timedelta) -> None:
         """Move the server store's clock by ``offset`` from now on (tests only)."""
         self._shared.clock_offset = offset
+
+
+def _artifact(value: skift.Artifact | Mapping[str, Any]) -> skift.Artifact:
+    """An Artifact, from itself or its JSON form (checked as the patch format checks it)."""
+    if isinstance(value, skift.Artifact):
+        return value
+    op = skift.parse_op({"op": "attach_artifact", "node": "-", "artifact": dict(value)})
+    assert isinstance(op, skift.AttachArtifact)
+    return op.artifact
 
 
 def _pick_ops(ops: Sequence[skift.Op | dict[str, Any]]) -> list[skift.Op]:
@@ -214,6 +224,7 @@ class RemoteSkift:
         slug: str | None = None,
         priority: skift.Priority | str | None = None,
         vcs_url: str | None = None,
+        budget: Decimal | int | str | None = None,
     ) -> skift.ProjectInfo:
         req = v1.UpdateProjectRequest(
             ref=ref,
@@ -221,6 +232,7 @@ class RemoteSkift:
             slug=slug,
             priority=_enum(priority) if priority is not None else None,
             vcs_url=vcs_url,
+            budget=str(budget) if budget is not None else None,
         )
         return c.project_view(await self._call("UpdateProject", req, v1.Project, safe=False))
 
@@ -417,6 +429,7 @@ class RemoteSkift:
         *,
         lease: str | None = None,
         result: str = "",
+        artifacts: Sequence[skift.Artifact | Mapping[str, Any]] = (),
         project: str | None = None,
         request_id: str | None = None,
     ) -> skift.PatchResult:
@@ -424,6 +437,7 @@ class RemoteSkift:
             ref=ref,
             lease=lease,
             result=result,
+            artifacts=[c.artifact_pb(_artifact(a)) for a in artifacts],
             project=project,
             request_id=_request_id(request_id),
         )
@@ -533,6 +547,108 @@ class RemoteSkift:
         )
         got = await self._call("Search", req, v1.SearchResponse, safe=True)
         return [c.search_hit_view(h) for h in got.hits]
+
+    # ------------------------------------------------------------ usage and cost
+
+    async def record_usage(
+        self,
+        ref: str,
+        *,
+        model: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        estimate: bool = False,
+        basis: str | None = None,
+        lease: str | None = None,
+        project: str | None = None,
+    ) -> skift.UsageInfo:
+        req = v1.RecordUsageRequest(
+            ref=ref,
+            project=project,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            estimate=estimate,
+            basis=basis,
+            lease=lease,
+        )
+        # not retried: a second attempt could append a second record
+        return c.usage_view(await self._call("RecordUsage", req, v1.UsageRecord, safe=False))
+
+    async def usage(
+        self, ref: str, *, subtree: bool = False, project: str | None = None
+    ) -> skift.UsageReport:
+        req = v1.UsageRequest(ref=ref, project=project, subtree=subtree)
+        return c.report_view(await self._call("GetUsage", req, v1.UsageReport, safe=True))
+
+    async def project_usage(self, project: str) -> skift.UsageReport:
+        req = v1.ProjectUsageRequest(project=project)
+        return c.report_view(await self._call("GetProjectUsage", req, v1.UsageReport, safe=True))
+
+    async def set_rate(
+        self,
+        model: str,
+        *,
+        input: Decimal | int | str,
+        output: Decimal | int | str,
+        cache_read: Decimal | int | str = 0,
+        cache_write: Decimal | int | str = 0,
+        currency: str = "USD",
+    ) -> skift.RateInfo:
+        req = v1.SetRateRequest(
+            model=model,
+            input=str(input),
+            output=str(output),
+            cache_read=str(cache_read),
+            cache_write=str(cache_write),
+            currency=currency,
+        )
+        return c.rate_view(await self._call("SetRate", req, v1.Rate, safe=True))
+
+    async def rates(self) -> list[skift.RateInfo]:
+        got = await self._call("ListRates", v1.ListRatesRequest(), v1.ListRatesResponse, safe=True)
+        return [c.rate_view(r) for r in got.rates]
+
+    # ------------------------------------------------------------ artifacts and blobs
+
+    async def put_blob(
+        self, data: bytes, *, media_type: str, digest: str | None = None
+    ) -> skift.BlobInfo:
+        req = v1.PutBlobRequest(data=bytes(data), media_type=media_type, digest=digest)
+        # content-addressed: sending the same bytes twice stores them once
+        return c.blob_view(await self._call("PutBlob", req, v1.Blob, safe=True))
+
+    async def get_blob(self, digest: str) -> bytes:
+        req = v1.GetBlobRequest(digest=digest)
+        return (await self._call("GetBlob", req, v1.GetBlobResponse, safe=True)).data
+
+    async def attach_artifact(
+        self,
+        ref: str,
+        artifact: skift.Artifact | Mapping[str, Any],
+        *,
+        lease: str | None = None,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.AttachArtifactRequest(
+            ref=ref,
+            artifact=c.artifact_pb(_artifact(artifact)),
+            lease=lease,
+            project=project,
+            request_id=_request_id(request_id),
+        )
+        got = await self._call("AttachArtifact", req, v1.PatchResult, safe=True)
+        return c.patch_result_view(got)
+
+    async def artifacts(self, ref: str, *, project: str | None = None) -> list[skift.ArtifactInfo]:
+        req = v1.NodeRequest(ref=ref, project=project)
+        got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse, safe=True)
+        return [c.artifact_info_view(a) for a in got.artifacts]
 
     async def add_principal(
         self,

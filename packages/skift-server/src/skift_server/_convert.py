@@ -14,6 +14,7 @@ import math
 import typing
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import attrs
@@ -195,7 +196,7 @@ def claim_pb(c: skift.Claim) -> v1.Claim:
                 title=i.title,
                 result=i.result,
                 author=i.author,
-                artifacts=[to_struct(a) for a in i.artifacts],
+                artifacts=[artifact_info_pb(a) for a in i.artifacts],
             )
             for i in c.inputs
         ],
@@ -400,7 +401,7 @@ def claim_view(m: v1.Claim) -> skift.Claim:
                 title=i.title,
                 result=i.result,
                 author=i.author,
-                artifacts=tuple(from_struct(a) for a in i.artifacts),
+                artifacts=tuple(artifact_info_view(a) for a in i.artifacts),
             )
             for i in m.inputs
         ),
@@ -539,6 +540,7 @@ _OP_MESSAGES: dict[str, type[Any]] = {
     "unhold_node": v1.UnholdNode,
     "add_edge": v1.AddEdge,
     "remove_edge": v1.RemoveEdge,
+    "attach_artifact": v1.AttachArtifact,
     "add_comment": v1.AddComment,
 }
 
@@ -558,6 +560,10 @@ def op_pb(op: skift.Op) -> v1.PatchOp:
             value = value.value
         if key == "cascade":
             kw[attr] = v1.Cascade(max_nodes=int(value["max_nodes"]))
+        elif key == "artifact":
+            kw[attr] = artifact_doc_pb(value)
+        elif key == "artifacts":
+            kw[attr] = [artifact_doc_pb(a) for a in value]
         elif key == "labels" and name == "update_node":
             kw[attr] = v1.Labels(values=list(value))
         elif isinstance(value, list | tuple):
@@ -602,6 +608,10 @@ def op_doc(m: v1.PatchOp, index: int) -> dict[str, Any]:
         key = "from" if f.name == "from_" else f.name
         if isinstance(value, v1.Cascade):
             doc[key] = {"max_nodes": value.max_nodes}
+        elif isinstance(value, v1.Artifact):
+            doc[key] = artifact_doc(value)
+        elif key == "artifacts" and value:
+            doc[key] = [artifact_doc(a) for a in value]
         elif isinstance(value, v1.Labels):
             doc[key] = list(value.values)
         elif value is None or (not required and not meta[f.name].optional and value in ("", [], 0)):
@@ -622,3 +632,244 @@ def _which(m: v1.PatchOp) -> tuple[str, Any]:
         if value is not None:
             return name, value
     return "", None
+
+
+# ------------------------------------------------------------------ artifacts and blobs
+
+
+def part_pb(doc: Mapping[str, Any]) -> v1.Part:
+    """A part's JSON form (``skift.part_to_dict``) as its message."""
+    kind = doc.get("type")
+    if kind == "text":
+        return v1.Part(
+            text=v1.TextPart(
+                text=str(doc.get("text", "")), media_type=str(doc.get("media_type", ""))
+            )
+        )
+    if kind == "blob":
+        return v1.Part(
+            blob=v1.BlobPart(
+                digest=str(doc.get("digest", "")),
+                media_type=str(doc.get("media_type", "")),
+                size=int(doc.get("size", 0)),
+            )
+        )
+    return v1.Part(
+        reference=v1.ReferencePart(
+            uri=str(doc.get("uri", "")),
+            digest=doc.get("digest"),
+            media_type=doc.get("media_type"),
+            commit=doc.get("commit"),
+        )
+    )
+
+
+def part_doc(m: v1.Part) -> dict[str, Any]:
+    """A Part message as a part's JSON form; the engine validates it."""
+    if m.text is not None:
+        return {
+            "type": "text",
+            "text": m.text.text,
+            "media_type": m.text.media_type or "text/markdown",
+        }
+    if m.blob is not None:
+        return {
+            "type": "blob",
+            "digest": m.blob.digest,
+            "media_type": m.blob.media_type,
+            "size": m.blob.size,
+        }
+    if m.reference is not None:
+        r = m.reference
+        out: dict[str, Any] = {"type": "reference", "uri": r.uri}
+        for name in ("digest", "media_type", "commit"):
+            if getattr(r, name) is not None:
+                out[name] = getattr(r, name)
+        return out
+    return {"type": ""}  # no part set: the engine names the field
+
+
+def artifact_doc_pb(doc: Mapping[str, Any]) -> v1.Artifact:
+    """An artifact's JSON form (``op_to_dict``) as its message."""
+    parts: list[Any] = list(doc.get("parts", []))
+    return v1.Artifact(
+        name=str(doc.get("name", "")),
+        description=str(doc.get("description", "")),
+        parts=[part_pb(p) for p in parts],
+        metadata=to_struct(dict(doc.get("metadata", {}))),
+    )
+
+
+def artifact_pb(a: skift.Artifact) -> v1.Artifact:
+    return artifact_doc_pb(skift.op_to_dict(skift.AttachArtifact(node="-", artifact=a))["artifact"])
+
+
+def artifact_doc(m: v1.Artifact) -> dict[str, Any]:
+    return {
+        "name": m.name,
+        "description": m.description,
+        "parts": [part_doc(p) for p in m.parts],
+        "metadata": from_struct(m.metadata),
+    }
+
+
+def artifact_info_pb(a: skift.ArtifactInfo) -> v1.ArtifactInfo:
+    return v1.ArtifactInfo(
+        id=a.id,
+        node=a.node,
+        name=a.name,
+        description=a.description,
+        parts=[part_pb(skift.part_to_dict(p)) for p in a.parts],
+        metadata=to_struct(a.metadata),
+        author=a.author,
+        author_kind=a.author_kind,
+        created_at=_utc(a.created_at),
+    )
+
+
+def artifact_info_view(m: v1.ArtifactInfo) -> skift.ArtifactInfo:
+    return skift.ArtifactInfo(
+        id=m.id,
+        node=m.node,
+        name=m.name,
+        description=m.description,
+        parts=tuple(skift.part_from_dict(part_doc(p)) for p in m.parts),
+        metadata=from_struct(m.metadata),
+        author=m.author,
+        author_kind=m.author_kind,
+        created_at=_ts(m.created_at),
+    )
+
+
+def blob_pb(b: skift.BlobInfo) -> v1.Blob:
+    return v1.Blob(digest=b.digest, media_type=b.media_type, size=b.size)
+
+
+def blob_view(m: v1.Blob) -> skift.BlobInfo:
+    return skift.BlobInfo(digest=m.digest, media_type=m.media_type, size=m.size)
+
+
+# ------------------------------------------------------------------ usage and cost
+
+
+def _money(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _amount(value: str | None) -> Decimal | None:
+    return None if value is None else Decimal(value)
+
+
+def usage_pb(u: skift.UsageInfo) -> v1.UsageRecord:
+    return v1.UsageRecord(
+        id=u.id,
+        node=u.node,
+        lease=u.lease,
+        principal=u.principal,
+        principal_kind=u.principal_kind,
+        model=u.model,
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        cache_read_tokens=u.cache_read_tokens,
+        cache_write_tokens=u.cache_write_tokens,
+        kind=u.kind.value,
+        basis=u.basis,
+        created_at=_utc(u.created_at),
+    )
+
+
+def usage_view(m: v1.UsageRecord) -> skift.UsageInfo:
+    return skift.UsageInfo(
+        id=m.id,
+        node=m.node,
+        lease=m.lease,
+        principal=m.principal,
+        principal_kind=m.principal_kind,
+        model=m.model,
+        input_tokens=m.input_tokens,
+        output_tokens=m.output_tokens,
+        cache_read_tokens=m.cache_read_tokens,
+        cache_write_tokens=m.cache_write_tokens,
+        kind=skift.UsageKind(m.kind),
+        basis=m.basis,
+        created_at=_ts(m.created_at),
+    )
+
+
+def _totals_pb(t: skift.TokenTotals) -> v1.TokenTotals:
+    return v1.TokenTotals(
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cache_read_tokens=t.cache_read_tokens,
+        cache_write_tokens=t.cache_write_tokens,
+        total=t.total,
+    )
+
+
+def _totals_view(m: v1.TokenTotals | None) -> skift.TokenTotals:
+    t = m or v1.TokenTotals()
+    return skift.TokenTotals(
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cache_read_tokens=t.cache_read_tokens,
+        cache_write_tokens=t.cache_write_tokens,
+        total=t.total,
+    )
+
+
+def report_pb(r: skift.UsageReport) -> v1.UsageReport:
+    return v1.UsageReport(
+        ref=r.ref,
+        title=r.title,
+        subtree=r.subtree,
+        actual=_totals_pb(r.actual),
+        estimate=_totals_pb(r.estimate),
+        cost_actual=_money(r.cost_actual),
+        cost_estimate=_money(r.cost_estimate),
+        currency=r.currency,
+        unpriced_models=list(r.unpriced_models),
+        budget=_money(r.budget),
+        cap=_money(r.cap),
+        records=[usage_pb(u) for u in r.records],
+    )
+
+
+def report_view(m: v1.UsageReport) -> skift.UsageReport:
+    return skift.UsageReport(
+        ref=m.ref,
+        title=m.title,
+        subtree=m.subtree,
+        actual=_totals_view(m.actual),
+        estimate=_totals_view(m.estimate),
+        cost_actual=_amount(m.cost_actual),
+        cost_estimate=_amount(m.cost_estimate),
+        currency=m.currency,
+        unpriced_models=tuple(m.unpriced_models),
+        budget=_amount(m.budget),
+        cap=_amount(m.cap),
+        records=tuple(usage_view(u) for u in m.records),
+    )
+
+
+def rate_pb(r: skift.RateInfo) -> v1.Rate:
+    return v1.Rate(
+        model=r.model,
+        input=str(r.input),
+        output=str(r.output),
+        cache_read=str(r.cache_read),
+        cache_write=str(r.cache_write),
+        currency=r.currency,
+        updated_at=_utc(r.updated_at),
+    )
+
+
+def rate_view(m: v1.Rate) -> skift.RateInfo:
+    return skift.RateInfo(
+        model=m.model,
+        input=Decimal(m.input),
+        output=Decimal(m.output),
+        cache_read=Decimal(m.cache_read),
+        cache_write=Decimal(m.cache_write),
+        currency=m.currency,
+        updated_at=_ts(m.updated_at),
+    )

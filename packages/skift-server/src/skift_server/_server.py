@@ -61,6 +61,7 @@ class ServeOptions:
     dsn: str | None = None
     memory: bool = False
     data_dir: Path | None = None
+    blob_dir: Path | None = None
     socket: Path | None = None
     socket_mode: int = 0o660
     listen: str | None = None
@@ -177,10 +178,24 @@ class SkiftServer:
             principal=skift.User(_os_user()),
             org=o.org,
             limits=o.limits,
+            blobs=self._blob_dir(),
         )
         await base.__aenter__()
         self._base = base
         await self._bootstrap_owner()
+
+    def _blob_dir(self) -> Path | None:
+        """--blob-dir; else beside the embedded cluster's data directory (its ``blobs``
+        sibling); else, over --dsn, ``skift.default_blob_dir()``. --memory keeps blobs
+        in memory unless given a directory."""
+        o = self.options
+        if o.blob_dir is not None or o.memory:
+            return o.blob_dir
+        if o.dsn is None:
+            from skift_pg.embedded import default_data_dir
+
+            return (o.data_dir or default_data_dir()).parent / "blobs"
+        return skift.default_blob_dir()
 
     async def _bootstrap_owner(self) -> None:
         """Make the server's OS user the owner: its uid identifies it on the socket."""

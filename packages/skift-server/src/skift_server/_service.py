@@ -78,7 +78,7 @@ async def _list_projects(
 
 async def _update_project(sk: skift.LocalSkift, r: v1.UpdateProjectRequest) -> v1.Project:
     p = await sk.update_project(
-        r.ref, title=r.title, slug=r.slug, priority=r.priority, vcs_url=r.vcs_url
+        r.ref, title=r.title, slug=r.slug, priority=r.priority, vcs_url=r.vcs_url, budget=r.budget
     )
     return c.project_pb(p)
 
@@ -205,6 +205,7 @@ async def _complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.PatchResu
         r.ref,
         lease=r.lease,
         result=r.result,
+        artifacts=[c.artifact_doc(a) for a in r.artifacts],
         project=r.project,
         request_id=r.request_id or None,
     )
@@ -316,6 +317,76 @@ async def _revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.Re
     return v1.RevokeTokenResponse()
 
 
+# ------------------------------------------------------------------ usage and cost
+
+
+async def _record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.UsageRecord:
+    got = await sk.record_usage(
+        r.ref,
+        project=r.project,
+        model=r.model,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens,
+        cache_read_tokens=r.cache_read_tokens,
+        cache_write_tokens=r.cache_write_tokens,
+        estimate=r.estimate,
+        basis=r.basis,
+        lease=r.lease,
+    )
+    return c.usage_pb(got)
+
+
+async def _get_usage(sk: skift.LocalSkift, r: v1.UsageRequest) -> v1.UsageReport:
+    return c.report_pb(await sk.usage(r.ref, subtree=r.subtree, project=r.project))
+
+
+async def _get_project_usage(sk: skift.LocalSkift, r: v1.ProjectUsageRequest) -> v1.UsageReport:
+    return c.report_pb(await sk.project_usage(r.project))
+
+
+async def _set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.Rate:
+    got = await sk.set_rate(
+        r.model,
+        input=r.input,
+        output=r.output,
+        cache_read=r.cache_read or "0",
+        cache_write=r.cache_write or "0",
+        currency=r.currency or "USD",
+    )
+    return c.rate_pb(got)
+
+
+async def _list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
+    return v1.ListRatesResponse(rates=[c.rate_pb(x) for x in await sk.rates()])
+
+
+# ------------------------------------------------------------------ artifacts and blobs
+
+
+async def _put_blob(sk: skift.LocalSkift, r: v1.PutBlobRequest) -> v1.Blob:
+    return c.blob_pb(await sk.put_blob(r.data, media_type=r.media_type, digest=r.digest))
+
+
+async def _get_blob(sk: skift.LocalSkift, r: v1.GetBlobRequest) -> v1.GetBlobResponse:
+    return v1.GetBlobResponse(data=await sk.get_blob(r.digest))
+
+
+async def _attach_artifact(sk: skift.LocalSkift, r: v1.AttachArtifactRequest) -> v1.PatchResult:
+    res = await sk.attach_artifact(
+        r.ref,
+        c.artifact_doc(r.artifact or v1.Artifact()),
+        lease=r.lease,
+        project=r.project,
+        request_id=r.request_id or None,
+    )
+    return c.patch_result_pb(res)
+
+
+async def _list_artifacts(sk: skift.LocalSkift, r: v1.NodeRequest) -> v1.ListArtifactsResponse:
+    got = await sk.artifacts(r.ref, project=r.project)
+    return v1.ListArtifactsResponse(artifacts=[c.artifact_info_pb(a) for a in got])
+
+
 HANDLERS: Final[dict[str, Handler]] = {
     "CreateProject": _create_project,
     "GetProject": _get_project,
@@ -355,6 +426,15 @@ HANDLERS: Final[dict[str, Handler]] = {
     "AttachIdentity": _attach_identity,
     "CreateToken": _create_token,
     "RevokeToken": _revoke_token,
+    "RecordUsage": _record_usage,
+    "GetUsage": _get_usage,
+    "GetProjectUsage": _get_project_usage,
+    "SetRate": _set_rate,
+    "ListRates": _list_rates,
+    "PutBlob": _put_blob,
+    "GetBlob": _get_blob,
+    "AttachArtifact": _attach_artifact,
+    "ListArtifacts": _list_artifacts,
 }
 """Every RPC of skift.v1.Skift, by its proto name."""
 

@@ -12,7 +12,13 @@ __all__ = (
     "AddEdge",
     "AddPrincipalRequest",
     "ArchiveProjectRequest",
+    "Artifact",
+    "ArtifactInfo",
+    "AttachArtifact",
+    "AttachArtifactRequest",
     "AttachIdentityRequest",
+    "Blob",
+    "BlobPart",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
@@ -38,6 +44,8 @@ __all__ = (
     "FocusRequest",
     "FocusResult",
     "GateRequest",
+    "GetBlobRequest",
+    "GetBlobResponse",
     "GetProjectRequest",
     "HeartbeatRequest",
     "HoldNode",
@@ -46,16 +54,20 @@ __all__ = (
     "Labels",
     "Lease",
     "LeasesResponse",
+    "ListArtifactsResponse",
     "ListCommentsResponse",
     "ListNodesRequest",
     "ListPrincipalsRequest",
     "ListPrincipalsResponse",
     "ListProjectsRequest",
     "ListProjectsResponse",
+    "ListRatesRequest",
+    "ListRatesResponse",
     "Node",
     "NodeFilter",
     "NodeHoldRequest",
     "NodeRequest",
+    "Part",
     "PatchOp",
     "PatchRequest",
     "PatchResult",
@@ -63,8 +75,13 @@ __all__ = (
     "Project",
     "ProjectHoldRequest",
     "ProjectHoldResponse",
+    "ProjectUsageRequest",
+    "PutBlobRequest",
+    "Rate",
     "ReadyPage",
     "Reason",
+    "RecordUsageRequest",
+    "ReferencePart",
     "ReleaseRequest",
     "RemoveEdge",
     "ReopenNode",
@@ -76,13 +93,19 @@ __all__ = (
     "SearchHit",
     "SearchRequest",
     "SearchResponse",
+    "SetRateRequest",
     "SkiftBase",
     "SkiftStub",
     "SweepExpiredRequest",
     "SweepExpiredResponse",
+    "TextPart",
+    "TokenTotals",
     "UnholdNode",
     "UpdateNode",
     "UpdateProjectRequest",
+    "UsageRecord",
+    "UsageReport",
+    "UsageRequest",
 )
 
 import datetime
@@ -235,6 +258,153 @@ default_message_pool.register_message("skift.v1", "ArchiveProjectRequest", Archi
 
 
 @dataclass(eq=False, repr=False)
+class Artifact(betterproto2.Message):
+    """
+    What work produced, shaped after A2A: a name, a description, parts and
+    metadata. skift never fetches what a part references.
+    """
+
+    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Its name, e.g. report.md.
+    """
+
+    description: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    What it is.
+    """
+
+    parts: "list[Part]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Its parts, in order.
+    """
+
+    metadata: "__google__protobuf__.Struct | None" = betterproto2.field(
+        4, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    Free JSON metadata.
+    """
+
+
+default_message_pool.register_message("skift.v1", "Artifact", Artifact)
+
+
+@dataclass(eq=False, repr=False)
+class ArtifactInfo(betterproto2.Message):
+    """
+    An attached artifact, attributed to the principal that attached it.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The artifact id (ULID).
+    """
+
+    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    `slug#N` of its node.
+    """
+
+    name: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Its name.
+    """
+
+    description: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    What it is.
+    """
+
+    parts: "list[Part]" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Its parts.
+    """
+
+    metadata: "__google__protobuf__.Struct | None" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    Its metadata.
+    """
+
+    author: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+    """
+    The principal that attached it.
+    """
+
+    author_kind: "str" = betterproto2.field(8, betterproto2.TYPE_STRING)
+    """
+    user, agent or service.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was attached.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ArtifactInfo", ArtifactInfo)
+
+
+@dataclass(eq=False, repr=False)
+class AttachArtifact(betterproto2.Message):
+    """
+    Attach an artifact to a node: the `attach_artifact` patch operation.
+    """
+
+    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node (a reference, or an alias created earlier in the patch).
+    """
+
+    artifact: "Artifact | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The artifact.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AttachArtifact", AttachArtifact)
+
+
+@dataclass(eq=False, repr=False)
+class AttachArtifactRequest(betterproto2.Message):
+    """
+    AttachArtifact's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    artifact: "Artifact | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The artifact.
+    """
+
+    lease: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The lease, when the node is leased.
+    """
+
+    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AttachArtifactRequest", AttachArtifactRequest)
+
+
+@dataclass(eq=False, repr=False)
 class AttachIdentityRequest(betterproto2.Message):
     """
     AttachIdentity's request (admin).
@@ -257,6 +427,56 @@ class AttachIdentityRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "AttachIdentityRequest", AttachIdentityRequest)
+
+
+@dataclass(eq=False, repr=False)
+class Blob(betterproto2.Message):
+    """
+    A stored blob.
+    """
+
+    digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    `sha256:<lowercase hex>`.
+    """
+
+    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its media type.
+    """
+
+    size: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+    """
+    Its size in bytes.
+    """
+
+
+default_message_pool.register_message("skift.v1", "Blob", Blob)
+
+
+@dataclass(eq=False, repr=False)
+class BlobPart(betterproto2.Message):
+    """
+    A skift-managed, immutable, content-addressed blob.
+    """
+
+    digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    `sha256:<lowercase hex>`, as PutBlob returned it.
+    """
+
+    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its media type.
+    """
+
+    size: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+    """
+    Its size in bytes.
+    """
+
+
+default_message_pool.register_message("skift.v1", "BlobPart", BlobPart)
 
 
 @dataclass(eq=False, repr=False)
@@ -578,6 +798,11 @@ class CompleteNode(betterproto2.Message):
     What the work produced; successors read it as their input.
     """
 
+    artifacts: "list[Artifact]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Artifacts attached with the result.
+    """
+
 
 default_message_pool.register_message("skift.v1", "CompleteNode", CompleteNode)
 
@@ -611,6 +836,11 @@ class CompleteRequest(betterproto2.Message):
     request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
     """
     Idempotency key, as in PatchRequest.
+    """
+
+    artifacts: "list[Artifact]" = betterproto2.field(6, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Artifacts attached with the result.
     """
 
 
@@ -1146,6 +1376,36 @@ default_message_pool.register_message("skift.v1", "GateRequest", GateRequest)
 
 
 @dataclass(eq=False, repr=False)
+class GetBlobRequest(betterproto2.Message):
+    """
+    GetBlob's request.
+    """
+
+    digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    `sha256:<hex>`.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetBlobRequest", GetBlobRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetBlobResponse(betterproto2.Message):
+    """
+    GetBlob's response.
+    """
+
+    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+    """
+    The bytes.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetBlobResponse", GetBlobResponse)
+
+
+@dataclass(eq=False, repr=False)
 class GetProjectRequest(betterproto2.Message):
     """
     GetProject's request.
@@ -1277,11 +1537,11 @@ class Input(betterproto2.Message):
     The principal that completed it.
     """
 
-    artifacts: "list[__google__protobuf__.Struct]" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, repeated=True
+    artifacts: "list[ArtifactInfo]" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, repeated=True
     )
     """
-    Its artifacts (filled in by the artifacts issue).
+    Its artifacts, oldest first.
     """
 
 
@@ -1389,6 +1649,23 @@ default_message_pool.register_message("skift.v1", "LeasesResponse", LeasesRespon
 
 
 @dataclass(eq=False, repr=False)
+class ListArtifactsResponse(betterproto2.Message):
+    """
+    ListArtifacts' response.
+    """
+
+    artifacts: "list[ArtifactInfo]" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, repeated=True
+    )
+    """
+    The node's artifacts, oldest first.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListArtifactsResponse", ListArtifactsResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ListCommentsResponse(betterproto2.Message):
     """
     ListComments' response.
@@ -1488,6 +1765,33 @@ class ListProjectsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ListProjectsResponse", ListProjectsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListRatesRequest(betterproto2.Message):
+    """
+    ListRates' request.
+    """
+
+    pass
+
+
+default_message_pool.register_message("skift.v1", "ListRatesRequest", ListRatesRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListRatesResponse(betterproto2.Message):
+    """
+    ListRates' response.
+    """
+
+    rates: "list[Rate]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The organization's rates, by model.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListRatesResponse", ListRatesResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1717,6 +2021,40 @@ default_message_pool.register_message("skift.v1", "NodeRequest", NodeRequest)
 
 
 @dataclass(eq=False, repr=False)
+class Part(betterproto2.Message):
+    """
+    One part of an artifact.
+
+    Oneofs:
+        - part: Exactly one must be set.
+    """
+
+    text: "TextPart | None" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, optional=True, group="part"
+    )
+    """
+    Inline text.
+    """
+
+    blob: "BlobPart | None" = betterproto2.field(
+        2, betterproto2.TYPE_MESSAGE, optional=True, group="part"
+    )
+    """
+    A blob uploaded with PutBlob.
+    """
+
+    reference: "ReferencePart | None" = betterproto2.field(
+        3, betterproto2.TYPE_MESSAGE, optional=True, group="part"
+    )
+    """
+    A URI to something that lives elsewhere.
+    """
+
+
+default_message_pool.register_message("skift.v1", "Part", Part)
+
+
+@dataclass(eq=False, repr=False)
 class PatchOp(betterproto2.Message):
     """
     One operation of a patch.
@@ -1788,11 +2126,17 @@ class PatchOp(betterproto2.Message):
     Remove an edge.
     """
 
+    attach_artifact: "AttachArtifact | None" = betterproto2.field(
+        10, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+    )
+    """
+    Attach an artifact to a node.
+    """
+
     add_comment: "AddComment | None" = betterproto2.field(
         11, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
-    10: attach_artifact is added by the artifacts issue.
     Comment on a node (an alias of this patch works).
     """
 
@@ -2027,6 +2371,97 @@ default_message_pool.register_message("skift.v1", "ProjectHoldResponse", Project
 
 
 @dataclass(eq=False, repr=False)
+class ProjectUsageRequest(betterproto2.Message):
+    """
+    GetProjectUsage's request.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ProjectUsageRequest", ProjectUsageRequest)
+
+
+@dataclass(eq=False, repr=False)
+class PutBlobRequest(betterproto2.Message):
+    """
+    ============================================================== artifacts and blobs
+
+    PutBlob's request: the bytes travel in this one message, bounded by the
+    server's blob limit (and its largest message).
+    """
+
+    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+    """
+    The bytes.
+    """
+
+    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Their media type.
+    """
+
+    digest: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The digest the bytes must have (`sha256:<hex>`); nothing is stored when
+    they do not.
+    """
+
+
+default_message_pool.register_message("skift.v1", "PutBlobRequest", PutBlobRequest)
+
+
+@dataclass(eq=False, repr=False)
+class Rate(betterproto2.Message):
+    """
+    A model's rate.
+    """
+
+    model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The model.
+    """
+
+    input: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Per million input tokens.
+    """
+
+    output: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Per million output tokens.
+    """
+
+    cache_read: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Per million cache-read tokens.
+    """
+
+    cache_write: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    Per million cache-write tokens.
+    """
+
+    currency: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    The currency.
+    """
+
+    updated_at: "datetime.datetime | None" = betterproto2.field(
+        7, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was set.
+    """
+
+
+default_message_pool.register_message("skift.v1", "Rate", Rate)
+
+
+@dataclass(eq=False, repr=False)
 class ReadyPage(betterproto2.Message):
     """
     A page of nodes: what Ready and ListNodes return.
@@ -2075,6 +2510,100 @@ class Reason(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "Reason", Reason)
+
+
+@dataclass(eq=False, repr=False)
+class RecordUsageRequest(betterproto2.Message):
+    """
+    ============================================================== usage and cost
+
+    RecordUsage's request: one append-only record, in tokens.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    model: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The model, as the provider names it.
+    """
+
+    input_tokens: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
+    """
+    Input tokens.
+    """
+
+    output_tokens: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
+    """
+    Output tokens.
+    """
+
+    cache_read_tokens: "int" = betterproto2.field(6, betterproto2.TYPE_INT64)
+    """
+    Tokens read from a prompt cache.
+    """
+
+    cache_write_tokens: "int" = betterproto2.field(7, betterproto2.TYPE_INT64)
+    """
+    Tokens written to a prompt cache.
+    """
+
+    estimate: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
+    """
+    An estimate rather than an actual.
+    """
+
+    basis: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+    """
+    What an estimate rests on (estimates only).
+    """
+
+    lease: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+    """
+    The lease of the attempt an actual measures (an agent's actual needs it).
+    """
+
+
+default_message_pool.register_message("skift.v1", "RecordUsageRequest", RecordUsageRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ReferencePart(betterproto2.Message):
+    """
+    A URI with the immutable identity it resolved to. git references
+    (git+https://HOST/REPO.git#branch=NAME) carry the commit; oci references
+    (oci://REGISTRY/REPO[:TAG][@sha256:...]) carry a digest.
+    """
+
+    uri: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The URI.
+    """
+
+    digest: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    `sha256:<hex>` of what it names.
+    """
+
+    media_type: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    Its media type.
+    """
+
+    commit: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+    """
+    The git commit a branch, tag or pull request resolved to.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ReferencePart", ReferencePart)
 
 
 @dataclass(eq=False, repr=False)
@@ -2333,6 +2862,46 @@ default_message_pool.register_message("skift.v1", "SearchResponse", SearchRespon
 
 
 @dataclass(eq=False, repr=False)
+class SetRateRequest(betterproto2.Message):
+    """
+    SetRate's request: a price per million tokens of each class.
+    """
+
+    model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The model.
+    """
+
+    input: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Per million input tokens (a decimal string).
+    """
+
+    output: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Per million output tokens.
+    """
+
+    cache_read: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Per million cache-read tokens; 0 when empty.
+    """
+
+    cache_write: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    Per million cache-write tokens; 0 when empty.
+    """
+
+    currency: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    A three-letter currency code; USD when empty.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SetRateRequest", SetRateRequest)
+
+
+@dataclass(eq=False, repr=False)
 class SweepExpiredRequest(betterproto2.Message):
     """
     SweepExpired's request.
@@ -2360,6 +2929,61 @@ class SweepExpiredResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "SweepExpiredResponse", SweepExpiredResponse)
+
+
+@dataclass(eq=False, repr=False)
+class TextPart(betterproto2.Message):
+    """
+    Inline text, under the server's inline part limit.
+    """
+
+    text: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The text.
+    """
+
+    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its media type; text/markdown when empty.
+    """
+
+
+default_message_pool.register_message("skift.v1", "TextPart", TextPart)
+
+
+@dataclass(eq=False, repr=False)
+class TokenTotals(betterproto2.Message):
+    """
+    Token sums.
+    """
+
+    input_tokens: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+    """
+    Input tokens.
+    """
+
+    output_tokens: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+    """
+    Output tokens.
+    """
+
+    cache_read_tokens: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+    """
+    Cache-read tokens.
+    """
+
+    cache_write_tokens: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
+    """
+    Cache-write tokens.
+    """
+
+    total: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
+    """
+    All of them.
+    """
+
+
+default_message_pool.register_message("skift.v1", "TokenTotals", TokenTotals)
 
 
 @dataclass(eq=False, repr=False)
@@ -2434,6 +3058,18 @@ class UpdateNode(betterproto2.Message):
     New assignee, or empty for none.
     """
 
+    budget: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+    """
+    New budget (a decimal amount in the organization's rate currency,
+    reported beside usage), or empty to clear it.
+    """
+
+    cap: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
+    """
+    New hard cap (a decimal amount; a person only): a claim under a subtree
+    whose priced actual spend has reached it is refused. Empty clears it.
+    """
+
 
 default_message_pool.register_message("skift.v1", "UpdateNode", UpdateNode)
 
@@ -2469,8 +3105,186 @@ class UpdateProjectRequest(betterproto2.Message):
     New repository URL.
     """
 
+    budget: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+    """
+    New budget (a decimal amount, reported beside the project's usage), or
+    empty to clear it.
+    """
+
 
 default_message_pool.register_message("skift.v1", "UpdateProjectRequest", UpdateProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class UsageRecord(betterproto2.Message):
+    """
+    One usage record.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The record id (ULID).
+    """
+
+    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    `slug#N` of its node.
+    """
+
+    lease: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The lease it was recorded under.
+    """
+
+    principal: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Who recorded it.
+    """
+
+    principal_kind: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    user, agent or service.
+    """
+
+    model: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    The model.
+    """
+
+    input_tokens: "int" = betterproto2.field(7, betterproto2.TYPE_INT64)
+    """
+    Input tokens.
+    """
+
+    output_tokens: "int" = betterproto2.field(8, betterproto2.TYPE_INT64)
+    """
+    Output tokens.
+    """
+
+    cache_read_tokens: "int" = betterproto2.field(9, betterproto2.TYPE_INT64)
+    """
+    Cache-read tokens.
+    """
+
+    cache_write_tokens: "int" = betterproto2.field(10, betterproto2.TYPE_INT64)
+    """
+    Cache-write tokens.
+    """
+
+    kind: "str" = betterproto2.field(11, betterproto2.TYPE_STRING)
+    """
+    actual or estimate.
+    """
+
+    basis: "str | None" = betterproto2.field(12, betterproto2.TYPE_STRING, optional=True)
+    """
+    What an estimate rests on.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        13, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was recorded.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UsageRecord", UsageRecord)
+
+
+@dataclass(eq=False, repr=False)
+class UsageReport(betterproto2.Message):
+    """
+    A usage rollup priced at the current rates. Amounts are decimal strings.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    `slug#N` of the node, or the project's slug.
+    """
+
+    title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its title.
+    """
+
+    subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    Whether descendants are included.
+    """
+
+    actual: "TokenTotals | None" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    Every actual.
+    """
+
+    estimate: "TokenTotals | None" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    Each node's current (newest) estimate.
+    """
+
+    cost_actual: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+    """
+    The priced actuals; absent when the organization has no rates.
+    """
+
+    cost_estimate: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+    """
+    The priced estimates; absent when the organization has no rates.
+    """
+
+    currency: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+    """
+    The rates' currency.
+    """
+
+    unpriced_models: "list[str]" = betterproto2.field(9, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Models with tokens and no rate (not counted in the costs).
+    """
+
+    budget: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+    """
+    The budget.
+    """
+
+    cap: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
+    """
+    The hard cap.
+    """
+
+    records: "list[UsageRecord]" = betterproto2.field(12, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The newest records, newest first.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UsageReport", UsageReport)
+
+
+@dataclass(eq=False, repr=False)
+class UsageRequest(betterproto2.Message):
+    """
+    GetUsage's request: a node, or with subtree its descendants too.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    Include its descendants.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UsageRequest", UsageRequest)
 
 
 class SkiftStub(betterproto2_grpclib.ServiceStub):
@@ -3300,6 +4114,202 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def record_usage(
+        self,
+        message: "RecordUsageRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "UsageRecord":
+        """
+        ---- usage and cost
+
+        Append a usage record (tokens, never currency) to a node.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/RecordUsage",
+            message,
+            UsageRecord,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def get_usage(
+        self,
+        message: "UsageRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "UsageReport":
+        """
+        A node's usage rollup (with subtree, its descendants' too), priced now.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/GetUsage",
+            message,
+            UsageReport,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def get_project_usage(
+        self,
+        message: "ProjectUsageRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "UsageReport":
+        """
+        A project's usage rollup, priced now, beside its budget.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/GetProjectUsage",
+            message,
+            UsageReport,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def set_rate(
+        self,
+        message: "SetRateRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "Rate":
+        """
+        Set a model's rate (a person only).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/SetRate",
+            message,
+            Rate,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_rates(
+        self,
+        message: "ListRatesRequest | None" = None,
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListRatesResponse":
+        """
+        The organization's rate table.
+        """
+
+        if message is None:
+            message = ListRatesRequest()
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/ListRates",
+            message,
+            ListRatesResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def put_blob(
+        self,
+        message: "PutBlobRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "Blob":
+        """
+        ---- artifacts and blobs
+
+        Upload immutable bytes; the same bytes twice are stored once.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/PutBlob",
+            message,
+            Blob,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def get_blob(
+        self,
+        message: "GetBlobRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "GetBlobResponse":
+        """
+        The bytes of a blob this organization uploaded.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/GetBlob",
+            message,
+            GetBlobResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def attach_artifact(
+        self,
+        message: "AttachArtifactRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "PatchResult":
+        """
+        Attach an artifact to a node (a one-operation patch).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/AttachArtifact",
+            message,
+            PatchResult,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_artifacts(
+        self,
+        message: "NodeRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListArtifactsResponse":
+        """
+        A node's artifacts, oldest first.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/ListArtifacts",
+            message,
+            ListArtifactsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -3596,6 +4606,73 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def record_usage(self, message: "RecordUsageRequest") -> "UsageRecord":
+        """
+        ---- usage and cost
+
+        Append a usage record (tokens, never currency) to a node.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def get_usage(self, message: "UsageRequest") -> "UsageReport":
+        """
+        A node's usage rollup (with subtree, its descendants' too), priced now.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def get_project_usage(self, message: "ProjectUsageRequest") -> "UsageReport":
+        """
+        A project's usage rollup, priced now, beside its budget.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def set_rate(self, message: "SetRateRequest") -> "Rate":
+        """
+        Set a model's rate (a person only).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_rates(self, message: "ListRatesRequest") -> "ListRatesResponse":
+        """
+        The organization's rate table.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def put_blob(self, message: "PutBlobRequest") -> "Blob":
+        """
+        ---- artifacts and blobs
+
+        Upload immutable bytes; the same bytes twice are stored once.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def get_blob(self, message: "GetBlobRequest") -> "GetBlobResponse":
+        """
+        The bytes of a blob this organization uploaded.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def attach_artifact(self, message: "AttachArtifactRequest") -> "PatchResult":
+        """
+        Attach an artifact to a node (a one-operation patch).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_artifacts(self, message: "NodeRequest") -> "ListArtifactsResponse":
+        """
+        A node's artifacts, oldest first.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, Project]"
     ) -> None:
@@ -3884,6 +4961,74 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         response = await self.search(request)
         await stream.send_message(response)
 
+    async def __rpc_record_usage(
+        self, stream: "grpclib.server.Stream[RecordUsageRequest, UsageRecord]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.record_usage(request)
+        await stream.send_message(response)
+
+    async def __rpc_get_usage(
+        self, stream: "grpclib.server.Stream[UsageRequest, UsageReport]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.get_usage(request)
+        await stream.send_message(response)
+
+    async def __rpc_get_project_usage(
+        self, stream: "grpclib.server.Stream[ProjectUsageRequest, UsageReport]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.get_project_usage(request)
+        await stream.send_message(response)
+
+    async def __rpc_set_rate(self, stream: "grpclib.server.Stream[SetRateRequest, Rate]") -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.set_rate(request)
+        await stream.send_message(response)
+
+    async def __rpc_list_rates(
+        self, stream: "grpclib.server.Stream[ListRatesRequest, ListRatesResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_rates(request)
+        await stream.send_message(response)
+
+    async def __rpc_put_blob(self, stream: "grpclib.server.Stream[PutBlobRequest, Blob]") -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.put_blob(request)
+        await stream.send_message(response)
+
+    async def __rpc_get_blob(
+        self, stream: "grpclib.server.Stream[GetBlobRequest, GetBlobResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.get_blob(request)
+        await stream.send_message(response)
+
+    async def __rpc_attach_artifact(
+        self, stream: "grpclib.server.Stream[AttachArtifactRequest, PatchResult]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.attach_artifact(request)
+        await stream.send_message(response)
+
+    async def __rpc_list_artifacts(
+        self, stream: "grpclib.server.Stream[NodeRequest, ListArtifactsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_artifacts(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.Skift/CreateProject": grpclib.const.Handler(
@@ -4113,5 +5258,59 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 SearchRequest,
                 SearchResponse,
+            ),
+            "/skift.v1.Skift/RecordUsage": grpclib.const.Handler(
+                self.__rpc_record_usage,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                RecordUsageRequest,
+                UsageRecord,
+            ),
+            "/skift.v1.Skift/GetUsage": grpclib.const.Handler(
+                self.__rpc_get_usage,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                UsageRequest,
+                UsageReport,
+            ),
+            "/skift.v1.Skift/GetProjectUsage": grpclib.const.Handler(
+                self.__rpc_get_project_usage,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ProjectUsageRequest,
+                UsageReport,
+            ),
+            "/skift.v1.Skift/SetRate": grpclib.const.Handler(
+                self.__rpc_set_rate,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                SetRateRequest,
+                Rate,
+            ),
+            "/skift.v1.Skift/ListRates": grpclib.const.Handler(
+                self.__rpc_list_rates,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListRatesRequest,
+                ListRatesResponse,
+            ),
+            "/skift.v1.Skift/PutBlob": grpclib.const.Handler(
+                self.__rpc_put_blob,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                PutBlobRequest,
+                Blob,
+            ),
+            "/skift.v1.Skift/GetBlob": grpclib.const.Handler(
+                self.__rpc_get_blob,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                GetBlobRequest,
+                GetBlobResponse,
+            ),
+            "/skift.v1.Skift/AttachArtifact": grpclib.const.Handler(
+                self.__rpc_attach_artifact,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                AttachArtifactRequest,
+                PatchResult,
+            ),
+            "/skift.v1.Skift/ListArtifacts": grpclib.const.Handler(
+                self.__rpc_list_artifacts,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                NodeRequest,
+                ListArtifactsResponse,
             ),
         }
