@@ -26,7 +26,7 @@ _err: Console | None = None
 def out() -> Console:
     global _out
     if _out is None:
-        _out = Console(highlight=False, soft_wrap=False)
+        _out = Console(highlight=False, soft_wrap=True)
     return _out
 
 
