@@ -499,7 +499,28 @@ class PgTx:
         self._org = org_id
         self._offset = offset
         self._now: datetime | None = None
+        # Project rows read in this transaction, by id and by slug. A project
+        # is read again and again while one request runs (its slug for every
+        # reference, its hold and archive for every write); writes through this
+        # transaction drop the entry, and a locked read always goes to the row.
+        self._projects: dict[UUID, Project] = {}
+        self._slugs: dict[str, UUID] = {}
         self.wrote = False
+
+    async def send(self, name: str, /, **params: Any) -> None:
+        """A write whose row count nobody reads."""
+        await self._conn.execute(q(name), {"org": self._org, **params})
+        self.wrote = True
+
+    async def _send_many(self, name: str, params: Sequence[Row]) -> None:
+        """One statement per row, sent as one batch (psycopg pipelines executemany);
+        a single row goes as a plain statement (a pipeline costs two more round trips)."""
+        if len(params) == 1:
+            await self._conn.execute(q(name), params[0])
+        else:
+            async with self._conn.cursor() as cur:
+                await cur.executemany(q(name), params)
+        self.wrote = True
 
     @property
     def org_id(self) -> UUID:
@@ -588,30 +609,49 @@ class PgTx:
         return {r["node_id"] for r in await self.rows("human_written", ids=list(ids))}
 
     # projects
+    def _remember(self, project: Project) -> Project:
+        self._projects[project.id] = project
+        return project
+
+    def _forget(self, project_id: UUID) -> None:
+        self._projects.pop(project_id, None)
+
     async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None:
+        if not lock and project_id in self._projects:
+            return self._projects[project_id]
         row = await self.row("project_by_id_locked" if lock else "project_by_id", id=project_id)
-        return project_from_row(row) if row else None
+        return self._remember(project_from_row(row)) if row else None
 
     async def project_by_slug(self, slug: str) -> Project | None:
+        known = self._slugs.get(slug)
+        if known is not None and known in self._projects:
+            return self._projects[known]
         row = await self.row("project_by_slug", slug=slug)
-        return project_from_row(row) if row else None
+        if row is None:
+            return None
+        self._slugs[slug] = row["id"]
+        return self._remember(project_from_row(row))
 
     async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
         if not ids:
             return {}
-        return {
-            r["id"]: project_from_row(r) for r in await self.rows("projects_by_id", ids=list(ids))
-        }
+        missing = [i for i in ids if i not in self._projects]
+        if missing:
+            for r in await self.rows("projects_by_id", ids=missing):
+                self._remember(project_from_row(r))
+        return {i: self._projects[i] for i in ids if i in self._projects}
 
     async def slugs_like(self, base: str) -> set[str]:
         return {r["slug"] for r in await self.rows("slugs_like", base=base)}
 
     async def insert_project(self, project: Project) -> None:
-        await self.write("insert_project", **_project_params(project))
+        self._forget(project.id)
+        await self.send("insert_project", **_project_params(project))
 
     async def update_project(self, project: Project) -> None:
-        await self.write("update_project", **_project_params(project))
-        await self.write("add_slug", id=project.id, slug=project.slug)
+        self._forget(project.id)
+        await self.send("update_project", **_project_params(project))
+        await self.send("add_slug", id=project.id, slug=project.slug)
 
     async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
         rows = await self.rows("list_projects", archived=archived, limit=limit, offset=offset)
@@ -625,6 +665,7 @@ class PgTx:
         }
 
     async def allocate_numbers(self, project_id: UUID, count: int) -> int:
+        self._forget(project_id)
         cur = await self._conn.execute(
             q("allocate_numbers"), {"org": self._org, "id": project_id, "count": count}
         )
@@ -651,12 +692,10 @@ class PgTx:
     async def insert_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
-        async with self._conn.cursor() as cur:
-            await cur.executemany(q("insert_node"), [_node_params(n) for n in nodes])
-        self.wrote = True
+        await self._send_many("insert_node", [_node_params(n) for n in nodes])
 
     async def update_node(self, node: Node) -> None:
-        await self.write("update_node", **_node_params(node))
+        await self.send("update_node", **_node_params(node))
 
     async def children_of(self, ids: Collection[UUID]) -> list[Node]:
         if not ids:
@@ -690,9 +729,7 @@ class PgTx:
             }
             for e in edges
         ]
-        async with self._conn.cursor() as cur:
-            await cur.executemany(q("insert_edge"), params)
-        self.wrote = True
+        await self._send_many("insert_edge", params)
 
     async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool:
         return await self.write("delete_edge", from_id=from_id, to_id=to_id, kind=kind) > 0
@@ -720,10 +757,10 @@ class PgTx:
         return lease_from_row(row) if row else None
 
     async def insert_lease(self, lease: Lease) -> None:
-        await self.write("insert_lease", **_lease_params(lease))
+        await self.send("insert_lease", **_lease_params(lease))
 
     async def update_lease(self, lease: Lease) -> None:
-        await self.write("update_lease", **_lease_params(lease))
+        await self.send("update_lease", **_lease_params(lease))
 
     async def lease_history(self, node_id: UUID) -> list[Lease]:
         return [lease_from_row(r) for r in await self.rows("lease_history", id=node_id)]
@@ -793,11 +830,16 @@ class PgTx:
 
     async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
         params = await self._query_params(query)
-        after = query.after_project
-        row = await self.row("lock_next_ready", **params, above=after, upto=None)
-        if row is None and after is not None:
-            row = await self.row("lock_next_ready", **params, above=None, upto=after)
-        return node_from_row(row) if row else None
+        row = await self.row("lock_next_ready", **params, after=query.after_project)
+        if row is None:
+            return None
+        self._remember(
+            project_from_row(
+                {"id": row["project_id"], "org_id": row["org_id"]}
+                | {k[2:]: v for k, v in row.items() if k.startswith("p_")}
+            )
+        )
+        return node_from_row(row)
 
     # claim cursors
     async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None:
@@ -805,7 +847,7 @@ class PgTx:
         return row["project_id"] if row else None
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
-        await self.write(
+        await self.send(
             "set_cursor",
             principal=principal_id,
             hash=filter_hash,
@@ -834,7 +876,7 @@ class PgTx:
     async def save_response(
         self, principal_id: UUID, request_id: str, response: dict[str, Any]
     ) -> None:
-        await self.write(
+        await self.send(
             "save_response", principal=principal_id, rid=request_id, response=Jsonb(response)
         )
 
@@ -1090,9 +1132,7 @@ class PgTx:
             }
             for e in events
         ]
-        async with self._conn.cursor() as cur:
-            await cur.executemany(q("insert_event"), params)
-        self.wrote = True
+        await self._send_many("insert_event", params)
 
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]

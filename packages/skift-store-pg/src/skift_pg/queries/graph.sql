@@ -37,6 +37,20 @@ EXISTS (
 -- n, an ancestor or its project carries a hold (needs the held_tree CTE and p).
 (p.held_at IS NOT NULL OR n.id IN (SELECT id FROM held_tree))
 
+-- name: _held_one
+-- n, an ancestor or its project carries a hold (needs p), by walking up from
+-- n alone: for a few rows (a claim's candidates, derive's ids) this is a
+-- handful of primary-key probes, where the held_tree CTE walks every held
+-- subtree of the organization.
+(p.held_at IS NOT NULL OR n.held_at IS NOT NULL OR EXISTS (
+    WITH RECURSIVE up (id) AS (
+        SELECT n.parent_id
+        UNION
+        SELECT a.parent_id FROM nodes a JOIN up ON a.id = up.id WHERE a.org_id = %(org)s
+    )
+    SELECT 1 FROM up JOIN nodes h ON h.id = up.id WHERE h.held_at IS NOT NULL
+))
+
 -- name: _filter
 -- The NodeFilter of Ready, ClaimNext and ListNodes.
 n.org_id = %(org)s
@@ -82,27 +96,47 @@ WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND /*:_held*/
 
 -- name: lock_next_ready
 -- ClaimNext's take: the top ready node (priority, age, number) of the first
--- project in a range of project ids that has one, locked, skipping rows other
--- claimers hold. The store asks for the projects after the rotation cursor
--- first, then wraps around to the rest. No window function, so FOR UPDATE is
--- allowed, and the order is the nodes_open_order index's, so the index walk
--- stops at the first ready row.
-WITH RECURSIVE /*:_held_tree*/
-SELECT n.*
-FROM nodes n JOIN projects p ON p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
-  AND (%(above)s::uuid IS NULL OR n.project_id > %(above)s::uuid)
-  AND (%(upto)s::uuid IS NULL OR n.project_id <= %(upto)s::uuid)
-ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
+-- project after the rotation cursor that has one, wrapping around to the
+-- projects up to the cursor; locked, skipping rows other claimers hold. Each
+-- range is its own LIMIT 1 walk of the nodes_open_order index (no window
+-- function, so FOR UPDATE is allowed, and the walk stops at the first ready
+-- row); the wrapped range runs only when the first finds nothing, all in one
+-- statement and one round trip. The node's project comes along (p_*) so the
+-- claim needs no second read of it.
+WITH first AS (
+    SELECT n.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
+           p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
+           p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
+           p.hold_group AS p_hold_group, p.created_at AS p_created_at
+    FROM nodes n JOIN projects p ON p.id = n.project_id
+    WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+      AND (%(after)s::uuid IS NULL OR n.project_id > %(after)s::uuid)
+    ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
+    LIMIT 1
+    FOR UPDATE OF n SKIP LOCKED
+),
+wrapped AS (
+    SELECT n.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
+           p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
+           p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
+           p.hold_group AS p_hold_group, p.created_at AS p_created_at
+    FROM nodes n JOIN projects p ON p.id = n.project_id
+    WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+      AND %(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid
+    ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
+    LIMIT 1
+    FOR UPDATE OF n SKIP LOCKED
+)
+SELECT * FROM first
+UNION ALL
+SELECT * FROM wrapped WHERE NOT EXISTS (SELECT 1 FROM first)
 LIMIT 1
-FOR UPDATE OF n SKIP LOCKED
 
 -- name: derive
 -- The derived facts of some nodes: blocked, held, claimed, open children, archived.
-WITH RECURSIVE /*:_held_tree*/
 SELECT n.id,
        /*:_blocked*/ AS blocked,
-       /*:_held*/ AS held,
+       /*:_held_one*/ AS held,
        /*:_claimed*/ AS claimed,
        /*:_open_children*/ AS open_children,
        p.archived_at IS NOT NULL AS archived,
