@@ -33,6 +33,9 @@ TOOLS = {
     "get",
     "list",
     "explain",
+    "comment",
+    "search",
+    "usage",
 }
 
 

@@ -192,6 +192,62 @@ def artifact(a: object, *, verbose: bool = False) -> dict[str, Any]:
     if not verbose:
         d.pop("id", None)
         d.pop("created_at", None)
-        if not d.get("metadata"):
-            d.pop("metadata", None)
+        for key in ("metadata", "description"):
+            if not d.get(key):
+                d.pop(key, None)
     return d
+
+
+def comment(c: skift.CommentInfo, *, verbose: bool = False) -> dict[str, Any]:
+    """A comment; its body (and, verbose, each earlier revision) is attributed content."""
+    body = Content(
+        of=f"{c.node} comment {c.id}", text=c.body, author=c.author, author_kind=c.author_kind
+    )
+    if verbose:
+        out: dict[str, Any] = skift.to_json(c)
+        out["body"] = body
+        out["revisions"] = [
+            Content(
+                of=f"{c.node} comment {c.id} revision {i}",
+                text=rev.body,
+                author=rev.author,
+                author_kind=rev.author_kind,
+            )
+            for i, rev in enumerate(c.revisions, 1)
+        ]
+        return out
+    out = {"id": c.id, "node": c.node, "body": body, "created_at": c.created_at.isoformat()}
+    if c.in_reply_to:
+        out["in_reply_to"] = c.in_reply_to
+    if c.resolved_at is not None:
+        out["resolved_by"] = c.resolved_by
+    return out
+
+
+def hit(h: skift.SearchHit, *, verbose: bool = False) -> dict[str, Any]:
+    """A search hit: the node (compact), what matched, and the snippet as unattributed content."""
+    out = node(h.node, verbose=verbose)
+    out["matched"] = list(h.matched)
+    snippet = content(f"{h.node.ref} search snippet", h.snippet, None)
+    if snippet is not None:
+        out["snippet"] = snippet
+    if verbose:
+        out["rank"] = h.rank
+    return out
+
+
+def usage_record(u: skift.UsageInfo, *, verbose: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = skift.to_json(u)
+    if not verbose:
+        out = {k: v for k, v in out.items() if v not in (None, 0, "") and k != "created_at"}
+    return out
+
+
+def usage_report(u: skift.UsageReport, *, verbose: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = skift.to_json(u)
+    if not verbose:
+        out.pop("records", None)
+        if not out["estimate"]["total"]:
+            out.pop("estimate")
+        out = {k: v for k, v in out.items() if v not in (None, [], ())}
+    return out
