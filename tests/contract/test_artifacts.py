@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import tempfile
 from typing import TYPE_CHECKING
 
@@ -16,8 +18,12 @@ if TYPE_CHECKING:
 
     from conftest import OpenSkift, Snap
 
-# See test_usage.py: blob bytes of this session go to a throwaway directory.
-os.environ.setdefault("SKIFT_BLOB_DIR", tempfile.mkdtemp(prefix="skift-test-blobs-"))
+# Blob bytes of the PostgreSQL and remote stores go to one throwaway directory
+# for the session rather than the user's data directory (set at collection,
+# before any server process is forked, so they inherit it; removed at exit).
+if "SKIFT_BLOB_DIR" not in os.environ:
+    os.environ["SKIFT_BLOB_DIR"] = _blobs = tempfile.mkdtemp(prefix="skift-test-blobs-")
+    atexit.register(shutil.rmtree, _blobs, ignore_errors=True)
 
 COMMIT = "3f786850e387550fdab836ed7e6dc881de23001b"
 OCI = "sha256:" + "ab" * 32
