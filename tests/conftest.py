@@ -24,6 +24,7 @@ Tests that request one of these are marked ``pg`` automatically.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import secrets
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
     from psycopg.rows import TupleRow
+
+# Blob bytes of every PostgreSQL store and server the tests start go to one
+# throwaway directory for the session, not the user's data directory. Set at
+# import, before any server process is forked, so they inherit it; removed at exit.
+if "SKIFT_BLOB_DIR" not in os.environ:
+    os.environ["SKIFT_BLOB_DIR"] = _blobs = tempfile.mkdtemp(prefix="skift-test-blobs-")
+    atexit.register(shutil.rmtree, _blobs, ignore_errors=True)
 
 PG_FIXTURES = frozenset({"pg_server_dsn", "pg_template", "pg_dsn", "pg_session_databases"})
 

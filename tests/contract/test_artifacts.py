@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import hashlib
-import os
-import shutil
-import tempfile
+import secrets
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,12 +15,6 @@ if TYPE_CHECKING:
 
     from conftest import OpenSkift, Snap
 
-# Blob bytes of the PostgreSQL and remote stores go to one throwaway directory
-# for the session rather than the user's data directory (set at collection,
-# before any server process is forked, so they inherit it; removed at exit).
-if "SKIFT_BLOB_DIR" not in os.environ:
-    os.environ["SKIFT_BLOB_DIR"] = _blobs = tempfile.mkdtemp(prefix="skift-test-blobs-")
-    atexit.register(shutil.rmtree, _blobs, ignore_errors=True)
 
 COMMIT = "3f786850e387550fdab836ed7e6dc881de23001b"
 OCI = "sha256:" + "ab" * 32
@@ -63,6 +54,25 @@ async def test_blobs_are_content_addressed(sk: skift.LocalSkift, snap: Snap) -> 
     with pytest.raises(skift.Invalid, match="sha256"):
         await sk.get_blob("md5:abc")
     assert await snap(sk) == before
+
+
+async def test_a_blob_is_nothing_to_another_organization(sk: skift.LocalSkift) -> None:
+    """Blob bytes dedup across the store, but a blob belongs to the organization that uploaded
+    it: another organization cannot read it, nor name it in an artifact, until it uploads the
+    same bytes itself."""
+    data = b"ada's design notes"
+    blob = await sk.put_blob(data, media_type="text/plain")
+    eve = sk.acting_as(skift.User("eve"), org=f"eve-{secrets.token_hex(4)}")
+    with pytest.raises(skift.NotFound):
+        await eve.get_blob(blob.digest)
+    await eve.create_project("E")
+    await eve.patch("e", [skift.CreateNode(title="Eve's work")])
+    part = skift.BlobPart(digest=blob.digest, media_type="text/plain", size=len(data))
+    with pytest.raises((skift.NotFound, skift.Invalid)):
+        await eve.attach_artifact("e#1", skift.Artifact(name="notes", parts=[part]))
+    assert await eve.artifacts("e#1") == []
+    assert (await eve.put_blob(data, media_type="text/plain")).digest == blob.digest
+    assert await eve.get_blob(blob.digest) == data
 
 
 def test_file_blob_store_writes_once_by_digest(tmp_path: Path) -> None:

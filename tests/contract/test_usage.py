@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
-import tempfile
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -15,13 +11,6 @@ import skift
 
 if TYPE_CHECKING:
     from conftest import Snap
-
-# Blob bytes of the PostgreSQL and remote stores go to one throwaway directory
-# for the session rather than the user's data directory (set at collection,
-# before any server process is forked, so they inherit it; removed at exit).
-if "SKIFT_BLOB_DIR" not in os.environ:
-    os.environ["SKIFT_BLOB_DIR"] = _blobs = tempfile.mkdtemp(prefix="skift-test-blobs-")
-    atexit.register(shutil.rmtree, _blobs, ignore_errors=True)
 
 
 async def _tree(sk: skift.LocalSkift) -> None:
