@@ -42,13 +42,17 @@ EXISTS (
 -- n alone: for a few rows (a claim's candidates, derive's ids) this is a
 -- handful of primary-key probes, where the held_tree CTE walks every held
 -- subtree of the organization.
+-- The walk carries each ancestor's hold and stops at the first one; EXISTS
+-- reads it lazily, so a node without a parent costs nothing.
 (p.held_at IS NOT NULL OR n.held_at IS NOT NULL OR EXISTS (
-    WITH RECURSIVE up (id) AS (
-        SELECT n.parent_id
-        UNION
-        SELECT a.parent_id FROM nodes a JOIN up ON a.id = up.id WHERE a.org_id = %(org)s
+    WITH RECURSIVE up (next, held, depth) AS (
+        SELECT a.parent_id, a.held_at IS NOT NULL, 1 FROM nodes a
+        WHERE a.id = n.parent_id AND a.org_id = %(org)s
+        UNION ALL
+        SELECT a.parent_id, a.held_at IS NOT NULL, up.depth + 1 FROM up JOIN nodes a ON a.id = up.next
+        WHERE NOT up.held AND a.org_id = %(org)s AND up.depth < 10000
     )
-    SELECT 1 FROM up JOIN nodes h ON h.id = up.id WHERE h.held_at IS NOT NULL
+    SELECT 1 FROM up WHERE up.held
 ))
 
 -- name: _filter
@@ -72,27 +76,58 @@ AND NOT /*:_blocked*/
 AND NOT /*:_open_children*/
 AND NOT /*:_claimed*/
 
--- name: ready
--- A page of ready nodes in turn order: one per project per pass, projects in
--- ascending id after the caller's rotation cursor, priority then age within one.
-WITH RECURSIVE /*:_held_tree*/,
-ranked AS (
-    SELECT n.*, row_number() OVER (
-        PARTITION BY n.project_id ORDER BY n.priority, n.created_at, n.number
-    ) AS turn
-    FROM nodes n JOIN projects p ON p.id = n.project_id
-    WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held*/
-)
-SELECT * FROM ranked
-ORDER BY turn, (%(after)s::uuid IS NOT NULL AND project_id <= %(after)s::uuid), project_id
-LIMIT %(limit)s OFFSET %(offset)s
+-- name: ready_heads
+-- Ready, a project at a time: the projects in turn order (ascending id after
+-- the caller's rotation cursor, then wrapping around), and for each the top
+-- %(per)s ready nodes by priority, age and number, read off the
+-- nodes_open_order index and stopping there. The nested loop keeps the
+-- projects' order and the outer LIMIT stops it once enough rows are in, so a
+-- page of 50 over a million nodes reads about 50 projects' heads instead of
+-- ranking every ready node. The store assembles the turns (one node per
+-- project per pass) from these rows.
+SELECT x.*, (%(after)s::uuid IS NOT NULL AND x.project_id <= %(after)s::uuid) AS wrapped
+FROM (
+    SELECT p.id, p.archived_at, p.held_at FROM projects p
+    WHERE p.org_id = %(org)s AND p.archived_at IS NULL AND p.held_at IS NULL
+      AND (cardinality(%(projects)s::uuid[]) = 0 OR p.id = ANY (%(projects)s::uuid[]))
+    ORDER BY (%(after)s::uuid IS NOT NULL AND p.id <= %(after)s::uuid), p.id
+) p
+CROSS JOIN LATERAL (
+    SELECT n.* FROM nodes n
+    WHERE n.project_id = p.id AND /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+    ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
+    LIMIT %(per)s
+) x
+LIMIT %(limit)s
 
 -- name: held_count
--- How many nodes in scope would be ready but for a hold.
-WITH RECURSIVE /*:_held_tree*/
+-- How many nodes in scope would be ready but for a hold. Driven from the holds
+-- (the open nodes of held projects, and the held subtrees) rather than from
+-- every node, and each parked node checked on its own (LATERAL ... OFFSET 0
+-- keeps the planner, which cannot estimate a recursive walk, from hashing
+-- the whole graph instead): the cost follows how much work is held.
+WITH RECURSIVE held_tree AS (
+    SELECT h.id FROM nodes h WHERE h.org_id = %(org)s AND h.held_at IS NOT NULL
+      AND (cardinality(%(projects)s::uuid[]) = 0 OR h.project_id = ANY (%(projects)s::uuid[]))
+    UNION
+    SELECT c.id FROM held_tree t CROSS JOIN LATERAL (
+        SELECT c.id FROM nodes c WHERE c.parent_id = t.id AND c.org_id = %(org)s OFFSET 0
+    ) c
+),
+parked AS (
+    SELECT n.id FROM projects p JOIN nodes n ON n.project_id = p.id
+    WHERE p.org_id = %(org)s AND p.held_at IS NOT NULL AND n.org_id = %(org)s
+      AND n.status = 'open'
+      AND (cardinality(%(projects)s::uuid[]) = 0 OR p.id = ANY (%(projects)s::uuid[]))
+    UNION
+    SELECT id FROM held_tree
+)
 SELECT count(*) AS n
-FROM nodes n JOIN projects p ON p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND /*:_held*/
+FROM parked CROSS JOIN LATERAL (
+    SELECT 1 FROM nodes n JOIN projects p ON p.id = n.project_id
+    WHERE n.id = parked.id AND /*:_filter*/ AND /*:_ready_unheld*/
+    OFFSET 0
+) x
 
 -- name: lock_next_ready
 -- ClaimNext's take: the top ready node (priority, age, number) of the first
