@@ -45,14 +45,14 @@ EXISTS (
 -- The walk carries each ancestor's hold and stops at the first one; EXISTS
 -- reads it lazily, so a node without a parent costs nothing.
 (p.held_at IS NOT NULL OR n.held_at IS NOT NULL OR EXISTS (
-    WITH RECURSIVE up (next, held, depth) AS (
-        SELECT a.parent_id, a.held_at IS NOT NULL, 1 FROM nodes a
-        WHERE a.id = n.parent_id AND a.org_id = %(org)s
-        UNION ALL
-        SELECT a.parent_id, a.held_at IS NOT NULL, up.depth + 1 FROM up JOIN nodes a ON a.id = up.next
-        WHERE NOT up.held AND a.org_id = %(org)s AND up.depth < 10000
-    )
-    SELECT 1 FROM up WHERE up.held
+  WITH RECURSIVE up (next, held, depth) AS (
+    SELECT a.parent_id, a.held_at IS NOT NULL, 1 FROM nodes a
+    WHERE a.id = n.parent_id AND a.org_id = %(org)s
+    UNION ALL
+    SELECT a.parent_id, a.held_at IS NOT NULL, up.depth + 1 FROM up JOIN nodes a ON a.id = up.next
+    WHERE NOT up.held AND a.org_id = %(org)s AND up.depth < 10000
+  )
+  SELECT 1 FROM up WHERE up.held
 ))
 
 -- name: _filter
@@ -137,35 +137,31 @@ FROM parked CROSS JOIN LATERAL (
 -- function, so FOR UPDATE is allowed, and the walk stops at the first ready
 -- row); the wrapped range runs only when the first finds nothing, all in one
 -- statement and one round trip. The node's project comes along (p_*) so the
--- claim needs no second read of it.
+-- claim needs no second read of it. (Kept under psycopg's 4,096-byte limit
+-- for caching a query's parsed form: past it, every call re-parses the SQL.)
 WITH first AS (
-    SELECT n.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
-           p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
-           p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
-           p.hold_group AS p_hold_group, p.created_at AS p_created_at
-    FROM nodes n JOIN projects p ON p.id = n.project_id
-    WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
-      AND (%(after)s::uuid IS NULL OR n.project_id > %(after)s::uuid)
-    ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
-    LIMIT 1
-    FOR UPDATE OF n SKIP LOCKED
-),
-wrapped AS (
-    SELECT n.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
-           p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
-           p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
-           p.hold_group AS p_hold_group, p.created_at AS p_created_at
-    FROM nodes n JOIN projects p ON p.id = n.project_id
-    WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
-      AND %(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid
-    ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
-    LIMIT 1
-    FOR UPDATE OF n SKIP LOCKED
-)
+SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+AND (%(after)s::uuid IS NULL OR n.project_id > %(after)s::uuid)
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), wrapped AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+AND %(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), picked AS (
 SELECT * FROM first
 UNION ALL
 SELECT * FROM wrapped WHERE NOT EXISTS (SELECT 1 FROM first)
 LIMIT 1
+)
+SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
+       p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
+       p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
+       p.hold_group AS p_hold_group, p.created_at AS p_created_at
+FROM picked x JOIN projects p ON p.id = x.project_id
 
 -- name: derive
 -- The derived facts of some nodes: blocked, held, claimed, open children, archived.
