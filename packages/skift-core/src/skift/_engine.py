@@ -10,7 +10,6 @@ PostgreSQL obey exactly the same code.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import secrets
 import uuid
@@ -36,6 +35,7 @@ from ._errors import (
     Refused,
     SkiftError,
 )
+from ._filter import NodeFilter as NodeFilter  # re-exported: it lived here
 from ._limits import Limits
 from ._models import (
     AssigneeKind,
@@ -122,38 +122,6 @@ class Actor:
     @property
     def is_user(self) -> bool:
         return self.principal.kind is PrincipalKind.USER
-
-
-@attrs.frozen(kw_only=True)
-class NodeFilter:
-    """One filter for Ready, ClaimNext and ListNodes (references unresolved).
-
-    ``status`` and ``held`` apply to ListNodes only; Ready and ClaimNext
-    refuse them.
-    """
-
-    projects: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()
-    labels: tuple[str, ...] = ()
-    any_labels: tuple[str, ...] = ()
-    assignee_kind: AssigneeKind | None = None
-    min_priority: Priority | None = None
-    parent: str | None = None
-    status: Status | None = None
-    held: bool | None = None
-
-    def scope_hash(self) -> str:
-        """A digest of the fields that define the scope, for the rotation cursor."""
-        doc = {
-            "projects": sorted(self.projects),
-            "kinds": sorted(self.kinds),
-            "labels": sorted(self.labels),
-            "any_labels": sorted(self.any_labels),
-            "assignee_kind": self.assignee_kind.value if self.assignee_kind else None,
-            "min_priority": self.min_priority.value if self.min_priority else None,
-            "parent": self.parent,
-        }
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def _jsonable(value: object) -> Any:

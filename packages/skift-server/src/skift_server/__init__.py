@@ -12,11 +12,68 @@ on the command line). The wire contract is ``proto/skift/v1/skift.proto``.
 
 from __future__ import annotations
 
-from ._client import RemoteSkift, RemoteStore, connect
-from ._errors import STATUS
-from ._paths import default_socket_path
-from ._server import ServeOptions, SkiftServer, run
-from ._service import DEFAULT_MAX_MESSAGE_BYTES
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._client import RemoteSkift, RemoteStore, connect
+    from ._errors import STATUS
+    from ._paths import default_socket_path
+    from ._server import ServeOptions, SkiftServer, run
+    from ._service import DEFAULT_MAX_MESSAGE_BYTES
+
+# Each public name is imported on first use (PEP 562), so a client
+# (``skift_server.connect``, the ``skift`` command line) never loads the
+# server, its HTTP endpoint or its metrics: ``skift ready`` starts fast.
+# To export a name: import it under TYPE_CHECKING, map it here, list it in __all__.
+_LAZY: dict[str, str] = {
+    "DEFAULT_MAX_MESSAGE_BYTES": "_service",
+    "STATUS": "_errors",
+    "RemoteSkift": "_client",
+    "RemoteStore": "_client",
+    "ServeOptions": "_server",
+    "SkiftServer": "_server",
+    "connect": "_client",
+    "default_socket_path": "_paths",
+    "run": "_server",
+}
+
+
+def _import_betterproto2() -> None:
+    """Import betterproto2 without pydantic when pydantic is not loaded yet.
+
+    betterproto2 imports pydantic whenever it is installed (~70 ms, a third of
+    a client's start-up) only to serve messages generated as pydantic
+    dataclasses; ours are plain dataclasses (``make generate`` does not ask for
+    pydantic), for which betterproto2 behaves the same without it. A process
+    that has already imported pydantic keeps betterproto2's default.
+    """
+    if "betterproto2" in sys.modules or "pydantic" in sys.modules:
+        return
+    sys.modules["pydantic"] = None  # type: ignore[assignment]  # `import pydantic` fails
+    try:
+        import betterproto2  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    finally:
+        del sys.modules["pydantic"]
+
+
+_import_betterproto2()
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",

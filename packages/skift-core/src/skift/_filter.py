@@ -1,0 +1,46 @@
+"""The filter of Ready, ClaimNext and ListNodes.
+
+It lives apart from the engine so a client of a remote skift (the ``skift``
+command line) builds one without loading the engine and its policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import attrs
+
+from ._models import AssigneeKind, Priority, Status
+
+
+@attrs.frozen(kw_only=True)
+class NodeFilter:
+    """One filter for Ready, ClaimNext and ListNodes (references unresolved).
+
+    ``status`` and ``held`` apply to ListNodes only; Ready and ClaimNext
+    refuse them.
+    """
+
+    projects: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    any_labels: tuple[str, ...] = ()
+    assignee_kind: AssigneeKind | None = None
+    min_priority: Priority | None = None
+    parent: str | None = None
+    status: Status | None = None
+    held: bool | None = None
+
+    def scope_hash(self) -> str:
+        """A digest of the fields that define the scope, for the rotation cursor."""
+        doc = {
+            "projects": sorted(self.projects),
+            "kinds": sorted(self.kinds),
+            "labels": sorted(self.labels),
+            "any_labels": sorted(self.any_labels),
+            "assignee_kind": self.assignee_kind.value if self.assignee_kind else None,
+            "min_priority": self.min_priority.value if self.min_priority else None,
+            "parent": self.parent,
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]

@@ -1,0 +1,114 @@
+"""Start-up stays fast: a client command loads the client, never the server.
+
+``skift ready`` as a new process is mostly Python importing modules, so the
+guard is on what gets imported, not on a clock (speed is measured in bench/):
+each command runs in a fresh interpreter against the shared ``skift serve``,
+then the test looks at ``sys.modules``. A server-only module showing up here
+(the store drivers, the HTTP endpoint, the metrics, the policy engine) means
+a new import on the client path costs every ``skift`` invocation its load
+time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_harness import Cli
+
+# Loaded by `skift serve` and the library's in-process store, never by a client.
+SERVER_ONLY = (
+    "psycopg",
+    "psycopg_pool",
+    "skift_pg",
+    "starlette",
+    "uvicorn",
+    "prometheus_client",
+    "regorus",
+    "hypothesis",
+    "skift._api",
+    "skift._engine",
+    "skift._memory",
+    "skift._policy",
+    "skift_server._server",
+    "skift_server._service",
+    "skift_mcp",
+)
+# betterproto2 would import pydantic (~70 ms) for messages we do not generate.
+NOT_FOR_A_CLIENT = (*SERVER_ONLY, "pydantic")
+
+RUN = """
+import contextlib, io, json, sys
+from skift_cli._app import run
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = run(sys.argv[2:])
+with open(sys.argv[1], "w") as fh:
+    json.dump({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}, fh)
+"""
+
+
+def loaded(cli: Cli, tmp_path: Path, *args: str) -> tuple[str, set[str]]:
+    """Run ``skift ARGS`` in a fresh interpreter; its output and the modules it imported."""
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN, str(report), *args],
+        capture_output=True,
+        text=True,
+        env=cli.env(),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(report.read_text())
+    assert doc["code"] == 0, (doc, proc.stderr)
+    return doc["out"], set(doc["modules"])
+
+
+def offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if m in names or m.split(".")[0] in names)
+
+
+def test_ready_imports_only_the_client(cli: Cli, tmp_path: Path) -> None:
+    slug, _ = cli.project("imports", "one ready node")
+    for args in (["ready", "-p", slug], ["ready", "-p", slug, "--json"]):
+        out, modules = loaded(cli, tmp_path, *args)
+        assert f"{slug}#1" in out  # it did talk to the server
+        assert "skift_server._client" in modules
+        assert offenders(modules, NOT_FOR_A_CLIENT) == [], args
+
+
+def test_claim_and_patch_import_only_the_client(cli: Cli, tmp_path: Path) -> None:
+    slug, _ = cli.project("imports claim", "take me")
+    out, modules = loaded(cli, tmp_path, "claim", "-p", slug, "--json")
+    assert f"{slug}#1" in out
+    assert offenders(modules, NOT_FOR_A_CLIENT) == []
+
+    doc = tmp_path / "patch.json"
+    doc.write_text(json.dumps([{"op": "create_node", "alias": "a", "title": "patched"}]))
+    out, modules = loaded(cli, tmp_path, "patch", "-p", slug, str(doc), "--json")
+    assert "patched" in out
+    assert offenders(modules, NOT_FOR_A_CLIENT) == []
+
+
+def test_help_imports_neither_skift_nor_grpc(cli: Cli, tmp_path: Path) -> None:
+    out, modules = loaded(cli, tmp_path, "--help")
+    assert "ready" in out
+    assert offenders(modules, ("skift", "skift_server", "grpclib", "betterproto2")) == []
+
+
+def test_every_public_name_resolves() -> None:
+    """The packages import their parts on first use; every exported name still resolves."""
+    check = """
+import skift, skift_server
+for mod in (skift, skift_server):
+    for name in mod.__all__:
+        value = getattr(mod, name)
+        assert value is not None, name
+    assert set(mod.__all__) <= set(dir(mod))
+from skift import *  # noqa
+from skift_server import *  # noqa
+assert skift.NodeFilter is skift._engine.NodeFilter
+"""
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
