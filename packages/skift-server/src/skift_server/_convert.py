@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import typing
 from collections.abc import Mapping, Sequence
@@ -573,14 +574,12 @@ def op_pb(op: skift.Op) -> v1.PatchOp:
     return v1.PatchOp(**{name: _OP_MESSAGES[name](**kw)})
 
 
+@functools.cache  # on first use: a client that never patches does not load skift._ops
 def _op_classes() -> dict[str, type[Any]]:
     out: dict[str, type[Any]] = {}
     for cls in typing.get_args(skift.Op):
         out[str(attrs.fields_dict(cls)["op"].default)] = cls
     return out
-
-
-_OP_CLASSES = _op_classes()
 
 
 def op_doc(m: v1.PatchOp, index: int) -> dict[str, Any]:
@@ -600,7 +599,7 @@ def op_doc(m: v1.PatchOp, index: int) -> dict[str, Any]:
         )
     meta = {f.name: _field_meta(f) for f in dataclasses.fields(body)}
     doc: dict[str, Any] = {"op": name}
-    for f in attrs.fields(_OP_CLASSES[name]):
+    for f in attrs.fields(_op_classes()[name]):
         if not f.init or f.name not in meta:
             continue
         required = f.default is attrs.NOTHING
