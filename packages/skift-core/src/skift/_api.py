@@ -8,6 +8,7 @@ remotely. Every method runs the engine inside one store transaction.
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
 import os
 import random
@@ -23,7 +24,7 @@ from uuid import UUID
 
 import attrs
 
-from . import _comments, _search
+from . import _comments, _search, _stream
 from ._artifacts import Artifact, ArtifactInfo, BlobInfo
 from ._artifacts import artifact_infos as artifacts_artifact_infos
 from ._artifacts import as_artifact as artifacts_as_artifact
@@ -62,6 +63,7 @@ from ._views import (
     Claim,
     CommentInfo,
     EventInfo,
+    EventPage,
     Explanation,
     FocusResult,
     LeaseInfo,
@@ -257,6 +259,18 @@ class Skift(Protocol):
         request_id: str | None = None,
     ) -> PatchResult: ...
     async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]: ...
+    async def events(
+        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+    ) -> list[EventInfo]: ...
+    async def watch_events(
+        self,
+        *,
+        after: str | None = None,
+        projects: Sequence[str] | None = None,
+        ops: Sequence[str] | None = None,
+        limit: int = 100,
+        wait: timedelta | None = None,
+    ) -> EventPage: ...
 
 
 class LocalSkift:
@@ -1023,9 +1037,52 @@ class LocalSkift:
             if ref is not None:
                 proj = await self.engine.resolve_project(tx, project) if project else None
                 node_id = (await self.engine.resolve_node(tx, ref, proj)).id
-            return await self.engine.event_infos(tx, await tx.events(node_id=node_id, limit=limit))
+            return await _stream.with_cursors(
+                self.engine, tx, await tx.events(node_id=node_id, limit=limit)
+            )
 
         return await self._run(go)
+
+    async def watch_events(
+        self,
+        *,
+        after: str | None = None,
+        projects: Sequence[str] | None = None,
+        ops: Sequence[str] | None = None,
+        limit: int = 100,
+        wait: timedelta | None = None,
+    ) -> EventPage:
+        """The change stream: the organization's events after the cursor ``after``, in commit order.
+
+        Without ``after``, from the oldest event still in the replay window.
+        ``projects`` and ``ops`` filter; the page's ``cursor`` moves past what
+        they left out. With ``wait``, an empty read waits (up to the server's
+        ceiling) until something commits. A cursor older than the replay window
+        raises :class:`~skift.CursorExpired` naming the oldest one still good.
+        Delivery is at least once: deduplicate by event id. See docs/events.md.
+        """
+        ceiling = self.engine.limits.event_wait_ceiling
+        deadline = time.monotonic() + min(wait, ceiling).total_seconds() if wait else None
+        await self._whoami()
+        org_id = self._org_id
+        assert org_id is not None
+        cursor = after
+        while True:
+            page = await self._run(
+                functools.partial(
+                    _stream.watch,
+                    self.engine,
+                    after=cursor,
+                    projects=tuple(projects or ()),
+                    ops=tuple(ops or ()),
+                    limit=limit,
+                )
+            )
+            remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
+            if page.events or remaining <= 0:
+                return page
+            cursor = page.cursor  # what the filters left out is not read again
+            await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
 
 
 def _no_delegation(on_behalf_of: str | None) -> None:

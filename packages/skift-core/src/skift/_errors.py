@@ -13,7 +13,8 @@ carries ``next``: the move a caller (often an agent) should make instead.
     ├── Conflict          the state moved under the caller
     │   ├── FencingError        a lease id that is not the node's current, live lease
     │   ├── CycleError          the write would make the wait relation cyclic
-    │   └── IdempotencyMismatch a request id reused with different content
+    │   ├── IdempotencyMismatch a request id reused with different content
+    │   └── CursorExpired       a change-stream cursor older than the replay window
     ├── LimitExceeded     a structural ceiling (operations per patch, sizes, page size)
     ├── NothingReady      ClaimNext found no matching ready work (or its wait ran out)
     ├── Unavailable       the store or server cannot be reached right now; retry
@@ -80,6 +81,14 @@ class CycleError(Conflict):
 
 class IdempotencyMismatch(Conflict):
     """The request id was already used for different content."""
+
+
+class CursorExpired(Conflict):
+    """The change-stream cursor is older than the replay window.
+
+    ``details["oldest_cursor"]`` is the oldest cursor still good: resume from
+    it after resynchronizing, because what lies between was not delivered.
+    """
 
 
 class LimitExceeded(SkiftError):

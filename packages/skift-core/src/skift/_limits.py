@@ -38,6 +38,10 @@ class Limits:
     lease_ttl_floor: timedelta = timedelta(seconds=1)
     lease_ttl_default: timedelta = timedelta(minutes=5)
     claim_wait_ceiling: timedelta = timedelta(minutes=10)
+    # the change stream (docs/events.md): how long a cursor stays good after it
+    # was handed out, and how long one watch_events may wait for an event
+    event_replay_window: timedelta = timedelta(days=7)
+    event_wait_ceiling: timedelta = timedelta(minutes=10)
     statement_timeout: timedelta = timedelta(seconds=30)
 
 

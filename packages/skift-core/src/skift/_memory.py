@@ -37,7 +37,7 @@ from ._models import (
     Status,
 )
 from ._refs import new_id
-from ._store import Derived, ReadyQuery, SearchQuery, StoredRequest
+from ._store import Derived, EventBatch, EventPosition, ReadyQuery, SearchQuery, StoredRequest
 from ._usage import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
 
 Undo = Callable[[], None]
@@ -695,3 +695,53 @@ class MemoryTx:
             if e.org_id == self._org and (node_id is None or e.node_id == node_id)
         ]
         return rows[-limit:] if limit > 0 else []
+
+    # The change stream. Transactions run one at a time under the store's lock and
+    # a rolled-back one truncates the log back, so the log's order is commit order
+    # and an event's 1-based place in it is its commit sequence. Nobody can read a
+    # place a rollback frees (reads take the lock too), so no position is left
+    # that a watcher could wait on. Every transaction has finished below the end.
+    def _horizon(self) -> EventPosition:
+        return EventPosition(seq=len(self._s.events) + 1)
+
+    async def events_after(
+        self,
+        after: EventPosition,
+        *,
+        projects: Collection[UUID] = (),
+        ops: Collection[str] = (),
+        limit: int,
+    ) -> EventBatch:
+        want_projects, want_ops = set(projects), set(ops)
+        found: list[tuple[EventPosition, Event]] = []
+        log = self._s.events
+        for i in range(max(after.seq - 1, 0), len(log)):
+            if len(found) >= limit:
+                break
+            e = log[i]
+            pos = EventPosition(seq=i + 1, id=e.id)
+            if pos <= after or e.org_id != self._org:
+                continue
+            if want_projects and e.project_id not in want_projects:
+                continue
+            if want_ops and e.op not in want_ops:
+                continue
+            found.append((pos, e))
+        return EventBatch(events=found, horizon=self._horizon())
+
+    async def replay_start(self, since: datetime) -> EventPosition:
+        for i, e in enumerate(self._s.events):
+            if e.org_id == self._org and e.occurred_at >= since:
+                return EventPosition(seq=i + 1)
+        return self._horizon()
+
+    async def event_positions(
+        self, ids: Collection[UUID]
+    ) -> tuple[dict[UUID, EventPosition], EventPosition]:
+        wanted = set(ids)
+        found = {
+            e.id: EventPosition(seq=i + 1, id=e.id)
+            for i, e in enumerate(self._s.events)
+            if e.id in wanted and e.org_id == self._org
+        }
+        return found, self._horizon()

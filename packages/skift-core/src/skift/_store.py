@@ -111,6 +111,39 @@ class SearchQuery:
     limit: int = 20
 
 
+NIL_ID = UUID(int=0)
+"""The nil id: an :class:`EventPosition` with it is before every event of its ``seq``."""
+
+
+@attrs.frozen(kw_only=True, order=True)
+class EventPosition:
+    """Where an event sits in commit order (see ``skift._stream`` and docs/events.md).
+
+    ``seq`` orders transactions by when they became visible: the writing
+    transaction's id (``xid8``) in PostgreSQL, a commit sequence in memory;
+    ``id`` orders the events of one transaction. A nil ``id`` is the position
+    just before every event of ``seq``. Positions compare as ``(seq, id)``.
+    """
+
+    seq: int
+    id: UUID = NIL_ID
+
+
+@attrs.frozen(kw_only=True)
+class EventBatch:
+    """What one change-stream read found.
+
+    ``events``: those strictly after the position asked from and below the
+    horizon, in commit order, each with its position. ``horizon``: a position
+    below which every transaction has finished (committed or rolled back), so
+    nothing can ever appear there again; a read never returns anything at or
+    past it.
+    """
+
+    events: list[tuple[EventPosition, Event]]
+    horizon: EventPosition
+
+
 @attrs.frozen(kw_only=True)
 class StoredRequest:
     fingerprint: str
@@ -310,6 +343,31 @@ class Tx(Protocol):
     async def append_events(self, events: Sequence[Event]) -> None: ...
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         """The newest ``limit`` events (of one node, when given), oldest first."""
+        ...
+
+    # the change stream (skift._stream): commit-ordered positions
+    async def events_after(
+        self,
+        after: EventPosition,
+        *,
+        projects: Collection[UUID] = (),
+        ops: Collection[str] = (),
+        limit: int,
+    ) -> EventBatch:
+        """At most ``limit`` events strictly after ``after`` and below the horizon, in
+        commit order, of these projects (all when empty) and operations (all when
+        empty), read together with the horizon (one statement in PostgreSQL)."""
+        ...
+
+    async def replay_start(self, since: datetime) -> EventPosition:
+        """The position just before the oldest event that occurred at or after ``since``
+        or that may still commit: the lower of its ``seq`` and the horizon's, nil id."""
+        ...
+
+    async def event_positions(
+        self, ids: Collection[UUID]
+    ) -> tuple[dict[UUID, EventPosition], EventPosition]:
+        """The positions of these events, and the horizon (read together)."""
         ...
 
 

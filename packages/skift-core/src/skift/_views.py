@@ -197,6 +197,9 @@ class Claim:
 
 @attrs.frozen(kw_only=True)
 class EventInfo:
+    """One change. ``cursor`` is its place in the change stream: ``watch_events(after=cursor)``
+    returns what committed after it (docs/events.md)."""
+
     id: str
     op: str
     project: str | None
@@ -209,6 +212,19 @@ class EventInfo:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     occurred_at: datetime
+    cursor: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class EventPage:
+    """A read of the change stream: events in commit order, and where to read next.
+
+    ``cursor`` is the position to pass as ``after`` next time; it moves past
+    what the filters left out, so nothing is read twice or skipped.
+    """
+
+    events: tuple[EventInfo, ...]
+    cursor: str
 
 
 @attrs.frozen(kw_only=True)

@@ -493,6 +493,24 @@ class RemoteSkift:
         got = await self._call("Events", req, v1.EventsResponse, safe=True)
         return [c.event_view(e) for e in got.events]
 
+    async def watch_events(
+        self,
+        *,
+        after: str | None = None,
+        projects: Sequence[str] | None = None,
+        ops: Sequence[str] | None = None,
+        limit: int = 100,
+        wait: timedelta | None = None,
+    ) -> skift.EventPage:
+        req = v1.WatchEventsRequest(
+            after=after, projects=list(projects or ()), ops=list(ops or ()), limit=limit, wait=wait
+        )
+        timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
+        got = await self._call(
+            "WatchEvents", req, v1.WatchEventsResponse, safe=True, timeout=timeout
+        )
+        return skift.EventPage(events=tuple(c.event_view(e) for e in got.events), cursor=got.cursor)
+
     # ------------------------------------------------------------ principals and tokens
 
     # ------------------------------------------------------------ comments

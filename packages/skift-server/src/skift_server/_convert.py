@@ -259,6 +259,7 @@ def event_pb(e: skift.EventInfo) -> v1.Event:
         before=to_struct(e.before) if e.before is not None else None,
         after=to_struct(e.after) if e.after is not None else None,
         occurred_at=_utc(e.occurred_at),
+        cursor=e.cursor,
     )
 
 
@@ -467,6 +468,7 @@ def event_view(m: v1.Event) -> skift.EventInfo:
         before=from_struct(m.before) if m.before is not None else None,
         after=from_struct(m.after) if m.after is not None else None,
         occurred_at=_ts(m.occurred_at),
+        cursor=m.cursor,
     )
 
 

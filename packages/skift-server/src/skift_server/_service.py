@@ -289,6 +289,17 @@ async def _events(sk: skift.LocalSkift, r: v1.EventsRequest) -> v1.EventsRespons
     return v1.EventsResponse(events=[c.event_pb(e) for e in got])
 
 
+async def _watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.WatchEventsResponse:
+    page = await sk.watch_events(
+        after=r.after,
+        projects=list(r.projects),
+        ops=list(r.ops),
+        wait=r.wait,
+        **_opt(limit=_limit(r.limit)),
+    )
+    return v1.WatchEventsResponse(events=[c.event_pb(e) for e in page.events], cursor=page.cursor)
+
+
 # ------------------------------------------------------------------ principals and tokens
 
 
@@ -416,6 +427,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "Leases": _leases,
     "SweepExpired": _sweep_expired,
     "Events": _events,
+    "WatchEvents": _watch_events,
     "AddComment": _add_comment,
     "EditComment": _edit_comment,
     "ResolveComment": _resolve_comment,

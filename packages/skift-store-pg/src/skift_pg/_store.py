@@ -36,6 +36,8 @@ from skift import (
     Edge,
     EdgeKind,
     Event,
+    EventBatch,
+    EventPosition,
     FileBlobStore,
     Hold,
     Identity,
@@ -1169,3 +1171,43 @@ class PgTx:
 
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]
+
+    # the change stream (queries/events.sql): positions are (xid, id)
+    async def events_after(
+        self,
+        after: EventPosition,
+        *,
+        projects: Collection[UUID] = (),
+        ops: Collection[str] = (),
+        limit: int,
+    ) -> EventBatch:
+        rows = await self.rows(
+            "events_after",
+            seq=str(after.seq),
+            id=after.id,
+            projects=list(projects),
+            ops=list(ops),
+            limit=limit,
+        )
+        found = [
+            (EventPosition(seq=int(r["seq"]), id=r["id"]), event_from_row(r))
+            for r in rows
+            if r["seq"] is not None
+        ]
+        return EventBatch(events=found, horizon=EventPosition(seq=int(rows[0]["horizon"])))
+
+    async def replay_start(self, since: datetime) -> EventPosition:
+        row = await self.row("replay_start", since=since)
+        assert row is not None
+        return EventPosition(seq=int(row["seq"]))
+
+    async def event_positions(
+        self, ids: Collection[UUID]
+    ) -> tuple[dict[UUID, EventPosition], EventPosition]:
+        rows = await self.rows("event_positions", ids=list(ids))
+        found = {
+            r["id"]: EventPosition(seq=int(r["seq"]), id=r["id"])
+            for r in rows
+            if r["seq"] is not None
+        }
+        return found, EventPosition(seq=int(rows[0]["horizon"]))

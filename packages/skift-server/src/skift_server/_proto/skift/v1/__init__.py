@@ -106,6 +106,8 @@ __all__ = (
     "UsageRecord",
     "UsageReport",
     "UsageRequest",
+    "WatchEventsRequest",
+    "WatchEventsResponse",
 )
 
 import datetime
@@ -1196,6 +1198,12 @@ class Event(betterproto2.Message):
     )
     """
     When it happened.
+    """
+
+    cursor: "str" = betterproto2.field(13, betterproto2.TYPE_STRING)
+    """
+    Its place in the change stream: WatchEvents with `after` set to it returns
+    what committed after it. Opaque; good for the server's replay window.
     """
 
 
@@ -3287,6 +3295,67 @@ class UsageRequest(betterproto2.Message):
 default_message_pool.register_message("skift.v1", "UsageRequest", UsageRequest)
 
 
+@dataclass(eq=False, repr=False)
+class WatchEventsRequest(betterproto2.Message):
+    """
+    WatchEvents' request: a read of the change stream, in commit order.
+    """
+
+    after: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+    """
+    Only events after this cursor (an event's or a response's); from the
+    oldest event still in the replay window when absent.
+    """
+
+    projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Only events of these projects (slugs or ids); every project when empty.
+    """
+
+    ops: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Only these operations (create_node, complete_node, ...); all when empty.
+    """
+
+    limit: "int | None" = betterproto2.field(4, betterproto2.TYPE_INT64, optional=True)
+    """
+    At most this many events; 100 when absent.
+    """
+
+    wait: "datetime.timedelta | None" = betterproto2.field(
+        5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
+    )
+    """
+    When there are none yet, wait up to this long for one to commit (capped
+    by the server's ceiling); absent or zero answers at once.
+    """
+
+
+default_message_pool.register_message("skift.v1", "WatchEventsRequest", WatchEventsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class WatchEventsResponse(betterproto2.Message):
+    """
+    WatchEvents' response. A cursor older than the replay window is ABORTED
+    with error_class CursorExpired and `oldest_cursor` in the details.
+    """
+
+    events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The events after the cursor, in commit order, each carrying its cursor.
+    """
+
+    cursor: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Where to read next: after the last event of a full page, else past
+    everything read (what the filters left out is not read again).
+    """
+
+
+default_message_pool.register_message("skift.v1", "WatchEventsResponse", WatchEventsResponse)
+
+
 class SkiftStub(betterproto2_grpclib.ServiceStub):
     """
     ============================================================== the service
@@ -3890,6 +3959,29 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             "/skift.v1.Skift/Events",
             message,
             EventsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def watch_events(
+        self,
+        message: "WatchEventsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "WatchEventsResponse":
+        """
+        The change stream: events after a cursor in commit order, scoped to the
+        caller's organization, filtered by project and operation; a long poll
+        when `wait` is set. Delivery is at least once: deduplicate by event id.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/WatchEvents",
+            message,
+            WatchEventsResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4530,6 +4622,15 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def watch_events(self, message: "WatchEventsRequest") -> "WatchEventsResponse":
+        """
+        The change stream: events after a cursor in commit order, scoped to the
+        caller's organization, filtered by project and operation; a long poll
+        when `wait` is set. Delivery is at least once: deduplicate by event id.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def add_principal(self, message: "AddPrincipalRequest") -> "Principal":
         """
         ---- principals and tokens (admin)
@@ -4881,6 +4982,14 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         response = await self.events(request)
         await stream.send_message(response)
 
+    async def __rpc_watch_events(
+        self, stream: "grpclib.server.Stream[WatchEventsRequest, WatchEventsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.watch_events(request)
+        await stream.send_message(response)
+
     async def __rpc_add_principal(
         self, stream: "grpclib.server.Stream[AddPrincipalRequest, Principal]"
     ) -> None:
@@ -5198,6 +5307,12 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 EventsRequest,
                 EventsResponse,
+            ),
+            "/skift.v1.Skift/WatchEvents": grpclib.const.Handler(
+                self.__rpc_watch_events,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                WatchEventsRequest,
+                WatchEventsResponse,
             ),
             "/skift.v1.Skift/AddPrincipal": grpclib.const.Handler(
                 self.__rpc_add_principal,

@@ -1,0 +1,146 @@
+"""The change stream: events in commit order after a cursor (docs/events.md).
+
+An event's id is a ULID minted before its transaction commits, so a
+transaction can take a low id, stall, and commit after a higher id was
+delivered; a consumer that resumed after the higher id would skip it for
+good. The stream therefore reads by a commit-ordered position
+(:class:`~skift._store.EventPosition`) and only below the store's horizon,
+the point below which every transaction has finished.
+
+A cursor is that position and a time, as an opaque string
+``v1.<seq>.<event ULID or 0>.<unix ms>``: an event's own cursor is dated when
+the event occurred, the cursor a read returns to go on from when it was
+handed out. It is good for ``Limits.event_replay_window`` after that time; an
+older one is refused with :class:`~skift.CursorExpired` naming the oldest
+cursor still good, never answered with an empty page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import attrs
+
+from ._errors import CursorExpired, Invalid
+from ._refs import parse_ulid, ulid_str
+from ._store import EventPosition, Tx
+from ._views import EventInfo, EventPage
+
+if TYPE_CHECKING:
+    from ._engine import Actor, Engine
+    from ._models import Event
+
+VERSION = "v1"
+_CURSOR = re.compile(r"^v1\.(?P<seq>\d{1,20})\.(?P<id>0|[0-9A-Za-z]{26})\.(?P<ms>\d{1,15})$")
+_NIL = EventPosition(seq=0).id
+
+_BAD_CURSOR_NEXT = (
+    "Pass a cursor exactly as watch_events (or an event's cursor) returned it, "
+    "or leave it out to start at the oldest event still in the replay window."
+)
+
+
+def encode(pos: EventPosition, at: datetime) -> str:
+    """The opaque cursor for a position, handed out at ``at``."""
+    ident = "0" if pos.id == _NIL else ulid_str(pos.id)
+    return f"{VERSION}.{pos.seq}.{ident}.{int(at.timestamp() * 1000)}"
+
+
+def decode(text: str) -> tuple[EventPosition, datetime]:
+    """The position a cursor names and when it was handed out; :class:`Invalid` if malformed."""
+    m = _CURSOR.match(text.strip()) if text else None
+    ident = parse_ulid(m.group("id")) if m and m.group("id") != "0" else _NIL
+    if m is None or ident is None:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise Invalid(f"{shown!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT)
+    try:
+        at = datetime.fromtimestamp(int(m.group("ms")) / 1000, UTC)
+    except (OverflowError, ValueError, OSError):
+        raise Invalid(f"{text!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT) from None
+    return EventPosition(seq=int(m.group("seq")), id=ident), at
+
+
+async def watch(
+    engine: Engine,
+    tx: Tx,
+    actor: Actor,
+    *,
+    after: str | None,
+    projects: Sequence[str],
+    ops: Sequence[str],
+    limit: int,
+) -> EventPage:
+    """One read of the stream: the events after ``after`` (or from the start of the
+    replay window), filtered, and the cursor to read from next.
+
+    Every principal of an organization reads all of its events today (the policy
+    has no read rule yet); ``actor`` is where a per-principal filter would apply.
+    """
+    size = engine.page_size(limit)
+    now = await tx.now()
+    since = now - engine.limits.event_replay_window
+    project_ids = [(await engine.resolve_project(tx, p)).id for p in projects]
+    if not after:
+        start = await tx.replay_start(since)
+    else:
+        start, issued = decode(after)
+        if issued < since:
+            oldest = encode(await tx.replay_start(since), now)
+            raise CursorExpired(
+                f"the cursor was handed out at {issued:%Y-%m-%d %H:%M:%S} UTC, longer ago than "
+                f"the replay window ({_days(engine.limits.event_replay_window)}); the events "
+                "after it are no longer replayed",
+                next="Resynchronize from the current state (what changed since was not "
+                f"delivered), then watch from the oldest cursor still good: {oldest}",
+                oldest_cursor=oldest,
+            )
+    batch = await tx.events_after(start, projects=project_ids, ops=tuple(ops), limit=size)
+    if start > batch.horizon:
+        raise Invalid(
+            f"the cursor {after!r} is ahead of this store's change stream: it comes from "
+            "another store",
+            next="Use cursors only with the store (or server) that handed them out; leave "
+            "the cursor out to start at the oldest event still in the replay window.",
+        )
+    infos = await engine.event_infos(tx, [e for _, e in batch.events])
+    events = tuple(
+        attrs.evolve(info, cursor=_event_cursor(pos, event))
+        for info, (pos, event) in zip(infos, batch.events, strict=True)
+    )
+    # A full page resumes after its last event; otherwise every row up to the horizon was
+    # read (the filters left the rest out), so the next read starts there.
+    nxt = batch.events[-1][0] if len(batch.events) >= size else max(start, batch.horizon)
+    return EventPage(events=events, cursor=encode(nxt, now))
+
+
+async def with_cursors(engine: Engine, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
+    """Event views carrying their cursors. An event not yet below the horizon (a
+    transaction older than it may still commit) gets the horizon's cursor instead, so
+    resuming from it can only deliver it again, never skip what commits late."""
+    infos = await engine.event_infos(tx, events)
+    if not events:
+        return infos
+    now = await tx.now()
+    positions, horizon = await tx.event_positions([e.id for e in events])
+    out: list[EventInfo] = []
+    for info, e in zip(infos, events, strict=True):
+        pos = positions.get(e.id, horizon)
+        cursor = _event_cursor(pos, e) if pos < horizon else encode(horizon, now)
+        out.append(attrs.evolve(info, cursor=cursor))
+    return out
+
+
+def _event_cursor(pos: EventPosition, event: Event) -> str:
+    """An event's own cursor: its position, dated when it occurred (so the same event
+    always carries the same cursor, and it expires when the event leaves the window)."""
+    return encode(pos, event.occurred_at)
+
+
+def _days(window: timedelta) -> str:
+    if window.total_seconds() % 86400 == 0:
+        days = int(window.total_seconds() // 86400)
+        return f"{days} day" + ("" if days == 1 else "s")
+    return f"{window}"

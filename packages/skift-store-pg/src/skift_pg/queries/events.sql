@@ -1,0 +1,44 @@
+-- The change stream (skift._stream, docs/events.md). A position is (xid, id):
+-- the writing transaction's id, then the event's id within it. The horizon is
+-- pg_snapshot_xmin(pg_current_snapshot()): every transaction below it has
+-- finished, so nothing can ever commit below it again. Each query reads the
+-- horizon in the same statement as the rows, so both come from one snapshot
+-- (a later snapshot's horizon could pass a commit this one did not see).
+
+-- name: events_after
+-- A page of the stream: events strictly after (xid, id) and below the horizon,
+-- in commit order, of some projects and operations (all when the list is
+-- empty), each row carrying the horizon (one row of NULLs and the horizon when
+-- there are none). Reads events_cursor (org_id, xid, id) from the position on.
+WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+SELECT h.xmin::text AS horizon, e.xid::text AS seq, e.*
+FROM h LEFT JOIN LATERAL (
+    SELECT * FROM events
+    WHERE org_id = %(org)s
+      AND (xid, id) > (%(seq)s::text::xid8, %(id)s::uuid)
+      AND xid < h.xmin
+      AND (cardinality(%(projects)s::uuid[]) = 0 OR project_id = ANY (%(projects)s::uuid[]))
+      AND (cardinality(%(ops)s::text[]) = 0 OR op = ANY (%(ops)s::text[]))
+    ORDER BY xid, id
+    LIMIT %(limit)s
+) e ON true
+ORDER BY e.xid, e.id
+
+-- name: replay_start
+-- Where a watcher without a cursor starts: before the oldest transaction that
+-- wrote an event of the organization at or after the start of the replay
+-- window, or the horizon if that is lower (a transaction still running may yet
+-- commit an event in the window). Reads events_org_time.
+WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+SELECT least(
+    h.xmin,
+    (SELECT min(xid) FROM events WHERE org_id = %(org)s AND occurred_at >= %(since)s)
+)::text AS seq
+FROM h
+
+-- name: event_positions
+-- The positions of some events, with the horizon (one row of NULLs and the
+-- horizon when none is found).
+WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+SELECT h.xmin::text AS horizon, e.xid::text AS seq, e.id
+FROM h LEFT JOIN events e ON e.org_id = %(org)s AND e.id = ANY (%(ids)s::uuid[])
