@@ -210,17 +210,33 @@ def test_create_show_drop_reopen_release(cli: Cli, sk: Run, tmp_path: Path) -> N
 
 
 def test_events_cursor_and_op_filter(cli: Cli, sk: Run) -> None:
-    _, (ref,) = cli.project("events", "watched")
+    p, (ref,) = cli.project("events", "watched")
     sk("hold", ref, "--reason", "look")
-    got = sk("events", "--op", "hold_node", "--json").json()
-    holds = [e for e in got["events"] if e["node"] == ref]
-    assert [e["op"] for e in holds] == ["hold_node"]
-    assert holds[0]["reason"] == "look"
-    assert holds[0]["cursor"] == holds[0]["id"]
-    assert sk("events", "--cursor", got["cursor"], "--json").json()["events"] == []
+    got = sk("events", "--op", "hold_node", "-p", p, "--json").json()
+    assert [(e["op"], e["node"], e["reason"]) for e in got["events"]] == [
+        ("hold_node", ref, "look")
+    ]
+    assert got["events"][0]["cursor"].startswith("v1.")
+    assert got["cursor"]
+    # from the page's cursor: nothing new; from the event's own cursor: nothing after it
+    assert sk("events", "--cursor", got["cursor"], "-p", p, "--json").json()["events"] == []
+    after = sk("events", "--cursor", got["events"][0]["cursor"], "-p", p, "--json").json()
+    assert after["events"] == []
+    sk("unhold", ref, "--reason", "go")
+    later = sk("events", "--cursor", got["cursor"], "-p", p, "--json").json()["events"]
+    assert [e["op"] for e in later] == ["unhold_node"]
+    human = sk("events", "-p", p, "--op", "unhold_node")
+    assert "unhold_node" in human.out
+    assert "next: skift events --cursor v1." in human.err
     mine = sk("events", "--node", ref, "--json").json()["events"]
-    assert [e["op"] for e in mine][-1] == "hold_node"
+    assert [e["op"] for e in mine][-2:] == ["hold_node", "unhold_node"]
     assert "hold_node" in sk("events", "--node", ref).out
+
+
+def test_events_bad_and_conflicting_flags(sk: Run) -> None:
+    bad = sk("events", "--cursor", "not-a-cursor", "--json", expect=2)
+    assert json.loads(bad.err)["error"]["code"] == "invalid"
+    sk("events", "--node", "x#1", "--follow", expect=2)
 
 
 def test_principals_and_tokens(sk: Run) -> None:

@@ -1226,16 +1226,21 @@ def explain(ref: str) -> None:
 
 
 @cli.command()
-@click.option("--follow", "-f", is_flag=True, help="Keep printing new events (polls).")
-@click.option("--cursor", metavar="C", help="Only events after this cursor.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing events as they commit.")
+@click.option(
+    "--cursor", metavar="C", help="Only events after this cursor (default: the replay window)."
+)
 @click.option("--op", "ops", multiple=True, metavar="OP", help="Only these operations.")
-@click.option("--node", metavar="REF", shell_complete=complete_ref, help="Only this node's events.")
 @click.option(
-    "--limit", type=int, default=1000, show_default=True, help="At most this many per read."
+    "--node",
+    metavar="REF",
+    shell_complete=complete_ref,
+    help="One node's history instead of the stream (newest --limit).",
 )
 @click.option(
-    "--interval", type=float, default=1.0, show_default=True, help="Seconds between polls."
+    "--limit", type=int, default=100, show_default=True, help="At most this many per read."
 )
+@click.option("--interval", type=float, default=None, hidden=True)  # before the stream long-polled
 @global_options
 def events(
     follow: bool,
@@ -1243,48 +1248,65 @@ def events(
     ops: tuple[str, ...],
     node: str | None,
     limit: int,
-    interval: float,
+    interval: float | None,
 ) -> None:
-    """The change stream: who changed what, and why. Each event carries its cursor.
+    """The change stream: who changed what, and why, in commit order.
 
-    Example: skift events --follow --op complete_node
+    Without --cursor it starts at the oldest event still in the replay window;
+    each event carries its cursor, and a read ends with the cursor to pass next
+    time. -p filters by project (repeatable), --op by operation. --follow keeps
+    printing events as they commit (with --json, one object per line).
+
+    Example: skift events --follow --op complete_node -p oauth-spike
     """
-    import asyncio
     import json
+    from datetime import timedelta
 
     a = app()
-    proj = a.project() if node else None
+    if node is not None:
+        if follow or cursor or ops:
+            _usage(
+                "--node reads one node's history; it does not combine with --follow, --cursor or --op"
+            )
+        proj = a.project()
+        evs = a.call(lambda sk: sk.events(ref=node, project=proj, limit=limit))
+        if a.json:
+            a.emit({"events": [to_json(e) for e in evs]})
+        else:
+            from . import _render
 
-    def shaped(e: skift.EventInfo) -> dict[str, Any]:
-        return {**to_json(e), "cursor": e.id}
+            _render.events(evs)
+        return
+    projects = a.projects()
 
     async def go(sk: RemoteSkift) -> None:
         from . import _render
 
-        last = cursor
-        first = True
-        while True:
-            evs = await sk.events(ref=node, project=proj, limit=limit)
-            fresh = [e for e in evs if last is None or e.id > last]
-            if fresh:
-                last = fresh[-1].id
-            shown = [e for e in fresh if not ops or e.op in ops]
-            if not follow:
-                if a.json:
-                    a.emit({"events": [shaped(e) for e in shown], "cursor": last})
-                else:
-                    _render.events(shown)
-                return
+        after = cursor
+        if not follow:
+            page = await sk.watch_events(after=after, projects=projects, ops=ops, limit=limit)
             if a.json:
-                for e in shown:
-                    click.echo(json.dumps(shaped(e), default=str))
+                a.emit({"events": [to_json(e) for e in page.events], "cursor": page.cursor})
             else:
-                _render.events(shown)
-                if first and not shown:
+                _render.events(page.events)
+                more = " (there may be more)" if len(page.events) >= limit else ""
+                _render.err().print(f"[dim]next: skift events --cursor {page.cursor}{more}[/dim]")
+            return
+        waiting_said = False
+        while True:
+            page = await sk.watch_events(
+                after=after, projects=projects, ops=ops, limit=limit, wait=timedelta(seconds=30)
+            )
+            after = page.cursor
+            if a.json:
+                for e in page.events:
+                    click.echo(json.dumps(to_json(e)))
+            else:
+                _render.events(page.events)
+                if not page.events and not waiting_said:
                     _render.err().print("[dim]waiting for events… (Ctrl-C stops)[/dim]")
-            first = False
+                    waiting_said = True
             sys.stdout.flush()
-            await asyncio.sleep(interval)
 
     a.call(go)
 

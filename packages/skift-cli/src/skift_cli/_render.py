@@ -387,7 +387,7 @@ def events(evs: Iterable[skift.EventInfo]) -> None:
         line.append(f" {e.principal} ({e.principal_kind})")
         if e.reason:
             line.append(f": {e.reason}", style="dim")
-        line.append(f"  {e.id}", style="dim")
+        line.append(f"  {e.cursor or e.id}", style="dim")  # resume after it: --cursor
         c.print(line)
 
 
