@@ -2375,7 +2375,9 @@ class _Cone:
         cone.projects = await tx.projects_by_id({n.project_id for n in cone.nodes.values()})
         for nid, n in cone.nodes.items():
             if n.status is Status.OPEN:
-                cone.ancestors[nid] = await tx.ancestors(nid)
+                # a node without a parent has no ancestors: no query (a chain of 100 blockers
+                # made 100 of them)
+                cone.ancestors[nid] = await tx.ancestors(nid) if n.parent_id is not None else []
         return cone
 
     def ref(self, node: Node) -> str:
