@@ -6,7 +6,7 @@
 UV ?= $(if $(shell command -v uv 2>/dev/null),uv,python3 -m uv)
 ARGS ?=
 
-.PHONY: run walkthrough test check generate bench sync uv
+.PHONY: run walkthrough test check generate bench bench-full sync uv
 
 ## run: serve skift on the embedded PostgreSQL (no database to configure); prints how to connect
 run: sync
@@ -31,13 +31,13 @@ check: sync
 generate: sync
 	$(UV) run python packages/skift-server/tools/generate_proto.py
 
-## bench: the benchmark harness in bench/
+## bench: the benchmarks, quick mode (10k nodes, short runs; a few minutes); see docs/benchmarks.md
 bench: sync
-	@if [ -f bench/__main__.py ]; then \
-		$(UV) run python -m bench; \
-	else \
-		echo "benchmarks are not built yet (bench/__main__.py does not exist)"; \
-	fi
+	$(UV) run python -m bench $(ARGS)
+
+## bench-full: the benchmarks at 10k, 100k and 1M nodes (heavy: minutes, GBs of scratch data)
+bench-full: sync
+	$(UV) run python -m bench --full $(ARGS)
 
 ## sync: install exactly what uv.lock pins into .venv
 sync: uv

@@ -1,0 +1,182 @@
+"""``python -m bench``: run the benchmarks, print a table, write JSON.
+
+    python -m bench            # quick: 10k nodes, short runs (a few minutes)
+    python -m bench --full     # 10k, 100k and 1M nodes, longer runs; plans at 1M
+    python -m bench --only ready,claim --sizes 10000
+
+Results go to bench/results/<quick|full>-latest.json with the machine's
+description; --plans writes the EXPLAIN plans of the largest graph there too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import _baselines, _scenarios
+from ._env import ROOT, Server, machine, server
+from ._stats import Result
+
+SCENARIOS = ("graph", "claim", "pgqueuer", "pgbench", "wake", "patch", "policy", "cli")
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench", description=(__doc__ or "").split("\n\n")[0]
+    )
+    p.add_argument("--full", action="store_true", help="10k, 100k and 1M nodes, longer runs")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes: tests the harness, not skift")
+    p.add_argument("--dsn", help="PostgreSQL server (default: SKIFT_TEST_DSN, else embedded)")
+    p.add_argument("--sizes", help="graph sizes, comma-separated (default: by mode)")
+    p.add_argument("--only", help=f"scenarios, comma-separated, of {', '.join(SCENARIOS)}")
+    p.add_argument(
+        "--out", type=Path, help="JSON output (default: bench/results/<mode>-latest.json)"
+    )
+    return p.parse_args(argv)
+
+
+def _fmt(metrics: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for k, v in metrics.items():
+        if isinstance(v, dict) or k == "n":
+            continue
+        parts.append(f"{k}={v}")
+    return "  ".join(parts)
+
+
+def _ratios(results: list[Result]) -> list[Result]:
+    """skift against its baselines, measured in this same invocation."""
+    by = {(r.scenario, r.case): r.metrics for r in results}
+    out: list[Result] = []
+    for r in results:
+        if r.scenario != "claim" or "pairs_per_s" not in r.metrics:
+            continue
+        c = int(r.case.split()[0])
+        ours = r.metrics["pairs_per_s"]
+        row: dict[str, Any] = {"skift_pairs_per_s": ours}
+        for batch in (1, 10):
+            peer = by.get(("pgqueuer", f"{c} consumer{'s' if c > 1 else ''}, batch {batch}"), {})
+            if peer.get("jobs_per_s"):
+                row[f"vs_pgqueuer_batch{batch}"] = round(ours / peer["jobs_per_s"], 2)
+        tps = by.get(("pgbench", f"-N -c {c}"), {}).get("tps")
+        if tps:
+            row["vs_pgbench_tps"] = round(ours / tps, 3)
+        out.append(Result("ratio", f"claim+complete, {c} concurrent", row, "higher is better"))
+    ready = [r for r in results if r.scenario == "ready" and r.case.endswith(" unfiltered")]
+    if len(ready) > 1:
+        first, last = ready[0], ready[-1]
+        out.append(
+            Result(
+                "ratio",
+                f"ready p50 {last.case.split()[0]} / {first.case.split()[0]}",
+                {"growth": round(last.metrics["p50_ms"] / first.metrics["p50_ms"], 2)},
+                "1.0 is flat",
+            )
+        )
+    return out
+
+
+def _print(results: list[Result]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        for r in results:
+            print(f"{r.scenario:9} {r.case:40} {_fmt(r.metrics)}  {r.note}")
+        return
+    table = Table(title="skift benchmarks", show_lines=False)
+    for col in ("scenario", "case", "measured", "note"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        table.add_row(r.scenario, r.case, _fmt(r.metrics), r.note)
+    Console(width=200).print(table)
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
+    if args.smoke:
+        cfg = _scenarios.Config.smoke()
+    else:
+        cfg = _scenarios.Config.full_run() if args.full else _scenarios.Config.quick()
+    if args.sizes:
+        sizes = tuple(int(s) for s in args.sizes.split(","))
+        cfg.sizes, cfg.explain_at = sizes, max(sizes)
+    only = set(args.only.split(",")) if args.only else set(SCENARIOS)
+    unknown = only - set(SCENARIOS)
+    if unknown:
+        raise SystemExit(f"unknown scenarios: {', '.join(sorted(unknown))}")
+    cfg.cli = cfg.cli and "cli" in only
+    results: list[Result] = []
+    extra: dict[str, Any] = {}
+    started = time.perf_counter()
+    if "graph" in only:
+        for size in cfg.sizes:
+            _log(f"graph scenarios at {size} nodes")
+            rs, ex = await _scenarios.graph_scenarios(srv, cfg, size)
+            results += rs
+            extra[f"graph_{size}"] = ex.get("graph")
+            if "plans" in ex:
+                extra["plans"] = {"size": size, **ex["plans"]}
+    if "claim" in only:
+        for c in cfg.claimers:
+            _log(f"claim with {c} claimers")
+            results.append(await _scenarios.claim_throughput(srv, cfg, c))
+    if "pgqueuer" in only:
+        for c in cfg.claimers:
+            for batch in cfg.pgqueuer_batches:
+                _log(f"pgqueuer with {c} consumers, batch {batch}")
+                results.append(
+                    await _baselines.pgqueuer(srv, cfg.claim_pool, c, batch, cfg.pgqueuer_seconds)
+                )
+    if "pgbench" in only:
+        for c in cfg.claimers:
+            _log(f"pgbench -c {c}")
+            results.append(await _baselines.pgbench(srv, c, cfg.pgbench_seconds))
+    if "wake" in only:
+        _log("wake latency")
+        results.append(await _scenarios.wake_latency(srv, cfg))
+    if "patch" in only:
+        _log("1,000-node patch")
+        results.append(await _scenarios.big_patch(srv, cfg))
+    if "policy" in only:
+        _log("policy")
+        results.append(await _scenarios.policy_cost(cfg))
+    if "cli" in only and "graph" not in only:
+        _log("cli")
+        results += _scenarios.cli_startup(None)
+    results += _ratios(results)
+    return {
+        "mode": "smoke" if args.smoke else "full" if cfg.full else "quick",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "machine": machine(srv),
+        "results": [r.as_json() for r in results],
+        **extra,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    with server(args.dsn) as srv:
+        _log(f"PostgreSQL from {srv.source}")
+        report = asyncio.run(_run(args, srv))
+    results = [Result(r["scenario"], r["case"], r["metrics"], r["note"]) for r in report["results"]]
+    _print(results)
+    out = args.out or ROOT / "bench" / "results" / f"{report['mode']}-latest.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    _log(f"wrote {out} ({report['wall_seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,563 @@
+"""The scenarios of issue 9, each in scratch databases of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import skift
+from skift_pg import PgStore
+
+from . import _graph, _naive, _trace
+from ._env import Server, scratch
+from ._stats import Result, summary, timed
+
+
+@dataclass
+class Config:
+    """How much of each scenario to run."""
+
+    full: bool
+    sizes: tuple[int, ...]
+    ready_iters: int
+    claim_pool: int
+    claimers: tuple[int, ...]
+    wake_iters: int
+    patch_reps: int
+    patch_nodes: int
+    pgbench_seconds: int
+    grpc_iters: int
+    explain_at: int  # the size whose plans are recorded (the largest)
+    cli: bool = True
+    grpc: bool = True
+    projects: int = 1000
+    claim_projects: int = 10
+    pgqueuer_batches: tuple[int, ...] = (1, 10)
+    pgqueuer_seconds: float = 5.0
+    graph_claims: int = 10
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(
+            full=False,
+            sizes=(10_000,),
+            ready_iters=30,
+            claim_pool=400,
+            claimers=(1, 8, 32),
+            wake_iters=10,
+            patch_reps=2,
+            patch_nodes=1000,
+            pgbench_seconds=5,
+            grpc_iters=30,
+            explain_at=10_000,
+        )
+
+    @classmethod
+    def smoke(cls) -> Config:
+        """Every code path once, tiny: the CI test of the harness itself (no real numbers)."""
+        return cls(
+            full=False,
+            sizes=(600,),
+            ready_iters=2,
+            claim_pool=12,
+            claimers=(2,),
+            wake_iters=1,
+            patch_reps=1,
+            patch_nodes=60,
+            pgbench_seconds=1,
+            grpc_iters=2,
+            explain_at=600,
+            cli=False,
+            grpc=False,
+            projects=30,
+            claim_projects=3,
+            pgqueuer_batches=(1,),
+            pgqueuer_seconds=0.5,
+            graph_claims=2,
+        )
+
+    @classmethod
+    def full_run(cls) -> Config:
+        return cls(
+            full=True,
+            sizes=(10_000, 100_000, 1_000_000),
+            ready_iters=100,
+            claim_pool=2000,
+            claimers=(1, 8, 32),
+            wake_iters=30,
+            patch_reps=3,
+            patch_nodes=1000,
+            pgbench_seconds=15,
+            grpc_iters=100,
+            explain_at=1_000_000,
+            pgqueuer_seconds=10.0,
+            graph_claims=30,
+        )
+
+
+def _client(dsn: str, principal: skift.PrincipalSpec, *, max_size: int = 2) -> skift.LocalSkift:
+    """A skift handle with a connection pool of its own, as a separate process would have."""
+    return skift.LocalSkift(PgStore(dsn, min_size=1, max_size=max_size), principal=principal)
+
+
+def _size_label(size: int) -> str:
+    if size >= 1_000_000:
+        return f"{size // 1_000_000}M"
+    return f"{size // 1000}k" if size >= 1000 else str(size)
+
+
+# ------------------------------------------------------------------------ ready
+
+
+def ready_cases(g: _graph.Graph) -> dict[str, dict[str, Any]]:
+    return {
+        "unfiltered": {},
+        "one project": {"projects": [g.projects[len(g.projects) // 2]]},
+        "label backend": {"labels": ["backend"]},
+        "kind bug, p0-p1": {"kinds": ["bug"], "min_priority": "p1"},
+    }
+
+
+async def graph_scenarios(
+    srv: Server, cfg: Config, size: int
+) -> tuple[list[Result], dict[str, Any]]:
+    """Ready (library, gRPC, naive), ClaimNext on a large graph, an edge into it, Explain deep."""
+    out: list[Result] = []
+    extra: dict[str, Any] = {}
+    label = _size_label(size)
+    async with scratch(srv, f"graph_{label.lower()}") as dsn:
+        g = await asyncio.to_thread(_graph.load, dsn, size=size, projects=cfg.projects)
+        extra["graph"] = {
+            "nodes": g.nodes,
+            "open": g.open,
+            "edges": g.edges,
+            "live_leases": g.leases,
+            "held_projects": g.held_projects,
+            "held_nodes": g.held_nodes,
+            "load_seconds": round(g.load_seconds, 1),
+        }
+        out.append(
+            Result(
+                "graph",
+                f"load {label}",
+                {"seconds": round(g.load_seconds, 1), "nodes": g.nodes, "open": g.open},
+                "COPY into the migrated schema (bench-only loader)",
+            )
+        )
+        agent = _client(dsn, skift.Agent(_graph.AGENT))
+        user = _client(dsn, skift.User(_graph.USER))
+        async with agent, user:
+            lib_p50: float | None = None
+            for case, flt in ready_cases(g).items():
+                page = await agent.ready(limit=50, **flt)
+                samples = await timed(lambda flt=flt: agent.ready(limit=50, **flt), cfg.ready_iters)
+                s = summary(samples)
+                s["rows"] = len(page.nodes)
+                s["held_count"] = page.held_count
+                if case == "unfiltered":
+                    lib_p50 = s["p50_ms"]
+                out.append(Result("ready", f"{label} {case}", s, "agent, page of 50, library"))
+
+            # the naive baseline: every node into Python, readiness recomputed there
+            fetch, compute, naive_page = await _naive.ready_page(dsn, limit=50)
+            lib_page = await agent.ready(limit=50)
+            same = [n.ref for n in lib_page.nodes] == naive_page
+            out.append(
+                Result(
+                    "ready",
+                    f"{label} naive in-process",
+                    {
+                        "fetch_ms": round(fetch * 1000, 1),
+                        "compute_ms": round(compute * 1000, 1),
+                        "total_ms": round((fetch + compute) * 1000, 1),
+                        "sql_speedup": round((fetch + compute) * 1000 / lib_p50, 1)
+                        if lib_p50
+                        else None,
+                        "same_page": same,
+                    },
+                    "load every row, recompute readiness and the turn order in Python",
+                )
+            )
+
+            # ClaimNext + complete on the large graph, one claimer
+            pairs: list[float] = []
+            claims: list[float] = []
+            for _ in range(cfg.graph_claims):
+                t0 = time.perf_counter()
+                c = await agent.claim_next()
+                t1 = time.perf_counter()
+                await agent.complete(c.node.ref, lease=c.lease.id)
+                pairs.append(time.perf_counter() - t0)
+                claims.append(t1 - t0)
+            out.append(
+                Result(
+                    "claim",
+                    f"{label} graph, 1 claimer",
+                    {**summary(pairs), "claim_p50_ms": summary(claims)["p50_ms"]},
+                    "claim_next + complete, ms per pair",
+                )
+            )
+
+            # a patch adding one edge from the tail of a 100-node chain (cycle check walks it)
+            tail = f"{g.chain}#{g.chain_length}"
+            targets = iter(g.edge_targets)
+
+            async def add_edge() -> None:
+                target = next(targets)
+                await user.patch(target.split("#")[0], [skift.AddEdge(from_=tail, to=target)])
+
+            samples = await timed(
+                add_edge, min(max(2, cfg.ready_iters // 3), len(g.edge_targets) - 2), warmup=1
+            )
+            out.append(
+                Result("patch", f"{label} add one edge", summary(samples), "from a node 100 deep")
+            )
+
+            samples = await timed(lambda: user.explain(tail), max(2, cfg.ready_iters // 3))
+            out.append(Result("explain", f"{label} node 100 deep", summary(samples), ""))
+
+            # the same page through gRPC, and one node read both ways
+            if cfg.grpc:
+                async with _server(dsn) as (remote, url):
+                    samples = await timed(lambda: user.ready(limit=50), cfg.grpc_iters)
+                    local = summary(samples)
+                    samples = await timed(lambda: remote.ready(limit=50), cfg.grpc_iters)
+                    rem = summary(samples)
+                    out.append(
+                        Result(
+                            "ready",
+                            f"{label} unfiltered via gRPC",
+                            {**rem, "in_process_p50_ms": local["p50_ms"]},
+                            "user principal, unix socket, server in another process",
+                        )
+                    )
+                    if size == cfg.sizes[0] and cfg.cli:
+                        out += await asyncio.to_thread(cli_startup, url)
+                    if size == cfg.sizes[0]:
+                        ref = "p0001#1"
+                        lg = summary(await timed(lambda: user.get(ref), cfg.grpc_iters))
+                        rg = summary(await timed(lambda: remote.get(ref), cfg.grpc_iters))
+                        out.append(
+                            Result(
+                                "grpc",
+                                "get one node",
+                                {
+                                    "in_process_p50_ms": lg["p50_ms"],
+                                    "grpc_p50_ms": rg["p50_ms"],
+                                    "grpc_p95_ms": rg["p95_ms"],
+                                    "overhead_ms": round(rg["p50_ms"] - lg["p50_ms"], 3),
+                                },
+                                "round trip through skift-serve vs in-process",
+                            )
+                        )
+
+            if size == cfg.explain_at:
+                extra["plans"] = await _plans(dsn, agent, ready_cases(g)["one project"])
+    return out, extra
+
+
+async def _plans(
+    dsn: str, agent: skift.LocalSkift, one: dict[str, Any]
+) -> dict[str, dict[str, str]]:
+    """EXPLAIN (ANALYZE, BUFFERS) of every read of a Ready page and of a ClaimNext + complete."""
+    with _trace.trace() as t:
+        await agent.ready(limit=50)
+    ready = await _trace.explain(dsn, t)
+    with _trace.trace() as t:
+        await agent.ready(limit=50, **one)
+    one = await _trace.explain(dsn, t, only=("ready", "held_count"))
+    with _trace.trace() as t:
+        c = await agent.claim_next()
+        await agent.complete(c.node.ref, lease=c.lease.id)
+    claim = await _trace.explain(dsn, t)
+    return {"ready": ready, "ready one project": one, "claim_next + complete": claim}
+
+
+def _spawn(argv: list[str], log: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
+@contextlib.asynccontextmanager
+async def _server(dsn: str) -> AsyncGenerator[tuple[Any, str]]:
+    """``skift-serve`` over the database in another process, and a client on its unix socket."""
+    import skift_server
+
+    folder = Path(tempfile.mkdtemp(prefix="skift-bench-", dir="/tmp"))
+    sock = folder / "s.sock"
+    log = (folder / "serve.log").open("wb")
+    proc = _spawn(
+        [sys.executable, "-m", "skift_server", "serve", "--dsn", dsn, "--socket", str(sock)], log
+    )
+    remote: Any = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError((folder / "serve.log").read_text(errors="replace"))
+            if sock.exists():
+                remote = skift_server.connect(f"unix://{sock}")
+                try:
+                    await remote.list_projects(limit=1)
+                    break
+                except Exception:
+                    await remote.close()
+                    remote = None
+            if time.monotonic() > deadline:
+                raise RuntimeError("skift-serve did not start within 60 s")
+            await asyncio.sleep(0.05)
+        yield remote, f"unix://{sock}"
+    finally:
+        if remote is not None:
+            await remote.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------ claim
+
+
+async def claim_throughput(srv: Server, cfg: Config, claimers: int) -> Result:
+    """``claimers`` concurrent agents claim and complete until a pool of ready nodes drains."""
+    async with scratch(srv, f"claim_c{claimers}") as dsn:
+        await asyncio.to_thread(
+            _graph.load, dsn, size=cfg.claim_pool, projects=cfg.claim_projects, chain=0, pool=True
+        )
+        handles = [_client(dsn, skift.Agent(f"claimer-{i}")) for i in range(claimers)]
+        claims: list[float] = []
+        completes: list[float] = []
+        async with contextlib.AsyncExitStack() as stack:
+            for h in handles:
+                await stack.enter_async_context(h)
+            start = asyncio.Event()
+
+            async def work(h: skift.LocalSkift) -> int:
+                await start.wait()
+                done = 0
+                while True:
+                    t0 = time.perf_counter()
+                    try:
+                        c = await h.claim_next()
+                    except skift.NothingReady:
+                        return done
+                    t1 = time.perf_counter()
+                    await h.complete(c.node.ref, lease=c.lease.id)
+                    claims.append(t1 - t0)
+                    completes.append(time.perf_counter() - t1)
+                    done += 1
+
+            tasks = [asyncio.create_task(work(h)) for h in handles]
+            await asyncio.sleep(0)
+            t0 = time.perf_counter()
+            start.set()
+            counts = await asyncio.gather(*tasks)
+            wall = time.perf_counter() - t0
+            # round trips of one claim + complete, on a quiet pool
+            rt: dict[str, Any] = {}
+            if claimers == 1:
+                await _graph_more(dsn)
+                with _trace.trace() as t:
+                    c = await handles[0].claim_next()
+                    await handles[0].complete(c.node.ref, lease=c.lease.id)
+                rt = {"statements_per_pair": t.statements, "by_query": dict(t.counts)}
+        total = sum(counts)
+        cs, ks = summary(claims), summary(completes)
+        return Result(
+            "claim",
+            f"{claimers} claimer{'s' if claimers > 1 else ''}",
+            {
+                "pairs": total,
+                "pairs_per_s": round(total / wall, 1),
+                "claim_p50_ms": cs["p50_ms"],
+                "claim_p95_ms": cs["p95_ms"],
+                "complete_p50_ms": ks["p50_ms"],
+                "complete_p95_ms": ks["p95_ms"],
+                **rt,
+            },
+            f"pool of {cfg.claim_pool} ready nodes over {cfg.claim_projects} projects",
+        )
+
+
+async def _graph_more(dsn: str) -> None:
+    """Put a few more ready nodes in a drained pool (for the round-trip count)."""
+    async with _client(dsn, skift.User(_graph.USER)) as u:
+        slug = (await u.list_projects(limit=1))[0].slug
+        await u.patch(slug, [skift.CreateNode(title=f"more {i}") for i in range(3)])
+
+
+# ------------------------------------------------------------------------- wake
+
+
+async def wake_latency(srv: Server, cfg: Config) -> Result:
+    """ClaimNext with wait, from a blocker's completion in another connection to the claim."""
+    async with scratch(srv, "wake") as dsn:
+        person = _client(dsn, skift.User("person"))
+        waiter = _client(dsn, skift.Agent("waiter"))
+        after_commit: list[float] = []
+        async with person, waiter:
+            proj = await person.create_project("Wake")
+            for i in range(cfg.wake_iters + 1):
+                res = await person.patch(
+                    proj.slug,
+                    [
+                        skift.CreateNode(alias="gate", title=f"gate {i}", assignee_kind="user"),
+                        skift.CreateNode(alias="work", title=f"work {i}", blocked_by=("gate",)),
+                    ],
+                )
+                task = asyncio.create_task(
+                    waiter.claim_next(wait=timedelta(seconds=10), projects=[proj.slug])
+                )
+                await asyncio.sleep(0.3)  # the waiter is now parked on its wake-up
+                await person.complete(res.created["gate"])
+                t1 = time.perf_counter()
+                claim = await task
+                if i:  # the first one warms the listener up
+                    after_commit.append(time.perf_counter() - t1)
+                assert claim.node.ref == res.created["work"]
+        return Result(
+            "wake",
+            "claim_next(wait) after a blocker completes",
+            summary(after_commit),
+            "ms from the completing commit to the claim returning (NOTIFY wake-up)",
+        )
+
+
+# ------------------------------------------------------------------------ patch
+
+
+def decomposition(n: int) -> list[skift.CreateNode]:
+    """n nodes: an epic every 10, nine children under it, each blocked by the one before."""
+    ops: list[skift.CreateNode] = []
+    for i in range(n):
+        if i % 10 == 0:
+            ops.append(skift.CreateNode(alias=f"n{i}", title=f"epic {i}"))
+        else:
+            ops.append(
+                skift.CreateNode(
+                    alias=f"n{i}",
+                    title=f"step {i}",
+                    parent=f"n{i - i % 10}",
+                    blocked_by=(f"n{i - 1}",) if i % 10 > 1 else (),
+                    labels=("bench",),
+                )
+            )
+    return ops
+
+
+async def big_patch(srv: Server, cfg: Config) -> Result:
+    """One patch creating ``patch_nodes`` nodes with aliases, parents and edges."""
+    async with scratch(srv, "patch") as dsn:
+        user = _client(dsn, skift.User("planner"))
+        samples: list[float] = []
+        stmts = 0
+        async with user:
+            for rep in range(cfg.patch_reps + 1):
+                proj = await user.create_project(f"Plan {rep}")
+                ops = decomposition(cfg.patch_nodes)
+                with _trace.trace() as t:
+                    t0 = time.perf_counter()
+                    await user.patch(proj.slug, ops)
+                    elapsed = time.perf_counter() - t0
+                if rep:
+                    samples.append(elapsed)
+                    stmts = t.statements
+        edges = sum(len(o.blocked_by) for o in decomposition(cfg.patch_nodes))
+        return Result(
+            "patch",
+            f"{cfg.patch_nodes}-node decomposition",
+            {**summary(samples), "statements": stmts},
+            f"one patch: {cfg.patch_nodes} creates, {cfg.patch_nodes // 10} epics, {edges} edges",
+        )
+
+
+# ----------------------------------------------------------------------- policy
+
+
+async def policy_cost(cfg: Config) -> Result:
+    """The default Rego policy's cost per patch operation, on the requests a real patch makes."""
+    policy = skift.Policy.default()
+    captured: list[dict[str, Any]] = []
+    original = policy.deny
+
+    def recording(request: dict[str, Any]) -> list[dict[str, str]]:
+        captured.append(request)
+        return original(request)
+
+    policy.deny = recording  # type: ignore[method-assign]
+    async with skift.open("memory:", principal=skift.User("ada"), policy=policy) as sk:
+        proj = await sk.create_project("Policy")
+        await sk.patch(proj.slug, decomposition(100))
+    big = max(captured, key=lambda r: len(r["intents"]))
+    one = {**big, "intents": big["intents"][:1]}
+    reps = 200 if cfg.full else 50
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        original(one)
+    single = (time.perf_counter() - t0) / reps
+    t0 = time.perf_counter()
+    for _ in range(max(3, reps // 20)):
+        original(big)
+    many = (time.perf_counter() - t0) / max(3, reps // 20)
+    return Result(
+        "policy",
+        "default policy per operation",
+        {
+            "one_op_us": round(single * 1e6, 1),
+            "per_op_us_in_100": round(many / len(big["intents"]) * 1e6, 1),
+            "ops": len(big["intents"]),
+        },
+        "regorus evaluation of the resolved request",
+    )
+
+
+# -------------------------------------------------------------------------- cli
+
+
+def cli_startup(server_url: str | None) -> list[Result]:
+    """``skift --help`` and ``skift ready`` as new processes (the CLI's own entry point)."""
+    exe = Path(sys.executable).with_name("skift")
+    if not exe.exists():
+        return [Result("cli", "skift --help", {}, "skipped: no skift command in this environment")]
+    probe = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        return [Result("cli", "skift --help", {}, "skipped: `skift --help` fails")]
+
+    def wall(argv: list[str]) -> list[float]:
+        runs: list[float] = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            subprocess.run(argv, capture_output=True, timeout=60, check=True)
+            runs.append(time.perf_counter() - t0)
+        return runs[1:]  # the first run warms the OS file cache
+
+    out = [Result("cli", "skift --help", summary(wall([str(exe), "--help"])), "new process")]
+    if server_url is None:
+        out.append(Result("cli", "skift ready", {}, "skipped: runs with the graph scenario"))
+    else:
+        argv = [str(exe), "ready", "--server", server_url, "--json", "--limit", "50"]
+        out.append(
+            Result(
+                "cli",
+                "skift ready",
+                summary(wall(argv)),
+                "new process, page of 50 from skift-serve over the unix socket (10k graph)",
+            )
+        )
+    return out

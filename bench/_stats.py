@@ -1,0 +1,59 @@
+"""Timing helpers and the result records every scenario returns."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def pct(samples: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of samples, nearest-rank."""
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    k = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[k]
+
+
+def summary(seconds: list[float]) -> dict[str, float]:
+    """p50/p95/mean in milliseconds."""
+    ms = [s * 1000 for s in seconds]
+    return {
+        "n": len(ms),
+        "p50_ms": round(pct(ms, 50), 3),
+        "p95_ms": round(pct(ms, 95), 3),
+        "mean_ms": round(statistics.fmean(ms), 3) if ms else float("nan"),
+    }
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], n: int, *, warmup: int = 2) -> list[float]:
+    """Run fn n times after a warm-up; the wall time of each call in seconds."""
+    for _ in range(warmup):
+        await fn()
+    out: list[float] = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+@dataclass
+class Result:
+    """One row of the table: a scenario, a case, and what was measured."""
+
+    scenario: str
+    case: str
+    metrics: dict[str, Any] = field(default_factory=lambda: dict[str, Any]())
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "case": self.case,
+            "metrics": self.metrics,
+            "note": self.note,
+        }

@@ -1,0 +1,91 @@
+"""Count and capture the statements skift sends, for round trips and EXPLAIN plans.
+
+The store's named queries are matched back to their names through
+``skift_pg``'s query table; this is measurement code, so it reaches into
+the store's private query loader rather than asking the store for a hook.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from skift_pg._queries import queries  # pyright: ignore[reportPrivateUsage]
+
+
+def _names() -> dict[bytes, str]:
+    return {sql.encode(): name for name, sql in queries().items()}
+
+
+@dataclass
+class Trace:
+    """Statements sent while a trace was active: counts by name, and the first call of each."""
+
+    counts: collections.Counter[str] = field(default_factory=lambda: collections.Counter())
+    calls: dict[str, tuple[bytes, Any]] = field(default_factory=lambda: {})
+
+    @property
+    def statements(self) -> int:
+        return sum(self.counts.values())
+
+
+@contextlib.contextmanager
+def trace() -> Generator[Trace]:
+    """Record every statement any psycopg async cursor executes (executemany counts once:
+    psycopg pipelines it into one round trip)."""
+    names = _names()
+    t = Trace()
+    orig_execute = psycopg.AsyncCursor.execute
+    orig_many = psycopg.AsyncCursor.executemany
+
+    def note(query: Any, params: Any) -> None:
+        key = query if isinstance(query, bytes) else str(query).encode()
+        name = names.get(key, key.decode(errors="replace").split()[0].lower())
+        t.counts[name] += 1
+        t.calls.setdefault(name, (key, params))
+
+    async def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        note(query, params)
+        return await orig_execute(self, query, params, **kw)
+
+    async def executemany(self: Any, query: Any, params_seq: Any, **kw: Any) -> Any:
+        seq = list(params_seq)
+        if seq:
+            note(query, seq[0])
+        return await orig_many(self, query, seq, **kw)
+
+    psycopg.AsyncCursor.execute = execute  # type: ignore[method-assign]
+    psycopg.AsyncCursor.executemany = executemany  # type: ignore[method-assign]
+    try:
+        yield t
+    finally:
+        psycopg.AsyncCursor.execute = orig_execute  # type: ignore[method-assign]
+        psycopg.AsyncCursor.executemany = orig_many  # type: ignore[method-assign]
+
+
+_READ_ONLY = ("select", "with")
+
+
+async def explain(dsn: str, t: Trace, *, only: tuple[str, ...] | None = None) -> dict[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of each traced read, in a transaction rolled back after
+    (ClaimNext's FOR UPDATE takes row locks), with the store's session settings."""
+    plans: dict[str, str] = {}
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        # session settings first, outside any transaction (a rollback would undo them)
+        await conn.execute("SET plan_cache_mode = force_custom_plan")
+        await conn.execute("SET jit = off")
+        for name, (query, params) in t.calls.items():
+            if only is not None and name not in only:
+                continue
+            text = query.decode()
+            if not text.lstrip().lower().startswith(_READ_ONLY) or "INSERT" in text:
+                continue
+            async with conn.transaction(force_rollback=True):
+                cur = await conn.execute(b"EXPLAIN (ANALYZE, BUFFERS) " + query, params)
+                plans[name] = "\n".join(r[0] for r in await cur.fetchall())
+    return plans
