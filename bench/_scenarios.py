@@ -169,6 +169,23 @@ async def graph_scenarios(
                     lib_p50 = s["p50_ms"]
                 out.append(Result("ready", f"{label} {case}", s, "agent, page of 50, library"))
 
+            # where an unfiltered page's time goes, statement by statement (ms per page)
+            reps = max(2, cfg.ready_iters // 5)
+            with _trace.trace() as t:
+                for _ in range(reps):
+                    await agent.ready(limit=50)
+            out.append(
+                Result(
+                    "ready",
+                    f"{label} unfiltered, per statement",
+                    {
+                        k: round(v * 1000 / reps, 2)
+                        for k, v in sorted(t.seconds.items(), key=lambda kv: -kv[1])
+                    },
+                    "ms per page spent in each query (client-side wall time)",
+                )
+            )
+
             # the naive baseline: every node into Python, readiness recomputed there
             fetch, compute, naive_page = await _naive.ready_page(dsn, limit=50)
             lib_page = await agent.ready(limit=50)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ class Trace:
     """Statements sent while a trace was active: counts by name, and the first call of each."""
 
     counts: collections.Counter[str] = field(default_factory=lambda: collections.Counter())
+    seconds: dict[str, float] = field(default_factory=lambda: collections.defaultdict(float))
     calls: dict[str, tuple[bytes, Any]] = field(default_factory=lambda: {})
 
     @property
@@ -43,21 +45,29 @@ def trace() -> Generator[Trace]:
     orig_execute = psycopg.AsyncCursor.execute
     orig_many = psycopg.AsyncCursor.executemany
 
-    def note(query: Any, params: Any) -> None:
+    def note(query: Any, params: Any) -> str:
         key = query if isinstance(query, bytes) else str(query).encode()
         name = names.get(key, key.decode(errors="replace").split()[0].lower())
         t.counts[name] += 1
         t.calls.setdefault(name, (key, params))
+        return name
 
     async def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
-        note(query, params)
-        return await orig_execute(self, query, params, **kw)
+        name = note(query, params)
+        t0 = time.perf_counter()
+        try:
+            return await orig_execute(self, query, params, **kw)
+        finally:
+            t.seconds[name] += time.perf_counter() - t0
 
     async def executemany(self: Any, query: Any, params_seq: Any, **kw: Any) -> Any:
         seq = list(params_seq)
-        if seq:
-            note(query, seq[0])
-        return await orig_many(self, query, seq, **kw)
+        name = note(query, seq[0]) if seq else "executemany"
+        t0 = time.perf_counter()
+        try:
+            return await orig_many(self, query, seq, **kw)
+        finally:
+            t.seconds[name] += time.perf_counter() - t0
 
     psycopg.AsyncCursor.execute = execute  # type: ignore[method-assign]
     psycopg.AsyncCursor.executemany = executemany  # type: ignore[method-assign]
