@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -209,10 +210,23 @@ def test_create_show_drop_reopen_release(cli: Cli, sk: Run, tmp_path: Path) -> N
     assert "#2 dropped Second" in tree  # a reopen is not retroactive
 
 
+def _until(read: Callable[[], Ran], ok: Callable[[Ran], bool]) -> Ran:
+    """Read until ``ok``: a transaction open elsewhere on the server holds the stream back a
+    moment (never for long), so one read right after a write may not show it yet."""
+    deadline = time.monotonic() + 10
+    while True:
+        got = read()
+        if ok(got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
 def test_events_cursor_and_op_filter(cli: Cli, sk: Run) -> None:
     p, (ref,) = cli.project("events", "watched")
     sk("hold", ref, "--reason", "look")
-    got = sk("events", "--op", "hold_node", "-p", p, "--json").json()
+    got = _until(
+        lambda: sk("events", "--op", "hold_node", "-p", p, "--json"), lambda r: "hold_node" in r.out
+    ).json()
     assert [(e["op"], e["node"], e["reason"]) for e in got["events"]] == [
         ("hold_node", ref, "look")
     ]
@@ -223,7 +237,10 @@ def test_events_cursor_and_op_filter(cli: Cli, sk: Run) -> None:
     after = sk("events", "--cursor", got["events"][0]["cursor"], "-p", p, "--json").json()
     assert after["events"] == []
     sk("unhold", ref, "--reason", "go")
-    later = sk("events", "--cursor", got["cursor"], "-p", p, "--json").json()["events"]
+    later = _until(
+        lambda: sk("events", "--cursor", got["cursor"], "-p", p, "--json"),
+        lambda r: "unhold_node" in r.out,
+    ).json()["events"]
     assert [e["op"] for e in later] == ["unhold_node"]
     human = sk("events", "-p", p, "--op", "unhold_node")
     assert "unhold_node" in human.out

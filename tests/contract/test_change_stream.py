@@ -50,7 +50,7 @@ async def test_pages_deliver_every_event_once_in_commit_order(sk: skift.LocalSki
     # each event's cursor resumes right after it
     for before, nxt in itertools.pairwise(streamed):
         assert before.cursor
-        page = await sk.watch_events(after=before.cursor, limit=1)
+        page = await sk.watch_events(after=before.cursor, limit=1, wait=SOON)
         assert [e.id for e in page.events] == [nxt.id]
 
 
@@ -76,7 +76,6 @@ async def test_events_listing_carries_cursors_to_resume_from(sk: skift.LocalSkif
     await sk.patch(p.slug, [skift.CreateNode(title="a"), skift.CreateNode(title="b")])
     listed = await sk.events()
     assert all(e.cursor for e in listed)
-    assert [e.cursor for e in await sk.events()] == [e.cursor for e in listed]
     got: list[str] = []
     cursor = listed[-2].cursor
     while listed[-1].id not in got:
@@ -84,9 +83,10 @@ async def test_events_listing_carries_cursors_to_resume_from(sk: skift.LocalSkif
         assert page.events
         got += [e.id for e in page.events]
         cursor = page.cursor
-    # at least once: an event whose transaction was not yet below the horizon when it was
-    # listed gets a cursor before it, so it may come again; nothing earlier does
-    assert set(got) <= {listed[-2].id, listed[-1].id}
+    # At least once: an event whose transaction was not yet below the horizon when it was
+    # listed (another transaction on the server was still open) gets the horizon's cursor,
+    # so events from there on may come again. Usually that is just the next one.
+    assert set(got) <= {e.id for e in listed}
 
 
 async def test_filters_by_project_and_op_and_the_cursor_moves_past_the_rest(

@@ -212,7 +212,9 @@ class EventInfo:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     occurred_at: datetime
-    cursor: str = ""
+    # Not part of equality: the same event read twice is the same event, while the
+    # cursor of one not yet below the horizon is that moment's horizon.
+    cursor: str = attrs.field(default="", eq=False)
 
 
 @attrs.frozen(kw_only=True)
