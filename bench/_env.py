@@ -127,7 +127,7 @@ def machine(srv: Server) -> dict[str, Any]:
         version = conn.execute("SELECT version()").fetchone()
         settings = dict(
             conn.execute(
-                "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
                 [
                     [
                         "shared_buffers",
