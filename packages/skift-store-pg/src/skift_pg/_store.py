@@ -878,8 +878,13 @@ class PgTx:
 
     # claim cursors
     async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None:
-        row = await self.row("get_cursor", principal=principal_id, hash=filter_hash)
-        return row["project_id"] if row else None
+        row = await self.row(
+            "get_cursor", principal=principal_id, hash=filter_hash, offset=self._offset
+        )
+        assert row is not None
+        if self._now is None:
+            self._now = row["now"]
+        return row["project_id"]
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
         await self.send(
@@ -899,9 +904,12 @@ class PgTx:
             principal=principal_id,
             rid=request_id,
             fingerprint=fingerprint,
-            now=await self.now(),
+            offset=self._offset,
         )
-        if row is not None:
+        assert row is not None
+        if self._now is None:
+            self._now = row["now"]
+        if row["request_id"] is not None:
             self.wrote = True
             return None
         found = await self.row("get_request", principal=principal_id, rid=request_id)

@@ -431,9 +431,12 @@ ORDER BY expires_at LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: get_cursor
--- The caller's rotation cursor for one filter.
-SELECT project_id FROM claim_cursors
-WHERE org_id = %(org)s AND principal_id = %(principal)s AND filter_hash = %(hash)s
+-- The caller's rotation cursor for one filter, and the transaction's clock (the
+-- first statement of Ready and ClaimNext brings it along: one round trip fewer).
+SELECT (
+    SELECT project_id FROM claim_cursors
+    WHERE org_id = %(org)s AND principal_id = %(principal)s AND filter_hash = %(hash)s
+) AS project_id, now() + %(offset)s::interval AS now
 
 -- name: set_cursor
 -- Advance the caller's rotation cursor after a claim.
@@ -444,10 +447,15 @@ DO UPDATE SET project_id = excluded.project_id, updated_at = excluded.updated_at
 
 -- name: reserve_request
 -- Reserve a request id; waits on a concurrent transaction holding the same id.
-INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
-VALUES (%(org)s, %(principal)s, %(rid)s, %(fingerprint)s, %(now)s)
-ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
-RETURNING request_id
+-- request_id is null when the id was taken. The transaction's clock comes along
+-- (a patch's first use of it: one round trip fewer).
+WITH ins AS (
+    INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
+    VALUES (%(org)s, %(principal)s, %(rid)s, %(fingerprint)s, now() + %(offset)s::interval)
+    ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
+    RETURNING request_id
+)
+SELECT (SELECT request_id FROM ins) AS request_id, now() + %(offset)s::interval AS now
 
 -- name: get_request
 -- What an earlier request with this id asked for and got.
