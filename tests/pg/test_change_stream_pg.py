@@ -213,3 +213,19 @@ async def test_randomized_writers_and_watchers(pg_dsn: str) -> None:
         ids = {e.id for e in seen}
         assert committed <= ids, f"missed {len(committed - ids)} committed events"
         assert not (rolled_back & ids), "a rolled-back event was delivered"
+
+
+async def test_a_transaction_in_another_database_does_not_hold_the_stream(
+    pg_dsn: str, pg_server_dsn: str
+) -> None:
+    """xids are cluster-wide, but a transaction open in another database (a bulk load, another
+    application) can never write this database's events: watchers here are not held back by it."""
+    async with _handle(pg_dsn, "ada") as sk:
+        p = await sk.create_project("Elsewhere")
+        cursor = await _caught_up(sk)
+        async with _open_tx(pg_server_dsn) as other:
+            await other.execute("SELECT pg_current_xact_id()")  # takes an xid, stays open
+            await sk.patch(p.slug, [skift.CreateNode(title="written while it is open")])
+            page = await sk.watch_events(after=cursor, wait=timedelta(seconds=5))
+            assert [e.op for e in page.events] == ["create_node"]
+            await other.rollback()
