@@ -40,7 +40,7 @@ NODE_KEYS = {
     "parent", "labels", "assignee_kind", "assignee", "context_id", "created_at",
     "blocked", "held", "claimed", "ready",
 }  # fmt: skip
-PAGE_KEYS = {"nodes", "held_count", "next_page"}
+PAGE_KEYS = {"nodes", "held_count", "held_count_exact", "next_page"}
 CLAIM_KEYS = {"node", "lease", "inputs", "comments"}
 LEASE_KEYS = {"id", "expires_at", "holder"}
 INPUT_KEYS = {"ref", "title", "result", "artifacts"}

@@ -193,6 +193,9 @@ def test_create_show_drop_reopen_release(cli: Cli, sk: Run, tmp_path: Path) -> N
         "spike", "p1", ["x"], "the **prompt**",
     )  # fmt: skip
     assert "the **prompt**" in sk("show", "#1", "-p", p).out
+    # show names who wrote the body (here: the person running the command line)
+    assert (shown["body_author_kind"], shown["result_author"]) == ("user", None)
+    assert re.search(rf"body by +{re.escape(shown['body_author'])} \(user\)", sk("show", ref).out)
 
     # a cascade larger than its bound is refused (exit 1); within it, both drop
     assert json.loads(

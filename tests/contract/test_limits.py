@@ -157,3 +157,23 @@ async def test_reason_size(small: skift.LocalSkift, snap: Snap) -> None:
         await small.drop("lim#1", reason="far too long a reason")
     assert_names_limit(ei.value, "reason", 8)
     assert await snap(small) == before
+
+
+async def test_held_count_stops_at_its_bound(open_skift: OpenSkift) -> None:
+    """Past Limits.held_count_bound a page says "at least": the bound, not exact."""
+    sk = await open_skift(limits=skift.Limits(held_count_bound=2))
+    p = await sk.create_project("Parked")
+    await sk.patch(p.slug, [skift.CreateNode(title=f"t{i}") for i in range(3)])
+    await sk.hold_project(p.slug, reason="not this week")
+    page = await sk.ready()
+    assert (page.nodes, page.held_count, page.held_count_exact) == ((), 2, False)
+    listed = await sk.list_nodes()
+    assert (listed.held_count, listed.held_count_exact) == (2, False)
+    with pytest.raises(skift.NothingReady) as ei:
+        await sk.claim_next()
+    assert "2+ held" in ei.value.message
+    assert (ei.value.details["held_count"], ei.value.details["held_count_exact"]) == (2, False)
+    # at the bound the count is still exact
+    await sk.complete(f"{p.slug}#1", result="done anyway")
+    page = await sk.ready()
+    assert (page.held_count, page.held_count_exact) == (2, True)

@@ -64,11 +64,22 @@ class TwoStores(RuleBasedStateMachine):
         org = f"sm-{os.getpid()}-{TwoStores.counter}"
         self.user: list[skift.LocalSkift] = []
         self.agent: list[skift.LocalSkift] = []
+        self.bounded: list[skift.LocalSkift] = []
         for url in ("memory:", self.dsn):
             sk = skift.open(url, principal=skift.User("ada"), org=org)
             self.run(sk.__aenter__())
             self.user.append(sk)
             self.agent.append(sk.acting_as(skift.Agent("bot")))
+            # the same store with a tiny held_count bound: bounded counts must agree too
+            self.bounded.append(
+                skift.LocalSkift(
+                    sk.store,
+                    principal=skift.User("ada"),
+                    org=org,
+                    limits=skift.Limits(held_count_bound=1),
+                    owns_store=False,
+                )
+            )
         for slug in PROJECTS:
             self.both(lambda sk, s=slug: sk.create_project(s))
         self.refs: list[str] = []
@@ -318,6 +329,12 @@ class TwoStores(RuleBasedStateMachine):
                 assert pages is not None
                 assert [n.ref for n in pages[0].nodes] == [n.ref for n in pages[1].nodes]
                 assert pages[0].held_count == pages[1].held_count
+                assert (pages[0].held_count_exact, pages[1].held_count_exact) == (True, True)
+        full = self.run(self.user[0].ready(limit=1)).held_count
+        bounded = [self.run(sk.ready(limit=1)) for sk in self.bounded]
+        for b in bounded:
+            assert (b.held_count, b.held_count_exact) == (min(full, 1), full <= 1)
+        self.tally("held_count " + ("over the bound" if full > 1 else "within the bound"))
         # Explain is the costliest read: a rotating window of nodes per step, so
         # every node is compared often over a run without paying for all each step.
         self.steps += 1

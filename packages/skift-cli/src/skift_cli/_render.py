@@ -135,7 +135,8 @@ def _prio(priority: object) -> Text:
 def page_footer(page: skift.ReadyPage, *, what: str) -> None:
     notes: list[str] = []
     if page.held_count:
-        notes.append(f"{page.held_count} held (not shown)")
+        more = "" if page.held_count_exact else "+"
+        notes.append(f"{page.held_count}{more} held (not shown)")
     if page.next_page:
         notes.append(f"more: --page {page.next_page}")
     if not page.nodes:
@@ -234,6 +235,11 @@ def project_panel(p: skift.ProjectInfo) -> Panel:
 # ---------------------------------------------------------------- single node
 
 
+def _by(name: str, kind: str | None) -> str:
+    """A principal as attribution reads: ``ada (user)``."""
+    return f"{name} ({kind})" if kind else name
+
+
 def node_panel(n: skift.NodeInfo) -> Panel:
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold")
@@ -253,6 +259,10 @@ def node_panel(n: skift.NodeInfo) -> Panel:
         rows.add_row("assignee", who)
     rows.add_row("created", reltime(n.created_at))
     rows.add_row("context", Text(n.context_id, style="dim"))
+    if n.body and n.body_author:
+        rows.add_row("body by", Text(_by(n.body_author, n.body_author_kind)))
+    if n.result is not None and n.result_author:
+        rows.add_row("result by", Text(_by(n.result_author, n.result_author_kind)))
     parts: list[Any] = [rows]
     if n.body:
         parts += [Text(""), Text(n.body)]
@@ -334,9 +344,11 @@ def claim(cl: skift.Claim) -> None:
         f"context {n.context_id})[/dim]"
     )
     if n.body:
-        c.print(Panel(Text(n.body), title="body", title_align="left"))
+        by = f" — by {escape(_by(n.body_author, n.body_author_kind))}" if n.body_author else ""
+        title = f"body{by}"
+        c.print(Panel(Text(n.body), title=title, title_align="left"))
     for i in cl.inputs:
-        who = f" — completed by {i.author}" if i.author else ""
+        who = f" — completed by {_by(i.author, i.author_kind)}" if i.author else ""
         body = Text(i.result or "(no result)")
         for art in i.artifacts:
             body.append(f"\nartifact: {art.name} ({len(art.parts)} part(s))", style="dim")

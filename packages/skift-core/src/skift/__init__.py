@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._store import (
+        Authors,
         Derived,
         EventBatch,
         EventPosition,
@@ -102,6 +103,7 @@ if TYPE_CHECKING:
         StoredRequest,
         TransientError,
         Tx,
+        Writer,
     )
     from ._usage import (
         Budget,
@@ -229,6 +231,7 @@ _LAZY: dict[str, str] = {
     "parse_node_ref": "_refs",
     "slugify": "_refs",
     "ulid_str": "_refs",
+    "Authors": "_store",
     "Derived": "_store",
     "EventBatch": "_store",
     "EventPosition": "_store",
@@ -238,6 +241,7 @@ _LAZY: dict[str, str] = {
     "StoredRequest": "_store",
     "TransientError": "_store",
     "Tx": "_store",
+    "Writer": "_store",
     "Budget": "_usage",
     "Rate": "_usage",
     "RateInfo": "_usage",
@@ -297,6 +301,7 @@ __all__ = [
     "ArtifactRecord",
     "AssigneeKind",
     "AttachArtifact",
+    "Authors",
     "BlobInfo",
     "BlobPart",
     "BlobRecord",
@@ -395,6 +400,7 @@ __all__ = [
     "UsageScope",
     "UsageTotal",
     "User",
+    "Writer",
     "default_blob_dir",
     "digest_of",
     "format_ref",

@@ -154,7 +154,12 @@ class Skift(Protocol):
         self, *, limit: int | None = None, page: str | None = None, **filters: Any
     ) -> ReadyPage: ...
     async def list_nodes(
-        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+        self,
+        *,
+        limit: int | None = None,
+        page: str | None = None,
+        attributed: bool = False,
+        **filters: Any,
     ) -> ReadyPage: ...
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation: ...
     async def claim(
@@ -576,11 +581,19 @@ class LocalSkift:
         return await self._run(lambda tx, a: self.engine.ready(tx, a, flt, limit=limit, page=page))
 
     async def list_nodes(
-        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+        self,
+        *,
+        limit: int | None = None,
+        page: str | None = None,
+        attributed: bool = False,
+        **filters: Any,
     ) -> ReadyPage:
+        """Nodes in any state; ``attributed`` fills each one's body and result authors."""
         flt = filter_from(**filters)
         return await self._run(
-            lambda tx, a: self.engine.list_nodes(tx, a, flt, limit=limit, page=page)
+            lambda tx, a: self.engine.list_nodes(
+                tx, a, flt, limit=limit, page=page, attributed=attributed
+            )
         )
 
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation:

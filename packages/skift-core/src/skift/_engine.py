@@ -13,7 +13,7 @@ import hashlib
 import re
 import secrets
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -21,7 +21,13 @@ from uuid import UUID
 
 import attrs
 
-from ._artifacts import Artifact, artifact_event, artifact_infos, prepare_artifacts
+from ._artifacts import (
+    Artifact,
+    ArtifactInfo,
+    artifact_event,
+    artifact_infos,
+    prepare_artifacts,
+)
 from ._convert import from_json, to_json
 from ._errors import (
     Conflict,
@@ -80,7 +86,7 @@ from ._refs import (
     slugify,
     ulid_str,
 )
-from ._store import Derived, ReadyQuery, TransientError, Tx
+from ._store import Authors, Derived, ReadyQuery, TransientError, Tx
 from ._usage import capped_out, check_cap, set_budget
 from ._views import (
     Claim,
@@ -736,7 +742,14 @@ class Engine:
         project = await self.resolve_project(tx, project_ref) if project_ref else None
         return await self.resolve_node(tx, ref, project, lock=lock)
 
-    async def infos(self, tx: Tx, nodes: Sequence[Node]) -> list[NodeInfo]:
+    async def infos(
+        self,
+        tx: Tx,
+        nodes: Sequence[Node],
+        *,
+        authors: Mapping[UUID, Authors] | None = None,
+    ) -> list[NodeInfo]:
+        """The nodes as callers see them; attributed when ``authors`` (``tx.authors``) is given."""
         if not nodes:
             return []
         projects = await tx.projects_by_id({n.project_id for n in nodes})
@@ -748,6 +761,9 @@ class Engine:
             slug = projects[n.project_id].slug
             parent = parents.get(n.parent_id) if n.parent_id else None
             d = derived[n.id]
+            who = authors.get(n.id) if authors is not None else None
+            body_by = who.body if who is not None else None
+            result_by = who.result if who is not None else None
             out.append(
                 NodeInfo(
                     ref=format_ref(slug, n.number),
@@ -771,9 +787,19 @@ class Engine:
                     ready=d.ready and n.status is Status.OPEN,
                     result=n.result,
                     human_written=d.human_written,
+                    body_author=body_by.name if body_by else None,
+                    body_author_kind=body_by.kind.value if body_by else None,
+                    result_author=result_by.name if result_by else None,
+                    result_author_kind=result_by.kind.value if result_by else None,
                 )
             )
         return out
+
+    async def attributed(self, tx: Tx, nodes: Sequence[Node]) -> list[NodeInfo]:
+        """The nodes with who wrote their body and result (one more read for all of them)."""
+        if not nodes:
+            return []
+        return await self.infos(tx, nodes, authors=await tx.authors([n.id for n in nodes]))
 
     async def resolve(self, tx: Tx, ref: str, project_ref: str | None) -> Resolved:
         node = await self.node_in(tx, ref, project_ref)
@@ -887,7 +913,7 @@ class Engine:
 
     async def get(self, tx: Tx, ref: str, project_ref: str | None) -> NodeInfo:
         node = await self.node_in(tx, ref, project_ref)
-        return (await self.infos(tx, [node]))[0]
+        return (await self.attributed(tx, [node]))[0]
 
     async def resolve_filter(
         self, tx: Tx, actor: Actor, flt: NodeFilter, *, for_work: bool
@@ -939,15 +965,31 @@ class Engine:
         nodes = await tx.ready(q)
         more = len(nodes) > size
         nodes = nodes[:size]
-        held = await tx.held_count(q)
+        held, exact = await self.held_count(tx, q)
         return ReadyPage(
             nodes=tuple(await self.infos(tx, nodes)),
             held_count=held,
             next_page=_encode_page(offset + size) if more else None,
+            held_count_exact=exact,
         )
 
+    async def held_count(self, tx: Tx, q: ReadyQuery) -> tuple[int, bool]:
+        """held_count up to Limits.held_count_bound, and whether it is exact: the
+        store counts one past the bound, so a count that stops there says "at
+        least" and the cost of a page follows the bound, not how much is held."""
+        bound = self.limits.held_count_bound
+        n = await tx.held_count(q, at_most=bound + 1)
+        return (bound, False) if n > bound else (n, True)
+
     async def list_nodes(
-        self, tx: Tx, actor: Actor, flt: NodeFilter, *, limit: int | None, page: str | None
+        self,
+        tx: Tx,
+        actor: Actor,
+        flt: NodeFilter,
+        *,
+        limit: int | None,
+        page: str | None,
+        attributed: bool = False,
     ) -> ReadyPage:
         size = self.page_size(limit)
         offset = _decode_page(page)
@@ -956,10 +998,12 @@ class Engine:
         nodes = await tx.list_nodes(q, status=flt.status, held=flt.held)
         more = len(nodes) > size
         nodes = nodes[:size]
+        held, exact = await self.held_count(tx, attrs.evolve(q, offset=0))
         return ReadyPage(
-            nodes=tuple(await self.infos(tx, nodes)),
-            held_count=await tx.held_count(attrs.evolve(q, offset=0)),
+            nodes=tuple(await (self.attributed if attributed else self.infos)(tx, nodes)),
+            held_count=held,
             next_page=_encode_page(offset + size) if more else None,
+            held_count_exact=exact,
         )
 
     # ----------------------------------------------------------------- explain
@@ -1128,11 +1172,12 @@ class Engine:
             )
             await tx.set_cursor(actor.id, scope, node.project_id)
             return await self._take(tx, actor, node, owner, span, harness, agent_ref, session_ref)
-        held = await tx.held_count(q)
+        held, exact = await self.held_count(tx, q)
         raise NothingReady(
-            "nothing ready matches" + (f" ({held} held)" if held else ""),
+            "nothing ready matches" + (f" ({held}{'' if exact else '+'} held)" if held else ""),
             next="Wait for work (--wait), widen the filter, or ask a person to release held work.",
             held_count=held,
+            held_count_exact=exact,
         )
 
     async def _take(
@@ -1199,11 +1244,15 @@ class Engine:
             )
         )
         await tx.append_events(events)
-        info = (await self.infos(tx, [node]))[0]
+        edges = await tx.edges_into([node.id])
+        sources = await tx.nodes_by_id({e.from_id for e in edges})
+        # who wrote the node and its predecessors: one read for all of them
+        authors = await tx.authors([node.id, *sources])
+        info = (await self.infos(tx, [node], authors=authors))[0]
         return Claim(
             node=info,
             lease=self.lease_info(lease, info.ref, actor.principal.name),
-            inputs=tuple(await self.inputs(tx, node)),
+            inputs=tuple(await self.inputs(tx, list(sources.values()), authors)),
             comments=await _comments_hint(tx, node.id),
         )
 
@@ -1221,28 +1270,32 @@ class Engine:
             release_reason=lease.release_reason,
         )
 
-    async def inputs(self, tx: Tx, node: Node) -> list[Input]:
-        """Results of every blocking predecessor, attributed to who completed it."""
-        edges = await tx.edges_into([node.id])
-        sources = await tx.nodes_by_id([e.from_id for e in edges])
-        ordered = sorted(sources.values(), key=lambda n: (n.project_id, n.number))
-        infos = await self.infos(tx, ordered)
+    async def inputs(
+        self, tx: Tx, sources: Sequence[Node], authors: Mapping[UUID, Authors]
+    ) -> list[Input]:
+        """The predecessors' results, attributed to who completed each (``authors``,
+        from ``tx.authors``), with their artifacts: a fixed number of reads however
+        many predecessors there are."""
+        if not sources:
+            return []
+        ordered = sorted(sources, key=lambda n: (n.project_id, n.number))
+        projects = await tx.projects_by_id({n.project_id for n in ordered})
+        records = await tx.artifacts_of([n.id for n in ordered])
+        by_node: dict[UUID, list[ArtifactInfo]] = {}
+        for r, a in zip(records, await artifact_infos(tx, records), strict=True):
+            by_node.setdefault(r.node_id, []).append(a)
         out: list[Input] = []
-        for n, info in zip(ordered, infos, strict=True):
-            author: str | None = None
-            if n.status is Status.DONE:
-                for ev in reversed(await tx.events(node_id=n.id)):
-                    if ev.op == "complete_node":
-                        p = (await tx.principals_by_id([ev.principal_id])).get(ev.principal_id)
-                        author = p.name if p else None
-                        break
+        for n in ordered:
+            who = authors.get(n.id)
+            by = who.result if who is not None else None
             out.append(
                 Input(
-                    ref=info.ref,
+                    ref=format_ref(projects[n.project_id].slug, n.number),
                     title=n.title,
                     result=n.result,
-                    author=author,
-                    artifacts=tuple(await artifact_infos(tx, await tx.artifacts_of([n.id]))),
+                    author=by.name if by else None,
+                    author_kind=by.kind.value if by else None,
+                    artifacts=tuple(by_node.get(n.id, ())),
                 )
             )
         return out

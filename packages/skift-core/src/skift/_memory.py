@@ -36,8 +36,17 @@ from ._models import (
     Revision,
     Status,
 )
-from ._refs import new_id
-from ._store import Derived, EventBatch, EventPosition, ReadyQuery, SearchQuery, StoredRequest
+from ._refs import new_id, ulid_str
+from ._store import (
+    Authors,
+    Derived,
+    EventBatch,
+    EventPosition,
+    ReadyQuery,
+    SearchQuery,
+    StoredRequest,
+    Writer,
+)
 from ._usage import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
 
 Undo = Callable[[], None]
@@ -245,6 +254,32 @@ class MemoryTx:
             ):
                 out.add(nid)
         return out
+
+    async def authors(self, ids: Collection[UUID]) -> dict[UUID, Authors]:
+        wanted = set(ids)
+        body: dict[UUID, Event] = {}
+        result: dict[UUID, Event] = {}
+        for e in self._s.events:
+            nid = e.node_id
+            if e.org_id != self._org or nid is None or nid not in wanted:
+                continue
+            if e.op == "complete_node":
+                newest = result
+            elif e.op == "create_node" or (e.op == "update_node" and "body" in (e.after or {})):
+                newest = body
+            else:
+                continue
+            if nid not in newest or newest[nid].id < e.id:  # newest by id, as PostgreSQL orders
+                newest[nid] = e
+
+        def writer(e: Event | None) -> Writer | None:
+            if e is None:
+                return None
+            p = self._s.principals.get(e.principal_id)
+            name = p.name if p is not None else ulid_str(e.principal_id)
+            return Writer(principal_id=e.principal_id, name=name, kind=e.principal_kind)
+
+        return {i: Authors(body=writer(body.get(i)), result=writer(result.get(i))) for i in wanted}
 
     # projects
     def _project(self, project_id: UUID) -> Project | None:
@@ -495,10 +530,11 @@ class MemoryTx:
         rows.sort(key=lambda n: (n.project_id, n.number))
         return rows[query.offset : query.offset + query.limit]
 
-    async def held_count(self, query: ReadyQuery) -> int:
-        return sum(
+    async def held_count(self, query: ReadyQuery, *, at_most: int | None = None) -> int:
+        n = sum(
             1 for _, d in self._candidates(query) if d.held and attrs.evolve(d, held=False).ready
         )
+        return n if at_most is None else min(n, at_most)
 
     async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
         found = await self.ready(attrs.evolve(query, offset=0, limit=1))

@@ -69,6 +69,28 @@ class Derived:
 
 
 @attrs.frozen(kw_only=True)
+class Writer:
+    """Who made one write, as its event records it: the principal, its name and its kind."""
+
+    principal_id: UUID
+    name: str
+    kind: PrincipalKind
+
+
+@attrs.frozen(kw_only=True)
+class Authors:
+    """Who wrote a node's content, derived from its events (never stored).
+
+    ``body``: the actor of the node's newest ``create_node`` event or
+    ``update_node`` event whose ``after`` names ``body``. ``result``: the actor
+    of its newest ``complete_node`` event; None if it was never completed.
+    """
+
+    body: Writer | None = None
+    result: Writer | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ReadyQuery:
     """What a Ready or ClaimNext asks for, with references already resolved.
 
@@ -177,6 +199,14 @@ class Tx(Protocol):
         """Which of these nodes a user principal has ever written to (from events)."""
         ...
 
+    async def authors(self, ids: Collection[UUID]) -> dict[UUID, Authors]:
+        """Who wrote the body and the result of each of these nodes (see :class:`Authors`).
+
+        One read for all of them (one statement in PostgreSQL); a node with no
+        such events maps to an empty :class:`Authors`.
+        """
+        ...
+
     # projects
     async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None: ...
     async def project_by_slug(self, slug: str) -> Project | None:
@@ -252,8 +282,13 @@ class Tx(Protocol):
         """Nodes matching the filter in any state, by project (ascending id) then number."""
         ...
 
-    async def held_count(self, query: ReadyQuery) -> int:
-        """How many nodes in the query's scope would be ready but for a hold."""
+    async def held_count(self, query: ReadyQuery, *, at_most: int | None = None) -> int:
+        """How many nodes in the query's scope would be ready but for a hold.
+
+        With ``at_most``, the count stops there: the answer is the smaller of the
+        true count and ``at_most`` (the caller asks for one more than it shows to
+        know whether the count is exact).
+        """
         ...
 
     async def lock_next_ready(self, query: ReadyQuery) -> Node | None:

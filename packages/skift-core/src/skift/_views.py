@@ -17,7 +17,15 @@ from ._models import AssigneeKind, Priority, ReleaseReason, Status
 
 @attrs.frozen(kw_only=True)
 class NodeInfo:
-    """A node with its derived state, as every response carries it."""
+    """A node with its derived state, as every response carries it.
+
+    ``body_author``/``body_author_kind`` name who created the node or last set
+    its body; ``result_author``/``result_author_kind`` who completed it last
+    (None if it never was). Both are derived from the node's events. They are
+    filled where the node's content is what the call is for (``get``, a claimed
+    node, ``list_nodes(attributed=True)``) and None elsewhere (Ready pages,
+    listings, patch results, search hits), which keeps that cost off the Ready path.
+    """
 
     ref: str
     id: str
@@ -40,6 +48,10 @@ class NodeInfo:
     ready: bool
     result: str | None = None
     human_written: bool = False
+    body_author: str | None = None
+    body_author_kind: str | None = None
+    result_author: str | None = None
+    result_author_kind: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -94,9 +106,14 @@ class FocusResult:
 
 @attrs.frozen(kw_only=True)
 class ReadyPage:
+    """A page of nodes. ``held_count`` counts the nodes matching the filter that a
+    hold parks, up to ``Limits.held_count_bound``; past it the count stops there
+    and ``held_count_exact`` is False ("at least held_count")."""
+
     nodes: tuple[NodeInfo, ...]
     held_count: int
     next_page: str | None
+    held_count_exact: bool = True
 
 
 @attrs.frozen(kw_only=True)
@@ -134,12 +151,14 @@ class LeaseInfo:
 
 @attrs.frozen(kw_only=True)
 class Input:
-    """A blocking predecessor's result, attributed to who completed it."""
+    """A predecessor's result, attributed to who completed it (``author``, ``author_kind``:
+    ``agent``, ``user`` or ``service``; None if it was never completed)."""
 
     ref: str
     title: str
     result: str | None
     author: str | None
+    author_kind: str | None = None
     artifacts: tuple[ArtifactInfo, ...] = ()
 
 

@@ -162,7 +162,11 @@ def patch_result(res: skift.PatchResult, *, verbose: bool = False) -> dict[str, 
 
 
 def page(p: skift.ReadyPage, nodes: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"nodes": nodes, "held_count": p.held_count, "next_page": p.next_page}
+    out: dict[str, Any] = {"nodes": nodes, "held_count": p.held_count}
+    if not p.held_count_exact:  # counted up to a bound: "at least held_count"
+        out["held_count_exact"] = False
+    out["next_page"] = p.next_page
+    return out
 
 
 def explanation(e: skift.Explanation) -> dict[str, Any]:

@@ -7,7 +7,6 @@ text is the rule that refused (the error's message) and the next move (its
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
@@ -80,9 +79,6 @@ class Api(Protocol):
     async def gate(
         self, ref: str, *, lease: str, title: str, body: str = "", project: str | None = None
     ) -> skift.PatchResult: ...
-    async def events(
-        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
-    ) -> list[skift.EventInfo]: ...
     async def add_comment(
         self, ref: str, body: str, *, reply_to: str | None = None, project: str | None = None
     ) -> skift.CommentInfo: ...
@@ -166,6 +162,7 @@ class ClaimOut(BaseModel):
 class PageOut(BaseModel):
     nodes: list[NodeOut]
     held_count: int
+    held_count_exact: bool = True
     next_page: str | None
 
 
@@ -288,42 +285,23 @@ def _refusals(fn: Callable[P, Awaitable[CallToolResult]]) -> Callable[P, Awaitab
 # ---------------------------------------------------------------- attribution
 
 
-async def _authors(sk: Api, ref: str) -> dict[str, tuple[str, str]]:
-    """Who wrote a node's body and its result: ``{"body": (name, kind), "result": ...}``.
-
-    Read from the node's events (who created it or last set its body; who
-    completed it), the way skift attributes an input's result.
-    """
-    out: dict[str, tuple[str, str]] = {}
-    for ev in reversed(await sk.events(ref=ref, limit=200)):
-        who = (ev.principal, ev.principal_kind)
-        if ev.op == "complete_node" and "result" not in out:
-            out["result"] = who
-        elif "body" not in out and (
-            ev.op == "create_node" or (ev.op == "update_node" and "body" in (ev.after or {}))
-        ):
-            out["body"] = who
-        if len(out) == 2:
-            break
-    return out
+def _who(name: str | None, kind: str | None) -> tuple[str, str] | None:
+    return (name, kind) if name is not None and kind is not None else None
 
 
-async def _node_with_content(
-    sk: Api, n: skift.NodeInfo, *, verbose: bool, with_body: bool = True
-) -> dict[str, Any]:
-    authors = await _authors(sk, n.ref) if (n.body and with_body) or n.result else {}
+def _node_with_content(n: skift.NodeInfo, *, verbose: bool) -> dict[str, Any]:
+    """A node with its body and result fenced, attributed as skift attributes them."""
     return r.node(
         n,
         verbose=verbose,
-        body=r.content(f"{n.ref} body", n.body, authors.get("body")) if with_body else None,
-        result_=r.content(f"{n.ref} result", n.result, authors.get("result")),
+        body=r.content(f"{n.ref} body", n.body, _who(n.body_author, n.body_author_kind)),
+        result_=r.content(f"{n.ref} result", n.result, _who(n.result_author, n.result_author_kind)),
     )
 
 
-async def _input(sk: Api, i: skift.Input, verbose: bool) -> dict[str, Any]:
-    author = (await _authors(sk, i.ref)).get("result") if i.result else None
+def _input(i: skift.Input, verbose: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"ref": i.ref, "title": i.title}
-    res = r.content(f"{i.ref} result", i.result, author)
+    res = r.content(f"{i.ref} result", i.result, _who(i.author, i.author_kind))
     if res is not None:
         out["result"] = res
     if i.artifacts or verbose:
@@ -344,12 +322,10 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     async def claim_out(c: skift.Claim, verbose: bool) -> CallToolResult:
-        node = await _node_with_content(sk, c.node, verbose=verbose)
-        inputs = await asyncio.gather(*(_input(sk, i, verbose) for i in c.inputs))
         out: dict[str, Any] = {
-            "node": node,
+            "node": _node_with_content(c.node, verbose=verbose),
             "lease": r.lease(c.lease, verbose=verbose),
-            "inputs": list(inputs),
+            "inputs": [_input(i, verbose) for i in c.inputs],
         }
         if c.comments.unresolved or verbose:
             out["comments"] = skift.to_json(c.comments)
@@ -375,7 +351,8 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
         ready node in one step and is what a worker normally calls. Across
         several projects the order is a round-robin turn per project
         (priority, then age, within each). An agent never sees gates here.
-        `held_count` says how many matching nodes are parked by a hold.
+        `held_count` says how many matching nodes are parked by a hold
+        (at least that many when `held_count_exact` is false).
         """
         p = await sk.ready(
             limit=limit,
@@ -639,7 +616,7 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
     ) -> Annotated[CallToolResult, NodeOut]:
         """Read one node: its state, its body (the task) and its result, attributed to their authors."""
         n = await sk.get(ref, project=project)
-        return r.result(await _node_with_content(sk, n, verbose=verbose))
+        return r.result(_node_with_content(n, verbose=verbose))
 
     @server.tool(annotations=read_only)
     @_refusals

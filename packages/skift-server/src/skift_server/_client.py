@@ -296,9 +296,16 @@ class RemoteSkift:
         return c.page_view(await self._call("Ready", req, v1.ReadyPage, safe=True))
 
     async def list_nodes(
-        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+        self,
+        *,
+        limit: int | None = None,
+        page: str | None = None,
+        attributed: bool = False,
+        **filters: Any,
     ) -> skift.ReadyPage:
-        req = v1.ListNodesRequest(filter=_filter(filters), limit=limit, page=page)
+        req = v1.ListNodesRequest(
+            filter=_filter(filters), limit=limit, page=page, attributed=attributed
+        )
         return c.page_view(await self._call("ListNodes", req, v1.ReadyPage, safe=True))
 
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:

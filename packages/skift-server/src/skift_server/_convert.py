@@ -123,6 +123,10 @@ def node_pb(n: skift.NodeInfo) -> v1.Node:
         ready=n.ready,
         result=n.result,
         human_written=n.human_written,
+        body_author=n.body_author,
+        body_author_kind=n.body_author_kind,
+        result_author=n.result_author,
+        result_author_kind=n.result_author_kind,
     )
 
 
@@ -159,7 +163,10 @@ def patch_result_pb(r: skift.PatchResult) -> v1.PatchResult:
 
 def page_pb(p: skift.ReadyPage) -> v1.ReadyPage:
     return v1.ReadyPage(
-        nodes=[node_pb(n) for n in p.nodes], held_count=p.held_count, next_page=p.next_page
+        nodes=[node_pb(n) for n in p.nodes],
+        held_count=p.held_count,
+        next_page=p.next_page,
+        held_count_exact=p.held_count_exact,
     )
 
 
@@ -197,6 +204,7 @@ def claim_pb(c: skift.Claim) -> v1.Claim:
                 title=i.title,
                 result=i.result,
                 author=i.author,
+                author_kind=i.author_kind,
                 artifacts=[artifact_info_pb(a) for a in i.artifacts],
             )
             for i in c.inputs
@@ -324,6 +332,10 @@ def node_view(m: v1.Node) -> skift.NodeInfo:
         ready=m.ready,
         result=m.result,
         human_written=m.human_written,
+        body_author=m.body_author,
+        body_author_kind=m.body_author_kind,
+        result_author=m.result_author,
+        result_author_kind=m.result_author_kind,
     )
 
 
@@ -363,6 +375,7 @@ def page_view(m: v1.ReadyPage) -> skift.ReadyPage:
         nodes=tuple(node_view(n) for n in m.nodes),
         held_count=m.held_count,
         next_page=m.next_page,
+        held_count_exact=m.held_count_exact is not False,
     )
 
 
@@ -403,6 +416,7 @@ def claim_view(m: v1.Claim) -> skift.Claim:
                 title=i.title,
                 result=i.result,
                 author=i.author,
+                author_kind=i.author_kind,
                 artifacts=tuple(artifact_info_view(a) for a in i.artifacts),
             )
             for i in m.inputs

@@ -124,7 +124,9 @@ async def _ready(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ReadyPage:
 
 
 async def _list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ReadyPage:
-    page = await sk.list_nodes(limit=_limit(r.limit), page=r.page, **c.filter_kwargs(r.filter))
+    page = await sk.list_nodes(
+        limit=_limit(r.limit), page=r.page, attributed=r.attributed, **c.filter_kwargs(r.filter)
+    )
     return c.page_pb(page)
 
 

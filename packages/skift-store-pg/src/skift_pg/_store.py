@@ -27,6 +27,7 @@ from psycopg_pool import AsyncConnectionPool
 from skift import (
     ArtifactRecord,
     AssigneeKind,
+    Authors,
     BlobRecord,
     BlobStore,
     Budget,
@@ -64,10 +65,12 @@ from skift import (
     UsageRecord,
     UsageScope,
     UsageTotal,
+    Writer,
     default_blob_dir,
     new_id,
     part_from_dict,
     part_to_dict,
+    ulid_str,
 )
 
 from ._queries import q
@@ -614,6 +617,26 @@ class PgTx:
             return set()
         return {r["node_id"] for r in await self.rows("human_written", ids=list(ids))}
 
+    async def authors(self, ids: Collection[UUID]) -> dict[UUID, Authors]:
+        if not ids:
+            return {}
+
+        def writer(r: dict[str, Any], side: str) -> Writer | None:
+            pid: UUID | None = r[f"{side}_id"]
+            if pid is None:
+                return None
+            name: str | None = r[f"{side}_name"]
+            return Writer(
+                principal_id=pid,
+                name=name if name is not None else ulid_str(pid),
+                kind=PrincipalKind(r[f"{side}_kind"]),
+            )
+
+        rows = await self.rows("authors", ids=list(set(ids)))
+        return {
+            r["node_id"]: Authors(body=writer(r, "body"), result=writer(r, "result")) for r in rows
+        }
+
     # projects
     def _remember(self, project: Project) -> Project:
         self._projects[project.id] = project
@@ -858,8 +881,9 @@ class PgTx:
         )
         return [node_from_row(r) for r in rows]
 
-    async def held_count(self, query: ReadyQuery) -> int:
-        row = await self.row("held_count", **await self._query_params(query))
+    async def held_count(self, query: ReadyQuery, *, at_most: int | None = None) -> int:
+        params = await self._query_params(query)
+        row = await self.row("held_count", **params, at_most=at_most)
         assert row is not None
         return int(row["n"])
 

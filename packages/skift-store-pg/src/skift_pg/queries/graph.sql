@@ -101,33 +101,52 @@ CROSS JOIN LATERAL (
 LIMIT %(limit)s
 
 -- name: held_count
--- How many nodes in scope would be ready but for a hold. Driven from the holds
--- (the open nodes of held projects, and the held subtrees) rather than from
--- every node, and each parked node checked on its own (LATERAL ... OFFSET 0
--- keeps the planner, which cannot estimate a recursive walk, from hashing
--- the whole graph instead): the cost follows how much work is held.
-WITH RECURSIVE held_tree AS (
-    SELECT h.id FROM nodes h WHERE h.org_id = %(org)s AND h.held_at IS NOT NULL
+-- How many nodes in scope would be ready but for a hold, counting at most
+-- %(at_most)s of them (NULL: all). Driven from the holds (the open nodes of
+-- held projects, and the held subtrees) rather than from every node, and each
+-- parked node checked on its own (LATERAL ... OFFSET 0 keeps the planner,
+-- which cannot estimate a recursive walk, from hashing the whole graph
+-- instead). Every parked node is reached exactly once (a held subtree's walk
+-- stops above the next held node, which walks its own, and a node of a held
+-- project counts with its project), so nothing is sorted or de-duplicated:
+-- the walk is lazy and stops as soon as %(at_most)s nodes have counted. The
+-- walk carries the columns the filter reads, so a candidate is not read twice.
+WITH RECURSIVE held_tree (
+    id, org_id, project_id, kind, labels, assignee_kind, priority, parent_id, status, depth
+) AS (
+    SELECT h.id, h.org_id, h.project_id, h.kind, h.labels, h.assignee_kind, h.priority,
+           h.parent_id, h.status, 1
+    FROM nodes h WHERE h.org_id = %(org)s AND h.held_at IS NOT NULL
       AND (cardinality(%(projects)s::uuid[]) = 0 OR h.project_id = ANY (%(projects)s::uuid[]))
-    UNION
-    SELECT c.id FROM held_tree t CROSS JOIN LATERAL (
-        SELECT c.id FROM nodes c WHERE c.parent_id = t.id AND c.org_id = %(org)s OFFSET 0
+    UNION ALL
+    SELECT c.*, t.depth + 1 FROM held_tree t CROSS JOIN LATERAL (
+        SELECT c.id, c.org_id, c.project_id, c.kind, c.labels, c.assignee_kind, c.priority,
+               c.parent_id, c.status
+        FROM nodes c
+        WHERE c.parent_id = t.id AND c.org_id = %(org)s AND c.held_at IS NULL OFFSET 0
     ) c
-),
-parked AS (
-    SELECT n.id FROM projects p JOIN nodes n ON n.project_id = p.id
-    WHERE p.org_id = %(org)s AND p.held_at IS NOT NULL AND n.org_id = %(org)s
-      AND n.status = 'open'
-      AND (cardinality(%(projects)s::uuid[]) = 0 OR p.id = ANY (%(projects)s::uuid[]))
-    UNION
-    SELECT id FROM held_tree
+    WHERE t.depth < 10000
 )
-SELECT count(*) AS n
-FROM parked CROSS JOIN LATERAL (
-    SELECT 1 FROM nodes n JOIN projects p ON p.id = n.project_id
-    WHERE n.id = parked.id AND /*:_filter*/ AND /*:_ready_unheld*/
-    OFFSET 0
-) x
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM (
+        SELECT n.id, n.org_id, n.project_id, n.kind, n.labels, n.assignee_kind, n.priority,
+               n.parent_id, n.status, true AS by_project
+        FROM projects p JOIN nodes n ON n.project_id = p.id
+        WHERE p.org_id = %(org)s AND p.held_at IS NOT NULL AND n.org_id = %(org)s
+          AND n.status = 'open'
+          AND (cardinality(%(projects)s::uuid[]) = 0 OR p.id = ANY (%(projects)s::uuid[]))
+        UNION ALL
+        SELECT id, org_id, project_id, kind, labels, assignee_kind, priority, parent_id, status,
+               false
+        FROM held_tree WHERE status = 'open'
+    ) n CROSS JOIN LATERAL (
+        SELECT 1 FROM projects p
+        WHERE p.id = n.project_id AND (n.by_project OR p.held_at IS NULL)
+          AND /*:_filter*/ AND /*:_ready_unheld*/
+        OFFSET 0
+    ) x
+    LIMIT %(at_most)s::bigint
+) counted
 
 -- name: lock_next_ready
 -- ClaimNext's take: the top ready node (priority, age, number) of the first
@@ -523,3 +542,30 @@ UPDATE identities SET revoked_at = %(now)s WHERE org_id = %(org)s AND id = %(id)
 -- Which of some nodes a user principal has ever written to (derived from events).
 SELECT DISTINCT e.node_id FROM events e
 WHERE e.org_id = %(org)s AND e.node_id = ANY (%(ids)s::uuid[]) AND e.principal_kind = 'user'
+
+-- name: authors
+-- Who wrote some nodes' content (derived from events): the actor of each
+-- node's newest create_node or body-setting update_node, and of its newest
+-- complete_node. Each is a backward walk of events_node (node_id, id) that
+-- stops at the first match, so a long history costs nothing; all the nodes in
+-- one statement. Tenancy is checked on the node row (a node's events are its
+-- organization's): an org_id test on events would invite the planner to AND
+-- in the organization's whole events_org_time range for every node.
+SELECT n.id AS node_id,
+       b.principal_id AS body_id, b.principal_kind AS body_kind, bp.name AS body_name,
+       r.principal_id AS result_id, r.principal_kind AS result_kind, rp.name AS result_name
+FROM unnest(%(ids)s::uuid[]) AS i (id)
+JOIN nodes n ON n.id = i.id AND n.org_id = %(org)s
+LEFT JOIN LATERAL (
+    SELECT e.principal_id, e.principal_kind FROM events e
+    WHERE e.node_id = n.id
+      AND (e.op = 'create_node' OR (e.op = 'update_node' AND e.after ? 'body'))
+    ORDER BY e.id DESC LIMIT 1
+) b ON true
+LEFT JOIN principals bp ON bp.id = b.principal_id
+LEFT JOIN LATERAL (
+    SELECT e.principal_id, e.principal_kind FROM events e
+    WHERE e.node_id = n.id AND e.op = 'complete_node'
+    ORDER BY e.id DESC LIMIT 1
+) r ON true
+LEFT JOIN principals rp ON rp.id = r.principal_id

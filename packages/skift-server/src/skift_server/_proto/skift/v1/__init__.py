@@ -1552,6 +1552,11 @@ class Input(betterproto2.Message):
     Its artifacts, oldest first.
     """
 
+    author_kind: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+    """
+    The kind of the principal that completed it: agent, user or service.
+    """
+
 
 default_message_pool.register_message("skift.v1", "Input", Input)
 
@@ -1707,6 +1712,12 @@ class ListNodesRequest(betterproto2.Message):
     page: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
     """
     The `next_page` of the previous page.
+    """
+
+    attributed: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+    """
+    ListNodes only: fill each node's body_author and result_author (one more
+    read). Ready ignores it.
     """
 
 
@@ -1919,6 +1930,25 @@ class Node(betterproto2.Message):
     True when a person (a user principal) has written to the node, so an
     agent reading it knows part of its text is a person's words.
     """
+
+    body_author: "str | None" = betterproto2.field(22, betterproto2.TYPE_STRING, optional=True)
+    """
+    Who created the node or last set its body, and that principal's kind
+    (agent, user or service). Present where a call returns the node's
+    content (Get, Claim, ListNodes with `attributed`); absent elsewhere.
+    """
+
+    body_author_kind: "str | None" = betterproto2.field(23, betterproto2.TYPE_STRING, optional=True)
+
+    result_author: "str | None" = betterproto2.field(24, betterproto2.TYPE_STRING, optional=True)
+    """
+    Who completed it last, and that principal's kind; absent if it never was
+    completed or the call does not attribute (see body_author).
+    """
+
+    result_author_kind: "str | None" = betterproto2.field(
+        25, betterproto2.TYPE_STRING, optional=True
+    )
 
 
 default_message_pool.register_message("skift.v1", "Node", Node)
@@ -2488,6 +2518,12 @@ class ReadyPage(betterproto2.Message):
     next_page: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
     """
     Pass as `page` to get the next page; absent on the last page.
+    """
+
+    held_count_exact: "bool | None" = betterproto2.field(4, betterproto2.TYPE_BOOL, optional=True)
+    """
+    False when the count stopped at Limits.held_count_bound: at least
+    held_count nodes are held. Absent (an older server) means exact.
     """
 
 
