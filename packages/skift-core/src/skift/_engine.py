@@ -42,6 +42,7 @@ from ._errors import (
     SkiftError,
 )
 from ._filter import NodeFilter as NodeFilter  # re-exported: it lived here
+from ._intent import intent
 from ._limits import Limits
 from ._models import (
     AssigneeKind,
@@ -1618,20 +1619,7 @@ def token_digest(secret: str) -> str:
     return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()
 
 
-def _intent(action: str, **parts: Any) -> dict[str, Any]:
-    """One intent of a request, as the policy reads it."""
-    out: dict[str, Any] = {
-        "action": action,
-        "index": None,
-        "node": None,
-        "parent": None,
-        "from": None,
-        "to": None,
-        "changes": [],
-        "cascade": False,
-    }
-    out.update(parts)
-    return out
+_intent = intent  # the name the engine and _comments use
 
 
 def node_facts(

@@ -29,6 +29,7 @@ from uuid import UUID
 import attrs
 
 from ._errors import Invalid, Refused
+from ._intent import intent
 from ._models import Node, Principal, PrincipalKind, Project
 from ._refs import format_ref, new_id, ulid_str
 
@@ -254,22 +255,6 @@ def rate_info(rate: Rate) -> RateInfo:
         currency=rate.currency,
         updated_at=rate.updated_at,
     )
-
-
-def intent(action: str, **parts: Any) -> dict[str, Any]:
-    """One policy intent (the shape the engine's own intents have)."""
-    out: dict[str, Any] = {
-        "action": action,
-        "index": None,
-        "node": None,
-        "parent": None,
-        "from": None,
-        "to": None,
-        "changes": [],
-        "cascade": False,
-    }
-    out.update(parts)
-    return out
 
 
 # ------------------------------------------------------------------ rules
