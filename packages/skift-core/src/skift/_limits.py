@@ -30,7 +30,7 @@ class Limits:
     keep_set: int = 1000
     # how many parked nodes a Ready or List page counts for held_count before it
     # stops and reports "at least this many" (held_count_exact=False)
-    held_count_bound: int = 1000
+    held_count_bound: int = 100
     # artifacts and blobs (server-wide; see docs/results-artifacts-cost.md)
     inline_part_bytes: int = 64 * 1024
     blob_bytes: int = 3 * 1024 * 1024  # fits one gRPC message under the 4 MiB default
