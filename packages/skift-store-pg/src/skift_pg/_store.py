@@ -399,7 +399,7 @@ class PgStore:
                 if graph_lock:
                     await tx.exec("graph_lock", key=_org_lock_key(org_id))
                 yield tx
-                if tx.wrote:
+                if tx.wrote and not tx.notified:
                     await tx.exec("notify", org=str(org_id))
         except psycopg.errors.DeadlockDetected as exc:
             raise TransientError(str(exc)) from exc
@@ -515,6 +515,9 @@ class PgTx:
         self._projects: dict[UUID, Project] = {}
         self._slugs: dict[str, UUID] = {}
         self.wrote = False
+        # Whether a statement of this transaction already asked PostgreSQL to wake
+        # ClaimNext waiters at commit (insert_event does), so `notify` need not.
+        self.notified = False
 
     async def send(self, name: str, /, **params: Any) -> None:
         """A write whose row count nobody reads."""
@@ -1200,6 +1203,7 @@ class PgTx:
             for e in events
         ]
         await self._send_many("insert_event", params)
+        self.notified = True
 
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]

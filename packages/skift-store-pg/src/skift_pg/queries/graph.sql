@@ -487,12 +487,15 @@ UPDATE requests SET response = %(response)s
 WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: insert_event
--- Append an event.
+-- Append an event, and wake ClaimNext waiters of this organization once the transaction
+-- commits (what `notify` does, riding along: a transaction that appends an event sends no
+-- `notify` of its own; PostgreSQL delivers one notification however many rows ask).
 INSERT INTO events (id, org_id, project_id, node_id, principal_id, principal_kind, on_behalf_of,
                     identity_scheme, request_id, op, reason, before, after, occurred_at)
-VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
-        %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
-        %(after)s, %(occurred_at)s)
+SELECT %(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
+       %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
+       %(after)s, %(occurred_at)s
+FROM (SELECT pg_notify('skift_changes', %(org)s::text)) AS wake
 
 -- name: events
 -- The newest events (optionally of one node), returned oldest first.
