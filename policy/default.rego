@@ -335,9 +335,10 @@ gate_of(i) := i.from if {
 #                 (leased: the request carried the node's live lease, checked
 #                 as a fencing token before the policy is asked)
 #   set_rate      change the organization's rate table
+#   set_org_limits  lower the server's size limits for the organization
 #   update with "cap" in changes: a hard cap on a node, checked at Claim
 
-accounting_actions := {"attach", "record_usage", "set_rate"}
+accounting_actions := {"attach", "record_usage", "set_rate", "set_org_limits"}
 
 permitted(i) if {
 	i.action == "attach"
@@ -351,6 +352,8 @@ permitted(i) if {
 permitted(i) if i.action == "record_usage"
 
 permitted(i) if i.action == "set_rate"
+
+permitted(i) if i.action == "set_org_limits"
 
 deny contains {
 	"msg": sprintf("an agent records actual usage of %s under the lease of the attempt it measures", [i.node.ref]),
@@ -369,6 +372,16 @@ deny contains {
 } if {
 	some i in input.intents
 	i.action == "set_rate"
+	not person
+}
+
+# A size limit refuses content for every principal of the organization.
+deny contains {
+	"msg": "only a person sets the organization's size limits",
+	"next": "Ask a person to set them ('skift org limits'); the server's limits apply meanwhile.",
+} if {
+	some i in input.intents
+	i.action == "set_org_limits"
 	not person
 }
 

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
         parse_op,
         parse_ops,
     )
+    from ._org_limits import OrgLimits
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._store import (
@@ -190,6 +191,7 @@ _LAZY: dict[str, str] = {
     "Unavailable": "_errors",
     "DEFAULT_LIMITS": "_limits",
     "Limits": "_limits",
+    "OrgLimits": "_org_limits",
     "MemoryStore": "_memory",
     "AssigneeKind": "_models",
     "Comment": "_models",
@@ -354,6 +356,7 @@ __all__ = [
     "NothingReady",
     "Op",
     "Org",
+    "OrgLimits",
     "Part",
     "PatchResult",
     "Policy",

@@ -50,10 +50,10 @@ from ._store import Tx
 from ._views import CommentInfo, CommentRevision
 
 
-def _body(e: Engine, body: str) -> str:
+async def _body(e: Engine, tx: Tx, body: str) -> str:
     if not body.strip():
         raise Invalid("a comment needs a body", next="Write what you want to say (markdown).")
-    _check_size("comment", body, e.limits.comment_bytes)
+    _check_size("comment", body, (await e.sizes(tx)).comment_bytes)
     return body
 
 
@@ -94,7 +94,7 @@ async def _new(
 ) -> Comment:
     """Check and insert a comment on ``node`` (policy and event are the caller's)."""
     e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
-    text = _body(e, body)
+    text = await _body(e, tx, body)
     parent_id: UUID | None = None
     if reply_to is not None:
         parent = await _comment(tx, reply_to)
@@ -208,7 +208,7 @@ async def _guarded(
 
 async def edit_comment(e: Engine, tx: Tx, actor: Actor, comment_id: str, body: str) -> CommentInfo:
     c, node, project = await _guarded(e, tx, actor, comment_id, "edit_comment")
-    text = _body(e, body)
+    text = await _body(e, tx, body)
     if text == c.body:
         return (await infos(tx, [c]))[0]
     now = await tx.now()

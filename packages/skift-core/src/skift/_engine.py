@@ -13,6 +13,7 @@ import hashlib
 import re
 import secrets
 import uuid
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -76,6 +77,7 @@ from ._ops import (
     UpdateNode,
     fingerprint,
 )
+from ._org_limits import effective as org_effective
 from ._policy import Policy
 from ._refs import (
     check_slug,
@@ -203,6 +205,24 @@ class Engine:
         self.limits = limits
         self.org = org
         self.policy = policy or Policy.default()
+        # the effective size limits, read once per transaction (see sizes)
+        self._sizes: weakref.WeakKeyDictionary[Tx, Limits] = weakref.WeakKeyDictionary()
+
+    async def sizes(self, tx: Tx) -> Limits:
+        """The limits with the organization's size limits in force (the server's, lowered).
+
+        Read from the store once per transaction; every size check of the
+        request uses this one reading.
+        """
+        got = self._sizes.get(tx)
+        if got is None:
+            own = await tx.org_limits()
+            got = self._sizes[tx] = org_effective(self.limits, own) if own else self.limits
+        return got
+
+    def forget_sizes(self, tx: Tx) -> None:
+        """Drop a transaction's reading after it changed the organization's limits."""
+        self._sizes.pop(tx, None)
 
     # ------------------------------------------------------------------ events
 
@@ -1925,7 +1945,8 @@ class _Patch:
 
     async def create(self, op: CreateNode) -> None:
         title = self._title(op.title)
-        _check_size("body", op.body, self.e.limits.body_bytes)
+        if op.body:
+            _check_size("body", op.body, (await self.e.sizes(self.tx)).body_bytes)
         if op.alias is not None:
             if not _ALIAS_RE.match(op.alias) or parse_ulid(op.alias) is not None:
                 raise Invalid(
@@ -2049,7 +2070,7 @@ class _Patch:
         if op.title is not None:
             changes["title"] = self._title(op.title)
         if op.body is not None:
-            _check_size("body", op.body, self.e.limits.body_bytes)
+            _check_size("body", op.body, (await self.e.sizes(self.tx)).body_bytes)
             changes["body"] = op.body
         if op.kind is not None:
             changes["kind"] = op.kind.strip() or "task"
@@ -2189,7 +2210,8 @@ class _Patch:
 
     async def complete(self, op: CompleteNode) -> None:
         node = await self.node(op.node)
-        _check_size("result", op.result, self.e.limits.result_bytes)
+        if op.result:  # an empty result needs no reading of the organization's limits
+            _check_size("result", op.result, (await self.e.sizes(self.tx)).result_bytes)
         if node.status is not Status.OPEN:
             raise Refused(
                 f"{self.refs[node.id]} is already {node.status.value}",
@@ -2218,7 +2240,8 @@ class _Patch:
         """Check and store artifacts on a node (the rules are in _artifacts)."""
         if not artifacts:
             return
-        records = await prepare_artifacts(self.tx, self.e.limits, node.id, artifacts, self.actor.id)
+        sizes = await self.e.sizes(self.tx)
+        records = await prepare_artifacts(self.tx, sizes, node.id, artifacts, self.actor.id)
         await self.tx.insert_artifacts(records)
         self._touch(node)
         for r in records:

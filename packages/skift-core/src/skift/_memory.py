@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,6 +73,7 @@ class _State:
         # usage and cost, artifacts and blob metadata (bytes: MemoryStore.blobs)
         self.usage: dict[UUID, UsageRecord] = {}
         self.rates: dict[tuple[UUID, str], Rate] = {}
+        self.org_limits: dict[UUID, dict[str, int]] = {}
         self.budgets: dict[UUID, Budget] = {}
         self.artifacts: dict[UUID, ArtifactRecord] = {}
         self.blobs: dict[tuple[UUID, str], BlobRecord] = {}
@@ -678,6 +679,12 @@ class MemoryTx:
 
     async def upsert_rate(self, rate: Rate) -> None:
         self._set(self._s.rates, (self._org, rate.model), rate)
+
+    async def org_limits(self) -> dict[str, int]:
+        return dict(self._s.org_limits.get(self._org, {}))
+
+    async def set_org_limits(self, limits: Mapping[str, int]) -> None:
+        self._set(self._s.org_limits, self._org, dict(limits))
 
     async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
         return {i: b for i in scope_ids if (b := self._s.budgets.get(i)) and b.org_id == self._org}

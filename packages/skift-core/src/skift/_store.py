@@ -14,7 +14,7 @@ of another organization from it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -345,6 +345,14 @@ class Tx(Protocol):
         ...
 
     async def rates(self) -> list[Rate]: ...
+    async def org_limits(self) -> dict[str, int]:
+        """The size limits this organization set itself (name to value); {} when none."""
+        ...
+
+    async def set_org_limits(self, limits: Mapping[str, int]) -> None:
+        """Replace the organization's own size limits ({} clears them all)."""
+        ...
+
     async def upsert_rate(self, rate: Rate) -> None: ...
     async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
         """The budget rows of these nodes or projects (by id)."""

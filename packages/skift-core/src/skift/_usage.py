@@ -289,10 +289,8 @@ async def record_usage(
             "basis belongs to estimates only; an actual is what was measured",
             next="Leave basis out, or record an estimate (estimate=True, --estimate).",
         )
-    if text and len(text.encode()) > e.limits.body_bytes:
-        raise Invalid(
-            f"basis is over {e.limits.body_bytes} bytes", next="Say briefly what it rests on."
-        )
+    if text and len(text.encode()) > (cap := (await e.sizes(tx)).body_bytes):
+        raise Invalid(f"basis is over {cap} bytes", next="Say briefly what it rests on.")
     node = await e.node_in(tx, ref, project_ref, lock=True)
     project = await tx.project_by_id(node.project_id)
     assert project is not None

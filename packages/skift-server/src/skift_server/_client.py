@@ -638,6 +638,17 @@ class RemoteSkift:
         got = await self._call("ListRates", v1.ListRatesRequest(), v1.ListRatesResponse, safe=True)
         return [c.rate_view(r) for r in got.rates]
 
+    async def set_org_limits(self, **sizes: int | None) -> skift.OrgLimits:
+        req = v1.SetOrgLimitsRequest(
+            set={k: v for k, v in sizes.items() if v is not None},
+            unset=[k for k, v in sizes.items() if v is None],
+        )
+        return c.org_limits_view(await self._call("SetOrgLimits", req, v1.OrgLimits, safe=True))
+
+    async def org_limits(self) -> skift.OrgLimits:
+        req = v1.GetOrgLimitsRequest()
+        return c.org_limits_view(await self._call("GetOrgLimits", req, v1.OrgLimits, safe=True))
+
     # ------------------------------------------------------------ artifacts and blobs
 
     async def put_blob(

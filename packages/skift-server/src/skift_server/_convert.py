@@ -878,6 +878,18 @@ def rate_pb(r: skift.RateInfo) -> v1.Rate:
     )
 
 
+def org_limits_pb(o: skift.OrgLimits) -> v1.OrgLimits:
+    return v1.OrgLimits(
+        effective={k: v for k in o.server if isinstance(v := getattr(o, k), int)},
+        own=list(o.own),
+        server=dict(o.server),
+    )
+
+
+def org_limits_view(m: v1.OrgLimits) -> skift.OrgLimits:
+    return skift.OrgLimits(**dict(m.effective), own=tuple(m.own), server=dict(m.server))
+
+
 def rate_view(m: v1.Rate) -> skift.RateInfo:
     return skift.RateInfo(
         model=m.model,

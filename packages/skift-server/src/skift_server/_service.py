@@ -373,6 +373,15 @@ async def _list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRa
     return v1.ListRatesResponse(rates=[c.rate_pb(x) for x in await sk.rates()])
 
 
+async def _set_org_limits(sk: skift.LocalSkift, r: v1.SetOrgLimitsRequest) -> v1.OrgLimits:
+    sizes: dict[str, int | None] = {**dict(r.set), **dict.fromkeys(r.unset)}
+    return c.org_limits_pb(await sk.set_org_limits(**sizes))
+
+
+async def _get_org_limits(sk: skift.LocalSkift, r: v1.GetOrgLimitsRequest) -> v1.OrgLimits:
+    return c.org_limits_pb(await sk.org_limits())
+
+
 # ------------------------------------------------------------------ artifacts and blobs
 
 
@@ -445,6 +454,8 @@ HANDLERS: Final[dict[str, Handler]] = {
     "GetProjectUsage": _get_project_usage,
     "SetRate": _set_rate,
     "ListRates": _list_rates,
+    "SetOrgLimits": _set_org_limits,
+    "GetOrgLimits": _get_org_limits,
     "PutBlob": _put_blob,
     "GetBlob": _get_blob,
     "AttachArtifact": _attach_artifact,

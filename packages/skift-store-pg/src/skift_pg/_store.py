@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncGenerator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -1087,6 +1087,14 @@ class PgTx:
             updated_by=rate.updated_by,
             updated_at=rate.updated_at,
         )
+
+    async def org_limits(self) -> dict[str, int]:
+        r = await self.row("org_limits")
+        own: dict[str, int] = r["limits"] if r else {}
+        return dict(own)
+
+    async def set_org_limits(self, limits: Mapping[str, int]) -> None:
+        await self.write("set_org_limits", limits=Jsonb(dict(limits)))
 
     async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
         if not scope_ids:

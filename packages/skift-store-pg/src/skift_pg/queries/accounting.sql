@@ -119,3 +119,11 @@ SELECT * FROM blobs WHERE org_id = %(org)s AND digest = %(digest)s
 INSERT INTO blobs (org_id, digest, size, media_type, created_by, created_at)
 VALUES (%(org)s, %(digest)s, %(size)s, %(media_type)s, %(created_by)s, %(created_at)s)
 ON CONFLICT (org_id, digest) DO NOTHING
+
+-- name: org_limits
+-- The size limits the organization set itself ({} when none).
+SELECT limits FROM orgs WHERE id = %(org)s
+
+-- name: set_org_limits
+-- Replace the organization's own size limits.
+UPDATE orgs SET limits = %(limits)s WHERE id = %(org)s

@@ -46,6 +46,7 @@ __all__ = (
     "GateRequest",
     "GetBlobRequest",
     "GetBlobResponse",
+    "GetOrgLimitsRequest",
     "GetProjectRequest",
     "HeartbeatRequest",
     "HoldNode",
@@ -67,6 +68,7 @@ __all__ = (
     "NodeFilter",
     "NodeHoldRequest",
     "NodeRequest",
+    "OrgLimits",
     "Part",
     "PatchOp",
     "PatchRequest",
@@ -93,6 +95,7 @@ __all__ = (
     "SearchHit",
     "SearchRequest",
     "SearchResponse",
+    "SetOrgLimitsRequest",
     "SetRateRequest",
     "SkiftBase",
     "SkiftStub",
@@ -1414,6 +1417,18 @@ default_message_pool.register_message("skift.v1", "GetBlobResponse", GetBlobResp
 
 
 @dataclass(eq=False, repr=False)
+class GetOrgLimitsRequest(betterproto2.Message):
+    """
+    GetOrgLimits' request.
+    """
+
+    pass
+
+
+default_message_pool.register_message("skift.v1", "GetOrgLimitsRequest", GetOrgLimitsRequest)
+
+
+@dataclass(eq=False, repr=False)
 class GetProjectRequest(betterproto2.Message):
     """
     GetProject's request.
@@ -2056,6 +2071,39 @@ class NodeRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "NodeRequest", NodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class OrgLimits(betterproto2.Message):
+    """
+    The size limits in force for the organization.
+    """
+
+    effective: "dict[str, int]" = betterproto2.field(
+        1,
+        betterproto2.TYPE_MAP,
+        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+    )
+    """
+    Each size limit's value in force: the server's, lowered by the organization's.
+    """
+
+    own: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+    """
+    The limits the organization set itself.
+    """
+
+    server: "dict[str, int]" = betterproto2.field(
+        3,
+        betterproto2.TYPE_MAP,
+        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+    )
+    """
+    The server's values, the ceiling of each.
+    """
+
+
+default_message_pool.register_message("skift.v1", "OrgLimits", OrgLimits)
 
 
 @dataclass(eq=False, repr=False)
@@ -2903,6 +2951,33 @@ class SearchResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "SearchResponse", SearchResponse)
+
+
+@dataclass(eq=False, repr=False)
+class SetOrgLimitsRequest(betterproto2.Message):
+    """
+    SetOrgLimits' request: lower some of the server's size limits for the
+    organization. Names are the size limits of skift.Limits (body_bytes,
+    result_bytes, comment_bytes, inline_part_bytes, blob_bytes,
+    artifacts_per_node, parts_per_artifact, artifact_metadata_bytes).
+    """
+
+    set: "dict[str, int]" = betterproto2.field(
+        1,
+        betterproto2.TYPE_MAP,
+        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+    )
+    """
+    The limits to set, each from 1 to the server's value.
+    """
+
+    unset: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+    """
+    The limits to unset: the server's value applies again.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SetOrgLimitsRequest", SetOrgLimitsRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -4352,6 +4427,51 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def set_org_limits(
+        self,
+        message: "SetOrgLimitsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "OrgLimits":
+        """
+        Lower some of the server's size limits for the organization (a person only).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/SetOrgLimits",
+            message,
+            OrgLimits,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def get_org_limits(
+        self,
+        message: "GetOrgLimitsRequest | None" = None,
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "OrgLimits":
+        """
+        The size limits in force for the organization, and which it set itself.
+        """
+
+        if message is None:
+            message = GetOrgLimitsRequest()
+
+        return await self._unary_unary(
+            "/skift.v1.Skift/GetOrgLimits",
+            message,
+            OrgLimits,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
     async def put_blob(
         self,
         message: "PutBlobRequest",
@@ -4780,6 +4900,20 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def set_org_limits(self, message: "SetOrgLimitsRequest") -> "OrgLimits":
+        """
+        Lower some of the server's size limits for the organization (a person only).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def get_org_limits(self, message: "GetOrgLimitsRequest") -> "OrgLimits":
+        """
+        The size limits in force for the organization, and which it set itself.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def put_blob(self, message: "PutBlobRequest") -> "Blob":
         """
         ---- artifacts and blobs
@@ -5144,6 +5278,22 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         response = await self.list_rates(request)
         await stream.send_message(response)
 
+    async def __rpc_set_org_limits(
+        self, stream: "grpclib.server.Stream[SetOrgLimitsRequest, OrgLimits]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.set_org_limits(request)
+        await stream.send_message(response)
+
+    async def __rpc_get_org_limits(
+        self, stream: "grpclib.server.Stream[GetOrgLimitsRequest, OrgLimits]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.get_org_limits(request)
+        await stream.send_message(response)
+
     async def __rpc_put_blob(self, stream: "grpclib.server.Stream[PutBlobRequest, Blob]") -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5439,6 +5589,18 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListRatesRequest,
                 ListRatesResponse,
+            ),
+            "/skift.v1.Skift/SetOrgLimits": grpclib.const.Handler(
+                self.__rpc_set_org_limits,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                SetOrgLimitsRequest,
+                OrgLimits,
+            ),
+            "/skift.v1.Skift/GetOrgLimits": grpclib.const.Handler(
+                self.__rpc_get_org_limits,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                GetOrgLimitsRequest,
+                OrgLimits,
             ),
             "/skift.v1.Skift/PutBlob": grpclib.const.Handler(
                 self.__rpc_put_blob,

@@ -1,0 +1,129 @@
+"""Size limits an organization sets for itself, under the server's.
+
+The server's :class:`~skift.Limits` are the ceiling: an organization may only
+lower a size limit, never raise it (a structural ceiling protects the service,
+and one tenant's data is not another's to spend). An unset size is the
+server's. The engine reads the effective sizes once per transaction
+(:meth:`Engine.sizes`) and checks every body, result, comment, part, blob and
+artifact against them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._errors import Invalid
+from ._intent import intent
+from ._limits import Limits
+
+if TYPE_CHECKING:
+    from ._engine import Actor, Engine
+    from ._store import Tx
+
+# The limits an organization may set: sizes of content, never the structural
+# ceilings of a request (ops per patch, page size, lease times).
+SIZE_LIMITS: tuple[str, ...] = (
+    "body_bytes",
+    "result_bytes",
+    "comment_bytes",
+    "inline_part_bytes",
+    "blob_bytes",
+    "artifacts_per_node",
+    "parts_per_artifact",
+    "artifact_metadata_bytes",
+)
+
+
+@attrs.frozen(kw_only=True)
+class OrgLimits:
+    """The size limits in force for an organization.
+
+    Each value is the effective one (the server's, lowered by the
+    organization's); ``own`` names those the organization set itself, and
+    ``server`` holds the server's values, the ceiling of each.
+    """
+
+    body_bytes: int
+    result_bytes: int
+    comment_bytes: int
+    inline_part_bytes: int
+    blob_bytes: int
+    artifacts_per_node: int
+    parts_per_artifact: int
+    artifact_metadata_bytes: int
+    own: tuple[str, ...] = ()
+    server: Mapping[str, int] = attrs.field(factory=dict[str, int])
+
+
+def effective(limits: Limits, own: Mapping[str, int]) -> Limits:
+    """The server's limits lowered by an organization's own sizes."""
+    lowered = {k: min(v, getattr(limits, k)) for k, v in own.items() if k in SIZE_LIMITS}
+    return attrs.evolve(limits, **lowered) if lowered else limits
+
+
+def view(limits: Limits, own: Mapping[str, int]) -> OrgLimits:
+    eff = effective(limits, own)
+    return OrgLimits(
+        **{k: getattr(eff, k) for k in SIZE_LIMITS},
+        own=tuple(k for k in SIZE_LIMITS if k in own),
+        server={k: getattr(limits, k) for k in SIZE_LIMITS},
+    )
+
+
+def _value(name: str, value: object, ceiling: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Invalid(
+            f"{name} must be a whole number, not {value!r}",
+            next=f"Give {name} in its unit, at most {ceiling}; or None for the server's.",
+        )
+    if value <= 0:
+        raise Invalid(
+            f"{name} must be more than 0; {value} would refuse everything",
+            next=f"Give a value from 1 to {ceiling}, or None to use the server's ({ceiling}).",
+        )
+    if value > ceiling:
+        raise Invalid(
+            f"{name} {value} is over the server's limit of {ceiling}; an organization may only lower it",
+            next=f"Give at most {ceiling}, or None to use the server's.",
+        )
+    return value
+
+
+async def set_org_limits(e: Engine, tx: Tx, actor: Actor, sizes: Mapping[str, object]) -> OrgLimits:
+    """Set (an int) or unset (None) some of the organization's size limits."""
+    e.authorize(actor, [intent("set_org_limits")])
+    unknown = sorted(k for k in sizes if k not in SIZE_LIMITS)
+    if unknown:
+        raise Invalid(
+            f"{', '.join(unknown)} is not a size limit an organization sets",
+            next=f"Use one of: {', '.join(SIZE_LIMITS)}.",
+        )
+    before = await tx.org_limits()
+    after: dict[str, int] = dict(before)
+    for name, value in sizes.items():
+        if value is None:
+            after.pop(name, None)
+        else:
+            after[name] = _value(name, value, getattr(e.limits, name))
+    after = {k: after[k] for k in SIZE_LIMITS if k in after}
+    if after != before:
+        await tx.set_org_limits(after)
+        changed = sorted(k for k in SIZE_LIMITS if before.get(k) != after.get(k))
+        old: dict[str, Any] = {k: before.get(k) for k in changed}
+        new: dict[str, Any] = {k: after.get(k) for k in changed}
+        await tx.append_events(
+            [
+                await e._event(  # pyright: ignore[reportPrivateUsage]
+                    tx, actor, "set_org_limits", before=old, after=new
+                )
+            ]
+        )
+        e.forget_sizes(tx)
+    return view(e.limits, after)
+
+
+async def org_limits(e: Engine, tx: Tx) -> OrgLimits:
+    return view(e.limits, await tx.org_limits())
