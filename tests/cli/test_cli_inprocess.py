@@ -269,6 +269,29 @@ def test_principals_and_tokens(sk: Run) -> None:
     assert sk("token", "revoke", token["id"], "--json").json() == {"revoked": token["id"]}
 
 
+def test_org_limits_show_set_and_unset(sk: Run) -> None:
+    shown = sk("org", "limits", "--json").json()
+    server = shown["server"]["artifact_metadata_bytes"]
+    try:
+        got = sk("org", "limits", "--artifact-metadata-bytes", "1000", "--json").json()
+        assert got["artifact_metadata_bytes"] == 1000
+        assert got["own"] == ["artifact_metadata_bytes"]
+        assert "organization" in sk("org", "limits").out
+        over = sk(
+            "org",
+            "limits",
+            "--blob-bytes",
+            str(shown["server"]["blob_bytes"] + 1),
+            "--json",
+            expect=2,
+        )
+        assert json.loads(over.err)["error"]["code"] == "invalid"
+    finally:
+        back = sk("org", "limits", "--unset", "artifact_metadata_bytes", "--json").json()
+    assert back["artifact_metadata_bytes"] == server
+    assert back["own"] == []
+
+
 def test_org_wide_focus_and_clear(cli: Cli, sk: Run) -> None:
     keep, _ = cli.project("focus keep", "kept")
     other, _ = cli.project("focus other", "parked")

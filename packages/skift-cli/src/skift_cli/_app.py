@@ -81,7 +81,7 @@ rich_click.rich_click.COMMAND_GROUPS = {
         {"name": "Projects", "commands": ["project"]},
         {
             "name": "Setup and admin",
-            "commands": ["init", "demo", "serve", "migrate", "mcp", "principal", "token"],
+            "commands": ["init", "demo", "serve", "migrate", "mcp", "principal", "token", "org"],
         },
     ]
 }
@@ -1551,6 +1551,61 @@ def principal_list() -> None:
         from . import _render
 
         _render.out().print(_render.principals(ps))
+
+
+@cli.group()
+@global_options
+def org() -> None:
+    """The organization's settings."""
+
+
+_ORG_SIZES = (
+    "body_bytes",
+    "result_bytes",
+    "comment_bytes",
+    "inline_part_bytes",
+    "blob_bytes",
+    "artifacts_per_node",
+    "parts_per_artifact",
+    "artifact_metadata_bytes",
+)
+
+
+def _org_size_options(f: F) -> F:
+    for name in reversed(_ORG_SIZES):
+        flag = "--" + name.replace("_", "-")
+        f = click.option(flag, name, type=int, metavar="N", help=f"Lower {name} to N.")(f)
+    return f
+
+
+@org.command("limits")
+@_org_size_options
+@click.option(
+    "--unset",
+    multiple=True,
+    type=click.Choice(_ORG_SIZES),
+    help="Use the server's value again (repeatable).",
+)
+@global_options
+def org_limits(unset: tuple[str, ...], **sizes: int | None) -> None:
+    """Show the organization's size limits, or lower some (a person only).
+
+    Without options, shows each limit in force and whether the organization set it.
+    An organization may only lower the server's limits.
+
+    Example: skift org limits --comment-bytes 16384 --unset blob_bytes
+    """
+    a = app()
+    change: dict[str, int | None] = {k: v for k, v in sizes.items() if v is not None}
+    change.update(dict.fromkeys(unset))
+    got = a.call(lambda sk: sk.set_org_limits(**change) if change else sk.org_limits())
+    if a.json:
+        a.emit(to_json(got))
+        return
+    for name in _ORG_SIZES:
+        whose = "organization" if name in got.own else "server"
+        note = f"  (server: {got.server[name]})" if name in got.own else ""
+        click.echo(f"{name:<24} {getattr(got, name):>10}  {whose}{note}")
 
 
 @cli.group()
