@@ -24,8 +24,6 @@ The rules, once for every store:
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -44,7 +42,7 @@ from ._engine import (
 )
 from ._errors import IdempotencyMismatch, Invalid, NotFound
 from ._models import Comment, Node, Project, Revision
-from ._ops import AddComment
+from ._ops import AddComment, canonical_digest
 from ._refs import new_id, parse_ulid, ulid_str
 from ._store import Tx
 from ._views import CommentInfo, CommentRevision
@@ -139,9 +137,9 @@ async def add_in_patch(ctx: _Patch, op: AddComment) -> None:
 
 
 def _fingerprint(node: Node, body: str, reply_to: str | None) -> str:
-    doc = {"op": "add_comment", "node": ulid_str(node.id), "body": body, "reply_to": reply_to}
-    canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canon.encode()).hexdigest()
+    return canonical_digest(
+        {"op": "add_comment", "node": ulid_str(node.id), "body": body, "reply_to": reply_to}
+    )
 
 
 async def add_comment(

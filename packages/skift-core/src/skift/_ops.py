@@ -353,8 +353,15 @@ def op_to_dict(op: Op) -> dict[str, Any]:
     return out
 
 
-def fingerprint(project: str, ops: Sequence[Op], lease: str | None) -> str:
-    """A digest of what a patch asks for; key order and whitespace do not change it."""
-    doc = {"project": project, "lease": lease, "ops": [op_to_dict(o) for o in ops]}
+def canonical_digest(doc: Any) -> str:
+    """The SHA-256 of a JSON document in canonical form (sorted keys, no whitespace):
+    what an idempotent request is fingerprinted by."""
     canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def fingerprint(project: str, ops: Sequence[Op], lease: str | None) -> str:
+    """A digest of what a patch asks for; key order and whitespace do not change it."""
+    return canonical_digest(
+        {"project": project, "lease": lease, "ops": [op_to_dict(o) for o in ops]}
+    )
