@@ -768,7 +768,7 @@ def show(ref: str) -> None:
     from . import _render
 
     _render.out().print(_render.node_panel(n))
-    if str(getattr(n.status, "value", n.status)) == "open" and not n.ready:
+    if n.status == "open" and not n.ready:  # Status is a StrEnum
         _render.out().print(f"[dim]not ready: 'skift explain {n.ref}' says why[/dim]")
 
 
@@ -845,9 +845,7 @@ def list_(
         pg = await sk.list_nodes(limit=limit, page=page, status=status, held=held, **flt)
         if a.json:
             return pg, {}
-        blocked = [
-            n for n in pg.nodes if n.blocked and str(getattr(n.status, "value", n.status)) == "open"
-        ]
+        blocked = [n for n in pg.nodes if n.blocked and n.status == "open"]
         exs = await asyncio.gather(*(sk.explain(n.ref) for n in blocked[:40]))
         by: dict[str, list[str]] = {}
         for n, ex in zip(blocked, exs, strict=False):
@@ -1482,7 +1480,7 @@ def usage_add(
     if a.json:
         a.emit(to_json(u))
     else:
-        kind = str(getattr(u.kind, "value", u.kind))
+        kind = str(u.kind)
         click.echo(f"recorded {kind} usage on {u.node}: {u.input_tokens} in, {u.output_tokens} out")
 
 
