@@ -39,7 +39,7 @@ import skift
 from . import _convert as c
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._errors import ErrorDetailsCodec, from_grpc
-from ._paths import default_socket_path
+from ._paths import check_socket_owner, default_socket_path
 from ._proto.skift import v1
 
 T = TypeVar("T", bound=betterproto2.Message)
@@ -48,6 +48,18 @@ DEFAULT_TIMEOUT = 30.0
 """Seconds a call may take (ClaimNext adds its wait)."""
 
 _NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
+
+
+class _UnixChannel(Channel):
+    """A channel over a unix socket that first checks who owns the socket (see ``_paths``)."""
+
+    def __init__(self, path: str, codec: ErrorDetailsCodec) -> None:
+        super().__init__(path=path, status_details_codec=codec)  # pyright: ignore[reportUnknownMemberType]
+        self._socket_path = path
+
+    async def _create_connection(self) -> Any:
+        check_socket_owner(self._socket_path)
+        return await super()._create_connection()
 
 
 @attrs.define
@@ -784,8 +796,10 @@ def connect(
     """A remote Skift: ``unix:///path.sock``, ``http://host:port`` or ``https://host:port``.
 
     Without ``url``: ``SKIFT_SERVER``, else the default socket of ``skift serve``.
-    ``token`` (default ``SKIFT_TOKEN``) is sent as a bearer token; the unix
-    socket needs none (the kernel names the caller). ``principal`` and ``org``
+    ``token`` (default ``SKIFT_TOKEN``) is sent as a bearer token over TCP
+    only: on a unix socket the kernel names the caller, and a token is never
+    sent there. A unix socket (or its directory) that belongs to neither the
+    caller nor root is refused before connecting. ``principal`` and ``org``
     act as another principal and work only against ``skift serve --test-hooks``.
     """
     url = url or os.environ.get("SKIFT_SERVER") or f"unix://{default_socket_path()}"
@@ -798,7 +812,8 @@ def connect(
         path = unquote(parts.path if not parts.netloc else f"/{parts.netloc}{parts.path}")
         if not path:
             raise skift.Invalid(f"{url!r} names no socket", next="Use unix:///path/to/skift.sock.")
-        channels = [Channel(path=path, status_details_codec=codec) for _ in range(size)]
+        channels = [_UnixChannel(path, codec) for _ in range(size)]
+        token = None  # the kernel names the caller; a bearer token never goes over a socket
     elif parts.scheme in ("http", "https"):
         if not parts.hostname or not parts.port:
             raise skift.Invalid(

@@ -5,6 +5,10 @@ runtime directory, created by the login manager, private to the user); for
 root without one, ``/run/skift/skift.sock``; otherwise
 ``/tmp/skift-$UID/skift.sock`` in a directory the user owns. Clients
 (``skift_server.connect()`` with no URL, the CLI) look in the same place.
+
+A client trusts a socket only when the socket and its directory belong to
+the caller or to root (``check_socket_owner``): anyone else who created
+them could be serving forged work, so the client refuses before connecting.
 """
 
 from __future__ import annotations
@@ -68,3 +72,28 @@ def prepare_socket_path(path: Path) -> None:
         )
     finally:
         probe.close()
+
+
+def check_socket_owner(path: str | Path) -> None:
+    """Refuse a unix socket, or its directory, owned by someone other than the caller or root.
+
+    Another local user who pre-creates ``/tmp/skift-$UID`` (or any directory
+    on the path a client was told) could otherwise listen there and hand the
+    caller's agents forged work. A path that does not exist is left to the
+    connection to report.
+    """
+    me = os.geteuid()
+    sock = Path(path)
+    for what, target in (("directory", sock.parent), ("socket", sock)):
+        try:
+            owner = target.lstat().st_uid if what == "socket" else target.stat().st_uid
+        except FileNotFoundError:
+            return
+        if owner not in (me, 0):
+            raise skift.Unavailable(
+                f"refusing the skift server at {sock}: its {what} {target} belongs to uid "
+                f"{owner}, not to this user (uid {me}) or root",
+                next="Someone else may be impersonating the server: remove that path (or have "
+                "its owner do so) and start 'skift serve' again, or give --server the socket "
+                "of a server you trust.",
+            )
