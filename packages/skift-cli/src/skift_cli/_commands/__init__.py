@@ -1,0 +1,1 @@
+"""The ``skift`` command modules, one per command group; ``skift_cli._app`` lists which load."""

@@ -1,0 +1,138 @@
+"""Administration: principals (``principal``), bearer tokens (``token``), the organization (``org``).
+
+Other modules add sub-commands to :data:`org` (``@org.command(name)``)."""
+
+from __future__ import annotations
+
+import click
+
+from .._base import PRINCIPAL_KINDS, F, app, global_options, group, to_json
+
+
+@group("Setup and admin")
+@global_options
+def principal() -> None:
+    """Principals: who acts (people, agents, services)."""
+
+
+@principal.command("add")
+@click.argument("name")
+@click.option("--kind", required=True, type=click.Choice(PRINCIPAL_KINDS))
+@click.option("--uid", type=int, help="A unix uid that identifies it on the socket.")
+@global_options
+def principal_add(name: str, kind: str, uid: int | None) -> None:
+    """Register a principal (a person only).
+
+    Example: skift principal add ada --kind user --uid 1000
+    """
+    a = app()
+    p = a.call(lambda sk: sk.add_principal(name, kind, uid=uid))
+    if a.json:
+        a.emit(to_json(p))
+    else:
+        click.echo(f"added {p.kind} {p.name}")
+
+
+@principal.command("list")
+@global_options
+def principal_list() -> None:
+    """List principals and their identities."""
+    a = app()
+    ps = a.call(lambda sk: sk.list_principals())
+    if a.json:
+        a.emit({"principals": to_json(ps)})
+    else:
+        from .. import _render
+
+        _render.out().print(_render.principals(ps))
+
+
+@group("Setup and admin")
+@global_options
+def org() -> None:
+    """The organization's settings."""
+
+
+_ORG_SIZES = (
+    "body_bytes",
+    "result_bytes",
+    "comment_bytes",
+    "inline_part_bytes",
+    "blob_bytes",
+    "artifacts_per_node",
+    "parts_per_artifact",
+    "artifact_metadata_bytes",
+)
+
+
+def _org_size_options(f: F) -> F:
+    for name in reversed(_ORG_SIZES):
+        flag = "--" + name.replace("_", "-")
+        f = click.option(flag, name, type=int, metavar="N", help=f"Lower {name} to N.")(f)
+    return f
+
+
+@org.command("limits")
+@_org_size_options
+@click.option(
+    "--unset",
+    multiple=True,
+    type=click.Choice(_ORG_SIZES),
+    help="Use the server's value again (repeatable).",
+)
+@global_options
+def org_limits(unset: tuple[str, ...], **sizes: int | None) -> None:
+    """Show the organization's size limits, or lower some (a person only).
+
+    Without options, shows each limit in force and whether the organization set it.
+    An organization may only lower the server's limits.
+
+    Example: skift org limits --comment-bytes 16384 --unset blob_bytes
+    """
+    a = app()
+    change: dict[str, int | None] = {k: v for k, v in sizes.items() if v is not None}
+    change.update(dict.fromkeys(unset))
+    got = a.call(lambda sk: sk.set_org_limits(**change) if change else sk.org_limits())
+    if a.json:
+        a.emit(to_json(got))
+        return
+    for name in _ORG_SIZES:
+        whose = "organization" if name in got.own else "server"
+        note = f"  (server: {got.server[name]})" if name in got.own else ""
+        click.echo(f"{name:<24} {getattr(got, name):>10}  {whose}{note}")
+
+
+@group("Setup and admin")
+@global_options
+def token() -> None:
+    """Bearer tokens for TCP (SKIFT_TOKEN)."""
+
+
+@token.command("create")
+@click.argument("name", metavar="PRINCIPAL")
+@global_options
+def token_create(name: str) -> None:
+    """A new token for a principal; the secret is shown once.
+
+    Example: skift token create ci-bot
+    """
+    a = app()
+    t = a.call(lambda sk: sk.create_token(name))
+    if a.json:
+        a.emit(to_json(t))
+    else:
+        click.echo(f"token {t.id} for {t.principal} (the secret is shown once):")
+        click.echo(t.token)
+
+
+@token.command("revoke")
+@click.argument("token_id")
+@global_options
+def token_revoke(token_id: str) -> None:
+    """Revoke a token by its id."""
+    a = app()
+    a.call(lambda sk: sk.revoke_token(token_id))
+    if a.json:
+        a.emit({"revoked": token_id})
+    else:
+        click.echo(f"revoked {token_id}")

@@ -1,0 +1,156 @@
+"""Setting up and running skift: ``init``, ``demo``, ``serve``, ``migrate``, ``mcp``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .. import _config
+from .._base import Failure, app, command, global_options, usage_error
+
+_PASS: dict[str, Any] = {
+    "ignore_unknown_options": True,
+    "allow_extra_args": True,
+    "help_option_names": [],
+}
+
+
+@command("Setup and admin", context_settings=_PASS, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def serve(args: tuple[str, ...]) -> None:
+    """Serve skift over gRPC: the same flags as `skift-serve` (see `skift serve --help`).
+
+    [--dsn DSN | --memory] [--socket PATH] [--listen HOST:PORT] [--http HOST:PORT] ...
+    """
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group="console_scripts", name="skift-serve"))
+    if not found:
+        usage_error("skift-serve is not installed (it comes with the skift-server package)")
+    main: Callable[[list[str]], int] = found[0].load()
+    raise click.exceptions.Exit(main(list(args)))
+
+
+@command("Setup and admin", context_settings=_PASS, add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def mcp(args: tuple[str, ...]) -> None:
+    """The MCP server over stdio (the same flags as `skift-mcp`; see `skift mcp --help`)."""
+    a = app()
+    if a.g.server:
+        os.environ["SKIFT_SERVER"] = a.g.server
+    if a.g.projects:
+        os.environ["SKIFT_PROJECT"] = a.g.projects[0]
+    import skift_mcp
+
+    main: Callable[[list[str]], int | None] = getattr(skift_mcp, "main")  # noqa: B009
+    rv = main(list(args))
+    raise click.exceptions.Exit(int(rv or 0))
+
+
+@command("Setup and admin")
+@click.option(
+    "--dsn",
+    metavar="DSN",
+    help="PostgreSQL to migrate (default: SKIFT_DSN, else the embedded cluster).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    help="The embedded cluster's directory (without --dsn).",
+)
+@global_options
+def migrate(dsn: str | None, data_dir: str | None) -> None:
+    """Apply skift's PostgreSQL migrations (also done at every `skift serve` start)."""
+    import asyncio
+
+    import skift
+
+    a = app()
+    dsn = dsn or os.environ.get("SKIFT_DSN") or None
+    try:
+        import skift_pg
+    except ImportError:
+        usage_error("migrate needs the skift-store-pg package")
+    cluster: Any = None
+    try:
+        if dsn is None:
+            from pathlib import Path
+
+            from skift_pg.embedded import EmbeddedCluster, default_data_dir
+
+            cluster = EmbeddedCluster(Path(data_dir) if data_dir else default_data_dir())
+            target: str = cluster.start()
+        else:
+            target = dsn
+        applied = asyncio.run(skift_pg.migrate(target))
+    except skift.SkiftError as exc:
+        raise Failure(exc) from None
+    except OSError as exc:
+        raise Failure(skift.Unavailable(f"cannot migrate: {exc}", next="Check the DSN.")) from None
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    if a.json:
+        a.emit({"applied": applied})
+    elif applied:
+        click.echo("applied: " + ", ".join(applied))
+    else:
+        click.echo("up to date")
+
+
+@command("Setup and admin")
+@click.option(
+    "--output", type=click.Choice(_config.OUTPUTS), help="Default output (json = --json always)."
+)
+@click.option("--no-input", is_flag=True, help="Do not prompt; write what the flags say.")
+@global_options
+def init(output: str | None, no_input: bool) -> None:
+    """Write the config file ($XDG_CONFIG_HOME/skift/config.toml): server, project, output.
+
+    Prompts for what the flags leave out when run at a terminal.
+    Example: skift init --server unix:///run/skift/skift.sock -p oauth-spike --no-input
+    """
+    a = app()
+    path = _config.config_path()
+    try:
+        current = _config.load(path)
+    except _config.ConfigError:
+        current = {}
+    server = a.g.server or current.get("server", "")
+    proj = a.explicit_project() or current.get("project", "")
+    out = output or current.get("output", "")
+    if not no_input and sys.stdin.isatty():
+        server = click.prompt(
+            f"server (blank: {a.server_shown() if not server else 'the socket of skift serve'})",
+            default=server,
+            show_default=bool(server),
+        )
+        proj = click.prompt("default project (blank: none)", default=proj, show_default=bool(proj))
+        out = click.prompt(
+            "output", type=click.Choice(_config.OUTPUTS), default=out or "human", show_default=True
+        )
+    values = {
+        "server": server.strip(),
+        "project": proj.strip(),
+        "output": out if out != "human" else "",
+    }
+    written = _config.write(values, path)
+    if a.g.json:
+        a.emit({"path": str(written), **{k: v for k, v in values.items() if v}})
+    else:
+        click.echo(f"wrote {written}")
+
+
+@command("Setup and admin")
+@click.option("--pause", type=float, default=0.0, help="Seconds to pause between steps.")
+def demo(pause: float) -> None:
+    """A self-contained tour on an in-memory store: decomposition, agents, a gate, a hold, Explain."""
+    import asyncio
+
+    from .._demo import tour
+
+    asyncio.run(tour(pause=pause))
