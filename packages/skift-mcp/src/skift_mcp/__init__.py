@@ -12,7 +12,8 @@ HTTP instead of stdio. See docs/mcp.md.
 
 from __future__ import annotations
 
+from ._api import Api
 from ._cli import main
-from ._server import INSTRUCTIONS, Api, build_server
+from ._server import INSTRUCTIONS, build_server
 
 __all__ = ["INSTRUCTIONS", "Api", "build_server", "main"]
