@@ -13,7 +13,7 @@
 #     action: create | update | drop | complete | reopen | link | unlink |
 #             hold | unhold | claim | focus | hold_project | unhold_project |
 #             create_project | update_project | archive_project | admin |
-#             comment | edit_comment | resolve_comment
+#             comment | edit_comment | resolve_comment | preempt
 #     node, parent, from, to: facts about a node, or null:
 #       {ref, project, gate, status, filed_by_me, new, in_my_lease}
 #         gate         assignee_kind is user: a person must complete it
@@ -39,7 +39,7 @@ actions := {
 	"create", "update", "drop", "complete", "reopen", "link", "unlink",
 	"hold", "unhold", "claim", "focus", "hold_project", "unhold_project",
 	"create_project", "update_project", "archive_project", "admin",
-	"comment", "edit_comment", "resolve_comment",
+	"comment", "edit_comment", "resolve_comment", "preempt",
 }
 
 person if input.principal.kind == "user"
@@ -137,8 +137,9 @@ permitted(i) if {
 	not i.node.gate
 }
 
-# Projects are free to create: a new one changes nothing anyone else owns.
-permitted(i) if i.action == "create_project"
+# Creating a project is a person's call (SURFACE's rulings): an agent files
+# work in existing projects only. A new project is also live under an
+# organization-wide focus, so an agent creating one would escape the focus.
 
 # ---------------------------------------------------------------- comments
 
@@ -302,6 +303,16 @@ denial(i) := {
 	"next": sprintf("Reply to the comment saying it is addressed, or claim %s first; a person may resolve it.", [i.node.ref]),
 } if {
 	i.action == "resolve_comment"
+} else := {
+	"msg": "only a person creates a project: an agent files work in existing projects",
+	"next": "File the work in an existing project ('skift project list'), or file a gate there asking a person to create the project.",
+} if {
+	i.action == "create_project"
+} else := {
+	"msg": sprintf("only a person takes back a lease on %s", [i.node.ref]),
+	"next": "Release your own lease with its id (--lease L --reason crash|budget), or file a gate asking a person to preempt it.",
+} if {
+	i.action == "preempt"
 } else := {
 	"msg": "only a person administers principals, identities and tokens",
 	"next": "Ask an administrator (a person) to do it.",

@@ -87,7 +87,8 @@ async def test_agent_may_not_administer(sk: skift.LocalSkift, snap: Snap) -> Non
     await sk.add_principal("carol", "user")
     token = await sk.create_token("carol")
     bot = sk.acting_as(skift.Agent("bot"))
-    await bot.create_project("Bot's")  # the agent exists and can write
+    await sk.create_project("Bot's")
+    await bot.patch("bot-s", [skift.CreateNode(title="Bot's")])  # the agent exists and can write
     before = await snap(sk)
     principals = await sk.list_principals()
     for attempt in (
@@ -200,7 +201,8 @@ async def test_revoked_token_leaves_others_working(
     two = await sk.create_token("bot")
     await sk.revoke_token(one.id)
     again = await local.authenticate("token", two.token)
-    await again.create_project("Still in")
+    await sk.create_project("Still in")
+    await again.patch("still-in", [skift.CreateNode(title="Still working")])
 
 
 async def test_unknown_uid_names_the_command_that_registers_it(

@@ -123,6 +123,10 @@ def gate_needs_a_person(ref: str, verb: str) -> Refusal:
 HOLD = Refusal("only a person may hold or release work", "say so in a comment")
 PROJECT = Refusal("only a person may rename, re-prioritize or archive a project", "File a gate")
 ADMIN = Refusal("only a person administers principals, identities and tokens", "administrator")
+NEW_PROJECT = Refusal(
+    "only a person creates a project: an agent files work in existing projects",
+    "file a gate there asking a person to create the project",
+)
 
 
 async def lease_on(h: skift.LocalSkift, ref: str) -> str:
@@ -471,7 +475,7 @@ async def clear_focus(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
 # ------------------------------------------------------------------- projects
 
 
-@case("an agent may create a project")
+@case("an agent may not create a project (it files work in existing ones)", NEW_PROJECT)
 async def create_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.create_project("Spike")
 
@@ -491,10 +495,25 @@ async def archive_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.archive_project("p", reason="done")
 
 
-@case("an agent may not rename even a project it created", PROJECT)
-async def rename_own_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
-    made = await h.create_project("Spike")
-    return lambda: h.rename_project(made.slug, "Renamed")
+# ---------------------------------------------------------------------- leases
+
+
+@case(
+    "only a person takes back another's lease",
+    Refusal("only a person takes back a lease on p#1", "file a gate asking a person to preempt"),
+)
+async def preempt_lease(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    await ada.acting_as(skift.Agent("worker")).claim("p#1")
+    return lambda: h.release("p#1", preempt=True, reason="stuck for an hour")
+
+
+@case(
+    "an agent may not preempt even its own lease (it releases it with the id)",
+    Refusal("only a person takes back a lease on p#1", "Release your own lease with its id"),
+)
+async def preempt_own_lease(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    await h.claim("p#1")
+    return lambda: h.release("p#1", preempt=True, reason="changed my mind")
 
 
 # ---------------------------------------------------------------------- admin

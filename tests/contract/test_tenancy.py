@@ -330,9 +330,11 @@ async def check_evebot(
     assert (await evebot.ready()).nodes == ()
     with pytest.raises(skift.NotFound):
         await evebot.get(default.node_id)
-    mine = await evebot.create_project("Eve bot's")
-    assert [p.slug for p in await eve.list_projects()] == [mine.slug]
+    mine = await eve.create_project("Eve's")
+    await evebot.patch(mine.slug, [skift.CreateNode(title="Eve bot's work")])
+    assert [n.title for n in (await eve.ready()).nodes] == ["Eve bot's work"]
     assert mine.slug not in [p.slug for p in await sk.list_projects()]
+    assert "Eve bot's work" not in [n.title for n in (await sk.ready()).nodes]
 
 
 async def test_same_slug_in_both_organizations(

@@ -24,7 +24,7 @@ from uuid import UUID
 
 import attrs
 
-from . import _comments, _search, _stream
+from . import _comments, _leasing, _search, _stream
 from ._artifacts import Artifact, ArtifactInfo, BlobInfo
 from ._artifacts import artifact_infos as artifacts_artifact_infos
 from ._artifacts import as_artifact as artifacts_as_artifact
@@ -574,7 +574,17 @@ class LocalSkift:
         return res.nodes[0]
 
     async def get(self, ref: str, *, project: str | None = None) -> NodeInfo:
-        return await self._run(lambda tx, a: self.engine.get(tx, ref, project))
+        """One node, attributed, with its live lease while it is claimed (``lease``)."""
+
+        async def go(tx: Tx, a: Actor) -> NodeInfo:
+            node = await self.engine.node_in(tx, ref, project)
+            info = (await self.engine.attributed(tx, [node]))[0]
+            if not info.claimed:
+                return info
+            lease = await _leasing.live_lease_of(self.engine, tx, a, node.id, info.ref)
+            return attrs.evolve(info, lease=lease)
+
+        return await self._run(go)
 
     async def resolve(self, ref: str, *, project: str | None = None) -> Resolved:
         return await self._run(lambda tx, a: self.engine.resolve(tx, ref, project))
@@ -762,10 +772,25 @@ class LocalSkift:
         self,
         ref: str,
         *,
-        lease: str,
+        lease: str | None = None,
         reason: ReleaseReason | str = ReleaseReason.CRASH,
         project: str | None = None,
+        preempt: bool = False,
     ) -> NodeInfo:
+        """End the lease on ``ref``: the holder's own (``lease``, a release reason), or, with
+        ``preempt=True``, whoever's live lease it is, as a person: ``reason`` is then the
+        person's explanation, the release reason is ``preempted``, and the old lease is fenced."""
+        if preempt:
+            why = str(reason.value if isinstance(reason, ReleaseReason) else reason)
+            return await self._run(
+                lambda tx, a: _leasing.preempt(self.engine, tx, a, ref, project, why)
+            )
+        if not lease:
+            raise Invalid(
+                "a release names the lease it ends",
+                next="Pass the lease id Claim returned (--lease L); a person taking "
+                "someone else's lease back preempts it (--preempt --reason R).",
+            )
         try:
             why = ReleaseReason(reason)
         except ValueError:
@@ -1051,9 +1076,22 @@ class LocalSkift:
 
         return await self._run(go)
 
-    async def leases(self, ref: str, *, project: str | None = None) -> list[LeaseInfo]:
-        """Every attempt on a node, oldest first."""
-        return await self._run(lambda tx, a: self.engine.leases(tx, ref, project))
+    async def leases(
+        self,
+        ref: str | None = None,
+        *,
+        project: str | None = None,
+        projects: Sequence[str] = (),
+        mine: bool = False,
+    ) -> list[LeaseInfo]:
+        """With ``ref``: every attempt on that node, oldest first. Without: the live leases
+        of the organization (of ``projects`` when given; the caller's own with ``mine``),
+        oldest first, each lease's ``id`` given to its holder only."""
+        if ref is not None:
+            return await self._run(lambda tx, a: self.engine.leases(tx, ref, project))
+        return await self._run(
+            lambda tx, a: _leasing.live_leases(self.engine, tx, a, tuple(projects), mine=mine)
+        )
 
     async def sweep_expired(self, limit: int = 500) -> int:
         """Record expiry events for leases whose time ran out; returns how many."""

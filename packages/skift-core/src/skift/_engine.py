@@ -1799,7 +1799,7 @@ class _Patch:
             why = "unknown"
             if lease is not None:
                 why = (
-                    "released"
+                    f"released ({lease.release_reason.value if lease.release_reason else 'released'})"
                     if lease.released_at is not None
                     else "expired"
                     if lease.expires_at <= now

@@ -465,6 +465,20 @@ class MemoryTx:
     async def lease_history(self, node_id: UUID) -> list[Lease]:
         return [self._s.leases[i] for i in self._s.node_leases.get(node_id, ())]
 
+    async def org_live_leases(
+        self, project_ids: Collection[UUID] | None, limit: int
+    ) -> list[Lease]:
+        wanted = set(project_ids) if project_ids is not None else None
+        rows = [
+            lease
+            for lease in self._s.leases.values()
+            if lease.org_id == self._org
+            and lease.live(self._now)
+            and (wanted is None or self._s.nodes[lease.node_id].project_id in wanted)
+        ]
+        rows.sort(key=lambda lease: (lease.created_at, lease.id))
+        return rows[:limit]
+
     async def expired_leases(self, limit: int) -> list[Lease]:
         rows = [
             lease

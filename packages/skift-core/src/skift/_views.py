@@ -52,6 +52,8 @@ class NodeInfo:
     body_author_kind: str | None = None
     result_author: str | None = None
     result_author_kind: str | None = None
+    lease: LeaseInfo | None = None
+    """``get`` only: the live lease while the node is claimed (its ``id`` only to its holder)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -147,6 +149,8 @@ class LeaseInfo:
     session_ref: str = ""
     released_at: datetime | None = None
     release_reason: ReleaseReason | None = None
+    title: str = ""
+    """The node's title (``live_leases`` fills it)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -797,6 +797,17 @@ class PgTx:
     async def lease_history(self, node_id: UUID) -> list[Lease]:
         return [lease_from_row(r) for r in await self.rows("lease_history", id=node_id)]
 
+    async def org_live_leases(
+        self, project_ids: Collection[UUID] | None, limit: int
+    ) -> list[Lease]:
+        rows = await self.rows(
+            "org_live_leases",
+            projects=list(project_ids) if project_ids is not None else None,
+            now=await self.now(),
+            limit=limit,
+        )
+        return [lease_from_row(r) for r in rows]
+
     async def expired_leases(self, limit: int) -> list[Lease]:
         return [
             lease_from_row(r)
