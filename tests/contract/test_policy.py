@@ -495,27 +495,6 @@ async def archive_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.archive_project("p", reason="done")
 
 
-# ---------------------------------------------------------------------- leases
-
-
-@case(
-    "only a person takes back another's lease",
-    Refusal("only a person takes back a lease on p#1", "file a gate asking a person to preempt"),
-)
-async def preempt_lease(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
-    await ada.acting_as(skift.Agent("worker")).claim("p#1")
-    return lambda: h.release("p#1", preempt=True, reason="stuck for an hour")
-
-
-@case(
-    "an agent may not preempt even its own lease (it releases it with the id)",
-    Refusal("only a person takes back a lease on p#1", "Release your own lease with its id"),
-)
-async def preempt_own_lease(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
-    await h.claim("p#1")
-    return lambda: h.release("p#1", preempt=True, reason="changed my mind")
-
-
 # ---------------------------------------------------------------------- admin
 
 

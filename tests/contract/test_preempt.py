@@ -98,6 +98,19 @@ async def test_an_agent_may_not_preempt(
     assert (await sk.leases("w#1"))[0].id == claim.lease.id
 
 
+async def test_a_person_may_preempt_their_own_lease_and_an_agent_may_not(
+    sk: skift.LocalSkift, bot: skift.LocalSkift
+) -> None:
+    """The rule is who, not whose: a person preempts even their own lease; an agent is refused
+    even on its own (it releases that one with the lease id)."""
+    await sk.claim("w#2")
+    assert not (await sk.release("w#2", preempt=True, reason="not today")).claimed
+    await bot.claim("w#1")
+    with pytest.raises(skift.Refused, match="only a person takes back") as ei:
+        await bot.release("w#1", preempt=True, reason="changed my mind")
+    assert "Release your own lease with its id" in ei.value.next
+
+
 async def test_release_without_a_lease_names_both_moves(
     sk: skift.LocalSkift, bot: skift.LocalSkift
 ) -> None:
