@@ -13,7 +13,8 @@
 #     action: create | update | drop | complete | reopen | link | unlink |
 #             hold | unhold | claim | focus | hold_project | unhold_project |
 #             create_project | update_project | archive_project | admin |
-#             comment | edit_comment | resolve_comment | preempt
+#             comment | edit_comment | resolve_comment | preempt | import
+#     (import: a beads import, writing many nodes at once; a person's act)
 #     node, parent, from, to: facts about a node, or null:
 #       {ref, project, gate, status, filed_by_me, new, in_my_lease}
 #         gate         assignee_kind is user: a person must complete it
@@ -39,7 +40,7 @@ actions := {
 	"create", "update", "drop", "complete", "reopen", "link", "unlink",
 	"hold", "unhold", "claim", "focus", "hold_project", "unhold_project",
 	"create_project", "update_project", "archive_project", "admin",
-	"comment", "edit_comment", "resolve_comment", "preempt",
+	"comment", "edit_comment", "resolve_comment", "preempt", "import",
 }
 
 person if input.principal.kind == "user"

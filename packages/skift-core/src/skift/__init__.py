@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         Unavailable,
     )
     from ._filter import NodeFilter
+    from ._importer import BeadsImport
     from ._limits import DEFAULT_LIMITS, Limits
     from ._memory import MemoryStore
     from ._models import (
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
         parse_ops,
     )
     from ._org_limits import OrgLimits
+    from ._origins import NodeOrigin
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._store import (
@@ -211,6 +213,8 @@ _LAZY: dict[str, str] = {
     "ReleaseReason": "_models",
     "Revision": "_models",
     "Status": "_models",
+    "NodeOrigin": "_origins",
+    "BeadsImport": "_importer",
     "AddComment": "_ops",
     "AddEdge": "_ops",
     "AttachArtifact": "_ops",
@@ -304,6 +308,7 @@ __all__ = [
     "AssigneeKind",
     "AttachArtifact",
     "Authors",
+    "BeadsImport",
     "BlobInfo",
     "BlobPart",
     "BlobRecord",
@@ -352,6 +357,7 @@ __all__ = [
     "Node",
     "NodeFilter",
     "NodeInfo",
+    "NodeOrigin",
     "NotFound",
     "NothingReady",
     "Op",

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import getpass
+import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
 from importlib.metadata import entry_points
@@ -24,7 +25,7 @@ from uuid import UUID
 
 import attrs
 
-from . import _comments, _leasing, _search, _stream
+from . import _beads, _comments, _leasing, _search, _stream
 from ._artifacts import Artifact, ArtifactInfo, BlobInfo
 from ._artifacts import artifact_infos as artifacts_artifact_infos
 from ._artifacts import as_artifact as artifacts_as_artifact
@@ -34,6 +35,9 @@ from ._artifacts import record_blob as artifacts_record_blob
 from ._blobs import FileBlobStore, check_digest
 from ._engine import Actor, Engine, NodeFilter, filter_from, token_digest
 from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated, Unavailable
+from ._importer import BeadsImport, DryRun
+from ._importer import export_beads as importer_export_beads
+from ._importer import import_beads as importer_import_beads
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import AssigneeKind, IdentityScheme, PrincipalKind, Priority, ReleaseReason
@@ -1156,6 +1160,57 @@ class LocalSkift:
                 return page
             cursor = page.cursor  # what the filters left out is not read again
             await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
+
+    # -------------------------------------------------------- import and export
+
+    async def import_beads(
+        self,
+        data: str | Iterable[str],
+        *,
+        project: str,
+        dry_run: bool = False,
+        break_cycles: bool = False,
+        skip_dangling: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> BeadsImport:
+        """Import a beads export (the text of ``bd export``'s JSONL, or its lines) into a project.
+
+        The project is created (with ``project`` as its slug) when absent. One
+        transaction, all or nothing; a second import of the same export changes
+        nothing, a newer one updates what changed (matched by beads id). See
+        docs/migrating-from-beads.md for the mapping.
+        """
+        lines = data.splitlines() if isinstance(data, str) else data
+        issues = _beads.parse(lines)
+
+        async def go(tx: Tx, a: Actor) -> BeadsImport:
+            return await importer_import_beads(
+                self.engine,
+                tx,
+                a,
+                project,
+                issues,
+                dry_run=dry_run,
+                break_cycles=break_cycles,
+                skip_dangling=skip_dangling,
+                progress=progress,
+            )
+
+        try:
+            return await self._run(go, graph_lock=True)
+        except DryRun as done:
+            return done.result
+
+    async def export_beads(
+        self, project: str, *, progress: Callable[[int, int], None] | None = None
+    ) -> str:
+        """A project as beads JSONL (``bd export``'s field names), one issue a line."""
+        rows = await self._run(
+            lambda tx, a: importer_export_beads(self.engine, tx, project, progress=progress)
+        )
+        return "".join(
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
+        )
 
 
 def _no_delegation(on_behalf_of: str | None) -> None:

@@ -78,6 +78,7 @@ from ._ops import (
     fingerprint,
 )
 from ._org_limits import effective as org_effective
+from ._origins import node_by_external_id
 from ._policy import Policy
 from ._refs import (
     check_slug,
@@ -732,7 +733,13 @@ class Engine:
     async def resolve_node(
         self, tx: Tx, ref: str, project: Project | None, *, lock: bool = False
     ) -> Node:
-        parsed = parse_node_ref(ref)
+        try:
+            parsed = parse_node_ref(ref)
+        except Invalid:
+            imported = await node_by_external_id(tx, ref, project)  # a beads id (skift._origins)
+            if imported is None:
+                raise
+            return (await tx.nodes_by_id([imported.id], lock=lock))[imported.id]
         node: Node | None = None
         if parsed.org is not None and parsed.org != self.org:
             pass  # a reference into another organization behaves exactly like a reference to nothing

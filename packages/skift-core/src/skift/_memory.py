@@ -36,6 +36,7 @@ from ._models import (
     Revision,
     Status,
 )
+from ._origins import NodeOrigin
 from ._refs import new_id, ulid_str
 from ._store import (
     Authors,
@@ -78,6 +79,7 @@ class _State:
         self.artifacts: dict[UUID, ArtifactRecord] = {}
         self.blobs: dict[tuple[UUID, str], BlobRecord] = {}
         self.comments: dict[UUID, Comment] = {}
+        self.origins: dict[tuple[UUID, str], NodeOrigin] = {}
 
 
 class MemoryStore:
@@ -583,6 +585,30 @@ class MemoryTx:
     # comments
     async def insert_comment(self, comment: Comment) -> None:
         self._set(self._s.comments, comment.id, comment)
+
+    async def insert_comments(self, comments: Sequence[Comment]) -> None:
+        for c in comments:
+            self._set(self._s.comments, c.id, c)
+
+    # imports
+    async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]:
+        return [
+            o
+            for o in self._s.origins.values()
+            if o.org_id == self._org and o.project_id == project_id and o.source == source
+        ]
+
+    async def origins_by_external_id(self, external_id: str) -> list[NodeOrigin]:
+        found = [
+            o
+            for o in self._s.origins.values()
+            if o.org_id == self._org and o.external_id == external_id
+        ]
+        return sorted(found, key=lambda o: o.project_id)
+
+    async def upsert_origins(self, origins: Sequence[NodeOrigin]) -> None:
+        for o in origins:
+            self._set(self._s.origins, (o.node_id, o.source), o)
 
     async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
         self._set(self._s.comments, comment.id, comment)  # it carries its revisions

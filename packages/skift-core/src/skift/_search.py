@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from ._errors import Invalid, LimitExceeded
-from ._models import Comment
+from ._models import Comment, Node
+from ._origins import looks_external
 from ._store import SearchQuery, Tx
 from ._views import SearchHit
 
@@ -30,10 +31,10 @@ if TYPE_CHECKING:  # the in-memory store imports this module, and the engine's m
 
 _WORD = re.compile(r"[^\W_]+")
 
-FIELDS = ("title", "body", "result", "comment")
+FIELDS = ("beads_id", "title", "body", "result", "comment")
 """The fields a search looks in, in the order ``SearchHit.matched`` lists them."""
 
-WEIGHTS = {"title": 1.0, "body": 0.4, "result": 0.2, "comment": 0.1}
+WEIGHTS = {"beads_id": 1.0, "title": 1.0, "body": 0.4, "result": 0.2, "comment": 0.1}
 """How much one field counts in a rank: PostgreSQL's ``ts_rank`` weights A, B, C, D."""
 
 SNIPPET_CHARS = 160
@@ -137,14 +138,18 @@ async def search(
     rows = await tx.search(
         SearchQuery(terms=terms, projects=tuple(ids), include_archived=include_archived, limit=size)
     )
+    rows = await _imported_first(tx, query, ids, include_archived, rows, size)
     nodes = [n for n, _ in rows]
     infos = await e.infos(tx, nodes)
     by_node: dict[UUID, list[Comment]] = {}
     for c in await tx.comments_of([n.id for n in nodes]):
         by_node.setdefault(c.node_id, []).append(c)
+    imported = {n.id for n, score in rows if score == IMPORTED_RANK}
     hits: list[SearchHit] = []
     for (n, score), info in zip(rows, infos, strict=True):
         fields = node_fields(n.title, n.body, n.result, by_node.get(n.id, ()))
+        if n.id in imported:
+            fields.append(("beads_id", query.strip()))
         hits.append(
             SearchHit(
                 node=info,
@@ -154,3 +159,36 @@ async def search(
             )
         )
     return hits
+
+
+IMPORTED_RANK = 1000.0
+"""The rank of a node found by the id it was imported with: above every word match."""
+
+
+async def _imported_first(
+    tx: Tx,
+    query: str,
+    projects: Sequence[UUID],
+    include_archived: bool,
+    rows: list[tuple[Node, float]],
+    size: int,
+) -> list[tuple[Node, float]]:
+    """A query that is a beads id (``bd-a1b2``) finds its node first (``skift._origins``)."""
+    if not looks_external(query):
+        return rows
+    found = [
+        o
+        for o in await tx.origins_by_external_id(query.strip())
+        if not projects or o.project_id in projects
+    ]
+    if not found:
+        return rows
+    nodes = await tx.nodes_by_id([o.node_id for o in found])
+    scope = await tx.projects_by_id({n.project_id for n in nodes.values()})
+    first = [
+        (n, IMPORTED_RANK)
+        for n in nodes.values()
+        if include_archived or scope[n.project_id].archived_at is None
+    ]
+    ids = {n.id for n, _ in first}
+    return (first + [(n, r) for n, r in rows if n.id not in ids])[:size]

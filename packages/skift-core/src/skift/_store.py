@@ -39,6 +39,7 @@ from ._models import (
     Revision,
     Status,
 )
+from ._origins import NodeOrigin
 from ._usage import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 
 
@@ -386,6 +387,17 @@ class Tx(Protocol):
 
     async def insert_blob(self, blob: BlobRecord) -> None:
         """Record a blob for this organization; a digest already recorded is left as it is."""
+        ...
+
+    # imports (skift._importer): where imported nodes came from; many rows at once
+    async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]: ...
+    async def origins_by_external_id(self, external_id: str) -> list[NodeOrigin]:
+        """Every origin with this external id, in any project of the organization."""
+        ...
+
+    async def upsert_origins(self, origins: Sequence[NodeOrigin]) -> None: ...
+    async def insert_comments(self, comments: Sequence[Comment]) -> None:
+        """Add many comments at once (an import), each with its own author and time."""
         ...
 
     # events

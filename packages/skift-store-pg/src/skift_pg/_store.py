@@ -47,6 +47,7 @@ from skift import (
     LimitExceeded,
     Limits,
     Node,
+    NodeOrigin,
     Org,
     Principal,
     PrincipalKind,
@@ -259,6 +260,17 @@ def budget_from_row(row: Row) -> Budget:
         budget=row["budget"],
         cap=row["cap"],
         updated_at=row["updated_at"],
+    )
+
+
+def _origin_from_row(row: Row) -> NodeOrigin:
+    return NodeOrigin(
+        node_id=row["node_id"],
+        org_id=row["org_id"],
+        project_id=row["project_id"],
+        source=row["source"],
+        external_id=row["external_id"],
+        extra=row["extra"],
     )
 
 
@@ -976,6 +988,52 @@ class PgTx:
             resolved_at=comment.resolved_at,
             resolved_by=comment.resolved_by,
         )
+
+    async def insert_comments(self, comments: Sequence[Comment]) -> None:
+        if not comments:
+            return
+        params = [
+            {
+                "org": self._org,
+                "id": c.id,
+                "project_id": c.project_id,
+                "node_id": c.node_id,
+                "author_id": c.author_id,
+                "body": c.body,
+                "in_reply_to": c.in_reply_to,
+                "created_at": c.created_at,
+                "edited_at": c.edited_at,
+                "resolved_at": c.resolved_at,
+                "resolved_by": c.resolved_by,
+            }
+            for c in comments
+        ]
+        await self._send_many("insert_comment", params)
+
+    # imports
+    async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]:
+        rows = await self.rows("origins_of_project", project_id=project_id, source=source)
+        return [_origin_from_row(r) for r in rows]
+
+    async def origins_by_external_id(self, external_id: str) -> list[NodeOrigin]:
+        rows = await self.rows("origins_by_external_id", external_id=external_id)
+        return [_origin_from_row(r) for r in rows]
+
+    async def upsert_origins(self, origins: Sequence[NodeOrigin]) -> None:
+        if not origins:
+            return
+        params = [
+            {
+                "org": self._org,
+                "node_id": o.node_id,
+                "project_id": o.project_id,
+                "source": o.source,
+                "external_id": o.external_id,
+                "extra": Jsonb(dict(o.extra)),
+            }
+            for o in origins
+        ]
+        await self._send_many("upsert_origin", params)
 
     async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
         if revision is not None:
