@@ -8,7 +8,9 @@ scheme it came through. Only people administer principals and tokens.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
@@ -313,3 +315,34 @@ async def test_human_written(sk: skift.LocalSkift) -> None:
     other = sk.acting_as(skift.Agent("other-bot"))
     await other.patch(p.slug, [skift.CreateNode(title="Other agent's")])
     assert not (await sk.get("p#3")).human_written
+
+
+async def test_a_revoked_or_expired_identity_ends_a_waiting_call(sk: skift.LocalSkift) -> None:
+    """What a transport authenticated is re-checked when a waiting call wakes: revoking the token
+    (or an OIDC token's expiry) ends a waiting ClaimNext and change-stream read Unauthenticated,
+    and the work written meanwhile is not handed out. (Through the server: tests/server.)"""
+    if not isinstance(sk, skift.LocalSkift):
+        pytest.skip("authenticate is the transport's step; tests/server covers it over TCP")
+    await sk.create_project("Quiet")
+    await sk.add_principal("bot", "agent")
+    token = await sk.create_token("bot")
+    bot = await sk.authenticate("token", token.token)
+    cursor = (await sk.watch_events()).cursor
+    claiming = asyncio.create_task(bot.claim_next(wait=timedelta(seconds=20)))
+    watching = asyncio.create_task(bot.watch_events(after=cursor, wait=timedelta(seconds=20)))
+    await asyncio.sleep(0.3)
+    await sk.revoke_token(token.id)
+    await sk.patch("quiet", [skift.CreateNode(title="After the revocation")])
+    for task in (claiming, watching):
+        with pytest.raises(skift.Unauthenticated, match="revoked while it waited"):
+            await task
+    assert (await sk.get("quiet#1")).ready
+
+    await sk.add_principal("dora", "user")
+    await sk.attach_identity("dora", "oidc", "https://id.example|dora")
+    soon = datetime.now(UTC) + timedelta(seconds=1)
+    dora = await sk.authenticate("oidc", "https://id.example|dora", expires_at=soon)
+    with pytest.raises(skift.Unauthenticated, match="expired"):
+        await dora.watch_events(after=(await sk.watch_events()).cursor, wait=timedelta(seconds=10))
+    with pytest.raises(skift.Unauthenticated, match="expired"):
+        await sk.authenticate("oidc", "https://id.example|dora", expires_at=soon)

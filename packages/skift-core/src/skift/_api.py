@@ -15,7 +15,7 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib.metadata import entry_points
 from types import TracebackType
@@ -311,6 +311,8 @@ class LocalSkift:
         self._owns = owns_store
         self._actor: Actor | None = actor
         self._org_id: UUID | None = actor.principal.org_id if actor else None
+        # set by authenticate: the identity to re-check when a long poll wakes
+        self._credential: tuple[str, str, datetime | None] | None = None
 
     async def __aenter__(self) -> Self:
         await self._whoami()
@@ -336,13 +338,24 @@ class LocalSkift:
             policy=self.policy,
         )
 
-    async def authenticate(self, scheme: str, value: str) -> LocalSkift:
+    async def authenticate(
+        self, scheme: str, value: str, *, expires_at: datetime | None = None
+    ) -> LocalSkift:
         """A handle acting as the principal that holds this identity (a transport's view).
 
-        ``scheme`` is ``unix`` (value: the uid) or ``token`` (value: the bearer
-        secret, hashed here). An identity nobody registered is refused with the
-        command that registers it.
+        ``scheme`` is ``unix`` (value: the uid), ``token`` (value: the bearer
+        secret, hashed here) or ``oidc`` (value: ``issuer|subject``, from a token
+        the transport verified). An identity nobody registered is refused with
+        the command that registers it. A call that waits (ClaimNext and the
+        change stream with ``wait``) re-checks the identity each time it wakes
+        and before it answers: a revoked identity, or one past ``expires_at``
+        (an OIDC token's expiry), ends it with ``Unauthenticated``.
         """
+        if expires_at is not None and expires_at <= datetime.now(UTC):
+            raise Unauthenticated(
+                f"that {scheme} credential expired at {expires_at.isoformat()}",
+                next="Get a fresh token from your identity provider and retry.",
+            )
         lookup = token_digest(value) if scheme == IdentityScheme.TOKEN.value else value
         principal = await self.store.principal_by_identity(scheme, lookup)
         if principal is None:
@@ -351,13 +364,18 @@ class LocalSkift:
                     f"uid {value} is not registered with skift",
                     next=f"Ask a skift admin to run 'skift principal add NAME --kind user --uid {value}'.",
                 )
+            if scheme == IdentityScheme.OIDC.value:
+                raise Unauthenticated(
+                    f"the OIDC identity {value} is not attached to any principal",
+                    next=f"Ask a skift admin to attach it: attach_identity(PRINCIPAL, 'oidc', '{value}').",
+                )
             raise Unauthenticated(
                 f"that {scheme} credential is unknown or revoked",
                 next="Ask a skift admin for a token ('skift token create PRINCIPAL').",
             )
         org = await self.store.org_by_id(principal.org_id)
         assert org is not None
-        return LocalSkift(
+        handle = LocalSkift(
             self.store,
             principal=PrincipalSpec(principal.name, principal.kind),
             org=org.name,
@@ -366,6 +384,26 @@ class LocalSkift:
             policy=self.policy,
             actor=Actor(principal=principal, identity_scheme=scheme),
         )
+        handle._credential = (scheme, lookup, expires_at)
+        return handle
+
+    async def _recheck(self) -> None:
+        """Refuse a waiting call whose identity was revoked or expired since it began."""
+        if self._credential is None or self._actor is None:
+            return
+        scheme, lookup, expires_at = self._credential
+        if expires_at is not None and expires_at <= datetime.now(UTC):
+            raise Unauthenticated(
+                f"the {scheme} credential of this call expired at {expires_at.isoformat()} "
+                "while it waited",
+                next="Get a fresh token from your identity provider and call again.",
+            )
+        principal = await self.store.principal_by_identity(scheme, lookup)
+        if principal is None or principal.id != self._actor.id:
+            raise Unauthenticated(
+                f"the {scheme} credential of this call was revoked while it waited",
+                next="Ask a skift admin for a new credential ('skift token create PRINCIPAL').",
+            )
 
     async def bootstrap_owner(self, uid: int, name: str | None = None) -> PrincipalInfo:
         """Make sure the owner of a server (a uid) is a user principal of this organization.
@@ -747,6 +785,7 @@ class LocalSkift:
                 if remaining <= 0:
                     raise
                 await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
+                await self._recheck()
 
     async def heartbeat(
         self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None
@@ -1160,6 +1199,7 @@ class LocalSkift:
                 return page
             cursor = page.cursor  # what the filters left out is not read again
             await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
+            await self._recheck()
 
     # -------------------------------------------------------- import and export
 

@@ -4,7 +4,9 @@
   for who connected), authenticated as the ``unix`` identity with that uid.
 - Over TCP, the bearer token in the ``authorization`` metadata
   (``Bearer <token>``), authenticated as a ``token`` identity (skift stores
-  only its SHA-256 digest).
+  only its SHA-256 digest); or, when the server was given an OIDC issuer, a
+  JWT from that issuer, verified (``_oidc``) and authenticated as the
+  ``oidc`` identity ``iss|sub`` until its expiry.
 
 Either way the server's base :class:`skift.LocalSkift` derives a handle on
 the same store acting as the principal holding that identity
@@ -28,6 +30,8 @@ from typing import Any, Final
 import grpclib.server
 
 import skift
+
+from ._oidc import OidcVerifier, looks_like_jwt
 
 ACT_AS: Final = "x-skift-act-as"
 ORG: Final = "x-skift-org"
@@ -63,9 +67,16 @@ def bearer(stream: grpclib.server.Stream[Any, Any]) -> str | None:
 class Authenticator:
     """Turns a call's transport facts into the caller's handle on the store."""
 
-    def __init__(self, base: skift.LocalSkift, *, test_hooks: bool = False) -> None:
+    def __init__(
+        self,
+        base: skift.LocalSkift,
+        *,
+        test_hooks: bool = False,
+        oidc: OidcVerifier | None = None,
+    ) -> None:
         self.base = base
         self.test_hooks = test_hooks
+        self.oidc = oidc
         self._impersonated: dict[tuple[str, str, str], skift.LocalSkift] = {}
 
     async def caller(self, stream: grpclib.server.Stream[Any, Any]) -> skift.LocalSkift:
@@ -88,6 +99,11 @@ class Authenticator:
             return await self.base.authenticate("unix", str(uid))
         token = bearer(stream)
         if token is not None:
+            if self.oidc is not None and looks_like_jwt(token):
+                found = await self.oidc.verify(token)
+                return await self.base.authenticate(
+                    "oidc", found.value, expires_at=found.expires_at
+                )
             return await self.base.authenticate("token", token)
         raise skift.Unauthenticated(
             "no credentials: over TCP every call carries a bearer token",

@@ -86,6 +86,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--http", metavar="HOST:PORT", help="serve /healthz, /readyz and /metrics on HTTP"
     )
+    p.add_argument(
+        "--oidc-issuer",
+        metavar="URL",
+        help="over TCP, also accept JWTs (OIDC ID/access tokens) from this issuer; "
+        "the identity is ISSUER|SUBJECT (attach it to a principal as an oidc identity)",
+    )
+    p.add_argument("--oidc-audience", metavar="AUD", help="the audience those tokens must carry")
+    p.add_argument(
+        "--oidc-jwks",
+        metavar="FILE|URL",
+        help="the issuer's key set (default: its discovery document's jwks_uri)",
+    )
     p.add_argument("--org", default="default", help="the organization served (default: default)")
     p.add_argument(
         "--limit",
@@ -150,6 +162,9 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         sweep_every=ns.sweep_every,
         drain_timeout=ns.drain_timeout,
         max_message_bytes=ns.max_message_bytes,
+        oidc_issuer=ns.oidc_issuer,
+        oidc_audience=ns.oidc_audience,
+        oidc_jwks=ns.oidc_jwks,
     )
     return opts, ns
 

@@ -42,6 +42,7 @@ from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
+from ._oidc import OidcVerifier
 from ._paths import default_socket_path, prepare_socket_path
 from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
 from ._wire import StrictCodec
@@ -75,6 +76,9 @@ class ServeOptions:
     probe_every: float = 2.0
     drain_timeout: float = 20.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_jwks: str | None = None
 
 
 def split_host_port(value: str) -> tuple[str, int]:
@@ -118,7 +122,16 @@ class SkiftServer:
         o = self.options
         await self._open_store()
         self.metrics = Metrics(pool_stats_of(self.base.store))
-        auth = Authenticator(self.base, test_hooks=o.test_hooks)
+        oidc: OidcVerifier | None = None
+        if o.oidc_issuer or o.oidc_audience or o.oidc_jwks:
+            if not o.oidc_issuer:
+                raise skift.Invalid(
+                    "--oidc-audience and --oidc-jwks need --oidc-issuer",
+                    next="Give the issuer's URL (the iss of its tokens).",
+                )
+            oidc = OidcVerifier(o.oidc_issuer, o.oidc_audience or "", o.oidc_jwks)
+            await oidc.start()
+        auth = Authenticator(self.base, test_hooks=o.test_hooks, oidc=oidc)
         self.service = SkiftService(
             auth, metrics=self.metrics, max_message_bytes=o.max_message_bytes
         )
