@@ -18,6 +18,7 @@ import click
 
 from . import _config
 from ._base import Failure, cli
+from ._moves import next_move
 
 __all__ = ["COMMAND_MODULES", "cli", "run"]
 
@@ -51,7 +52,7 @@ def _show_failure(exc: Failure, as_json: bool) -> None:
     if as_json:
         import json
 
-        body = {**err.as_dict(), **exc.extra}
+        body = {**err.as_dict(), "next": next_move(err), **exc.extra}
         sys.stderr.write(json.dumps({"error": body}, default=str) + "\n")
         return
     from rich.text import Text
@@ -62,8 +63,9 @@ def _show_failure(exc: Failure, as_json: bool) -> None:
     line = Text("error: ", style="bold red")
     line.append(err.message)
     c.print(line)
-    if err.next:
-        c.print(Text("  next: ", style="bold").append(err.next))
+    move = next_move(err)
+    if move:
+        c.print(Text("  next: ", style="bold").append(move))
     if exc.server and err.code == "unavailable":
         c.print(Text(f"  server: {exc.server}", style="dim"))
     for key, value in exc.extra.items():

@@ -754,6 +754,7 @@ class Engine:
                 raise Invalid(
                     f"{ref!r} names a node by number alone, and no project is given",
                     next="Qualify it as slug#N, or name the project (-p/--project).",
+                    move={"do": "name_project", "ref": ref},
                 )
             node = await tx.node_by_number(target.id, parsed.number, lock=lock)
         if node is None:
@@ -1167,6 +1168,7 @@ class Engine:
             raise Refused(
                 f"{ref_text} is not ready: " + _describe(ex.reasons),
                 next=_next_move(first, ref_text),
+                move=_move(first, ref_text),
                 reasons=[to_json(r) for r in ex.reasons],
             )
         await check_cap(tx, node, owner)  # a person's hard cap on it or an ancestor (_usage)
@@ -1204,6 +1206,7 @@ class Engine:
         raise NothingReady(
             "nothing ready matches" + (f" ({held}{'' if exact else '+'} held)" if held else ""),
             next="Wait for work (--wait), widen the filter, or ask a person to release held work.",
+            move={"do": "wait_for_work", "held": held},
             held_count=held,
             held_count_exact=exact,
         )
@@ -1346,7 +1349,7 @@ class Engine:
             )
             raise FencingError(
                 f"lease {lease_ref} is {state}; writes under it are refused",
-                next="Stop work on this attempt; claim the node again if it is still ready.",
+                **_lease_gone(lease),
             )
         if lease.holder != actor.id:
             raise FencingError(
@@ -1713,6 +1716,39 @@ def _describe(reasons: Sequence[Reason]) -> str:
     return "; ".join(parts) or "not ready"
 
 
+def _lease_gone(lease: Lease) -> dict[str, Any]:
+    """The next move after writing under a lease that ended: a gated node waits for its person."""
+    if lease.release_reason is ReleaseReason.GATE:
+        return {
+            "next": "You gated this node: it is ready again when the person completes the gate "
+            "(its result is then an input); take other work meanwhile.",
+            "move": {"do": "await_gate"},
+        }
+    if lease.release_reason is ReleaseReason.COMPLETE:
+        return {"next": "The node is complete; nothing to do.", "move": {"do": "nothing"}}
+    return _lease_gone_default
+
+
+_lease_gone_default: dict[str, Any] = {
+    "next": "Stop work on this attempt; claim the node again if it is still ready.",
+    "move": {"do": "stop_attempt"},
+}
+
+
+def _move(reason: Reason, ref: str) -> dict[str, Any]:
+    """The structured form of :func:`_next_move` (each surface words it)."""
+    d = reason.detail
+    if reason.kind == "held":
+        return {"do": "ask_unhold", "ref": str(d.get("on", ref))}
+    if reason.kind == "blocked_by":
+        return {"do": "finish_blocker", "ref": ref, "blocker": str(d["ref"])}
+    if reason.kind == "leased":
+        return {"do": "take_other_work"}
+    if reason.kind == "open_children":
+        return {"do": "claim_children", "ref": ref}
+    return {"do": "explain", "ref": ref}
+
+
 def _next_move(reason: Reason, ref: str) -> str:
     d = reason.detail
     if reason.kind == "held":
@@ -1812,10 +1848,12 @@ class _Patch:
                     if lease.expires_at <= now
                     else "held by another principal"
                 )
-            raise FencingError(
-                f"lease {lease_ref} is {why}; this patch is refused",
-                next="Stop work on this attempt; claim the node again if it is still ready.",
+            gone = (
+                _lease_gone(lease)
+                if lease is not None and lease.released_at is not None
+                else _lease_gone_default
             )
+            raise FencingError(f"lease {lease_ref} is {why}; this patch is refused", **gone)
         self.lease = lease
 
     async def _project(self, project_id: UUID) -> Project:
@@ -2165,6 +2203,7 @@ class _Patch:
                     f"the bound is {op.cascade.max_nodes}",
                     next=f"Read what it takes ('skift explain', 'skift list'), then set cascade.max_nodes to "
                     f"{len(targets)} or more, or drop without cascade.",
+                    move={"do": "raise_cascade_bound", "count": len(targets)},
                     count=len(targets),
                     bound=op.cascade.max_nodes,
                 )

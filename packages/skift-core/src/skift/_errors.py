@@ -23,22 +23,48 @@ carries ``next``: the move a caller (often an agent) should make instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 
 class SkiftError(Exception):
-    """Something went wrong in skift."""
+    """Something went wrong in skift.
+
+    ``next`` words the next move in prose; ``move`` (when the rule gives one)
+    is the same move in a structured form, ``{"do": NAME, ...arguments}``,
+    which each surface words in its own vocabulary (the CLI names its flags,
+    the MCP tools their parameters). ``move`` travels in ``details``, so it
+    crosses the wire and appears in the JSON form.
+    """
 
     code: ClassVar[str] = "error"
 
-    def __init__(self, message: str | None = None, *, next: str = "", **details: Any) -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        next: str = "",
+        move: Mapping[str, Any] | None = None,
+        **details: Any,
+    ) -> None:
         self.message = message or (type(self).__doc__ or "").strip()
         self.next = next
+        if move is not None:
+            details["move"] = {k: v for k, v in move.items() if v is not None}
         self.details = details
         super().__init__(self.message)
 
+    @property
+    def move(self) -> dict[str, Any] | None:
+        """The next move in a structured form (``{"do": NAME, ...}``), when the rule gives one."""
+        move = self.details.get("move")
+        return dict(move) if isinstance(move, Mapping) and "do" in move else None  # pyright: ignore[reportUnknownArgumentType]
+
     def __str__(self) -> str:
-        return f"{self.message} {self.next}".strip() if self.next else self.message
+        if not self.next:
+            return self.message
+        sep = " " if self.message.rstrip().endswith((".", "!", "?", ":")) else ". "
+        return f"{self.message.rstrip()}{sep}Next: {self.next}"
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of SURFACE.md: ``{"code", "message", "next", ...details}``."""

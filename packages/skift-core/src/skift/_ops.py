@@ -40,6 +40,33 @@ def _amount(value: object) -> Decimal | str | None:
         raise Invalid(f"{value!r} is not an amount", next="Give a number such as 12.50.") from None
 
 
+def _priority(value: object) -> Priority:
+    """A priority from ``p0``..``p4`` (or a Priority); anything else is Invalid."""
+    try:
+        return Priority(value)
+    except ValueError:
+        raise Invalid(
+            f"priority {value!r} is not one of p0, p1, p2, p3, p4",
+            next="Give p0 (most urgent) to p4.",
+        ) from None
+
+
+def _opt_priority(value: object) -> Priority | None:
+    return None if value is None else _priority(value)
+
+
+def _opt_assignee_kind(value: object) -> AssigneeKind | None:
+    if value is None:
+        return None
+    try:
+        return AssigneeKind(value)
+    except ValueError:
+        raise Invalid(
+            f"assignee_kind {value!r} is not user or agent",
+            next="Give user (a gate, for a person) or agent.",
+        ) from None
+
+
 @attrs.frozen(kw_only=True)
 class Cascade:
     """The blast radius a cascading drop states before it runs."""
@@ -53,12 +80,10 @@ class CreateNode:
     alias: str | None = None
     body: str = ""
     kind: str = "task"
-    priority: Priority = attrs.field(default=Priority.P2, converter=Priority)
+    priority: Priority = attrs.field(default=Priority.P2, converter=_priority)
     parent: str | None = None
     labels: tuple[str, ...] = ()
-    assignee_kind: AssigneeKind | None = attrs.field(
-        default=None, converter=attrs.converters.optional(AssigneeKind)
-    )
+    assignee_kind: AssigneeKind | None = attrs.field(default=None, converter=_opt_assignee_kind)
     assignee: str | None = None
     blocked_by: tuple[str, ...] = ()
     op: str = attrs.field(default="create_node", init=False)
@@ -70,9 +95,7 @@ class UpdateNode:
     title: str | None = None
     body: str | None = None
     kind: str | None = None
-    priority: Priority | None = attrs.field(
-        default=None, converter=attrs.converters.optional(Priority)
-    )
+    priority: Priority | None = attrs.field(default=None, converter=_opt_priority)
     parent: str | None = None
     labels: tuple[str, ...] | None = None
     assignee_kind: str | None = None

@@ -29,10 +29,22 @@ class Api(Protocol):
     ) -> skift.ReadyPage: ...
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation: ...
     async def claim(
-        self, ref: str, *, project: str | None = None, ttl: timedelta | None = None
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        ttl: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
     ) -> skift.Claim: ...
     async def claim_next(
-        self, *, ttl: timedelta | None = None, wait: timedelta | None = None, **filters: Any
+        self,
+        *,
+        ttl: timedelta | None = None,
+        wait: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        **filters: Any,
     ) -> skift.Claim: ...
     async def heartbeat(
         self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None

@@ -1,63 +1,52 @@
 """What every MCP tool shares: the parameter types, skift errors as tool errors, attributed nodes.
 
-A tool module (``skift_mcp/_tools/<group>.py``) defines ``register(server,
-sk)``, which adds its tools to the server; ``skift_mcp._server`` lists the
-tool modules.
+A tool module (``skift_mcp/_tools/<group>.py``) defines ``tools(sk)``,
+which returns its tools (collected with :class:`ToolSet`); ``skift_mcp._server``
+lists the tool modules. A tool's definition is compacted (no docstring
+indentation, no pydantic titles, no ``null`` branches), and its failures
+reach the agent as one sentence and a next move worded for an agent
+(``skift_mcp._moves``), never a validator's dump.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Annotated, Any, Literal, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+from pydantic import Field, ValidationError
 
 import skift
 
 from . import _render as r
+from ._moves import next_move
 
-P = ParamSpec("P")
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.context import Context
+
+F = TypeVar("F", bound=Callable[..., Any])
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
-Ref = Annotated[
-    str,
-    Field(
-        description="A node: 'slug#N', '#N' or 'N' with `project`, 'org/slug#N', or its id.",
-        min_length=1,
-    ),
-]
-Project = Annotated[
-    str | None,
-    Field(description="The project (slug) a bare '#N' in `ref` belongs to."),
-]
-LeaseId = Annotated[str, Field(description="The lease id `claim` returned (a fencing token).")]
-Projects = Annotated[
-    list[str] | None,
-    Field(description="Only these projects (slugs); none: every project you can read."),
-]
-Kinds = Annotated[list[str] | None, Field(description="Only nodes of these kinds (task, bug...).")]
-Labels = Annotated[list[str] | None, Field(description="Only nodes carrying ALL these labels.")]
-AnyLabels = Annotated[
-    list[str] | None, Field(description="Only nodes carrying at least one of these labels.")
-]
-AssigneeKind = Annotated[
-    Literal["agent", "user"] | None,
-    Field(description="Only nodes for agents, or only gates (user)."),
-]
-MinPriority = Annotated[
-    Literal["p0", "p1", "p2", "p3", "p4"] | None,
-    Field(description="Only nodes at least this urgent (p0 is the most urgent)."),
-]
-Parent = Annotated[str | None, Field(description="Only direct children of this node.")]
-Limit = Annotated[int | None, Field(description="Page size.", ge=1)]
-PageToken = Annotated[str | None, Field(description="`next_page` of the previous call.")]
-Verbose = Annotated[
-    bool, Field(description="The full record instead of the compact one (costs more tokens).")
-]
+# Described once, in the server's instructions (skift_mcp._server.INSTRUCTIONS),
+# rather than in every tool that takes them.
+Ref = Annotated[str, Field(min_length=1)]
+Project = str | None
+LeaseId = str
+Projects = list[str] | None
+Kinds = list[str] | None
+Labels = list[str] | None
+AnyLabels = list[str] | None
+AssigneeKind = Literal["agent", "user"] | None
+MinPriority = Literal["p0", "p1", "p2", "p3", "p4"] | None
+Parent = str | None
+Limit = Annotated[int | None, Field(ge=1)]
+PageToken = Annotated[str | None, Field(description="next_page of the previous call.")]
+Verbose = bool
 
 
 def ttl(seconds: float | None) -> timedelta | None:
@@ -69,23 +58,108 @@ def as_list(values: Sequence[str] | None) -> list[str]:
 
 
 def tool_error(exc: skift.SkiftError) -> ToolError:
-    text = f"{exc.code}: {exc.message}"
-    if exc.next:
-        text += f" Next: {exc.next}"
+    """A skift error as the text an agent reads: the rule that refused, then the next move."""
+    text = f"{exc.code}: {exc.message.rstrip('.')}."
+    move = next_move(exc)
+    if move:
+        text += f" Next: {move}"
     return ToolError(text)
 
 
-def refusals(fn: Callable[P, Awaitable[CallToolResult]]) -> Callable[P, Awaitable[CallToolResult]]:
-    """Turn skift's errors into tool errors an agent reads (rule + next move)."""
+def bad_arguments(tool: str, exc: ValidationError) -> str:
+    """Arguments the tool's schema rejects, as one sentence and a next move (no validator dump)."""
+    problems: list[str] = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "missing":
+            problems.append(f"`{where}` is required")
+        else:
+            problems.append(f"`{where}`: {err['msg'][:1].lower()}{err['msg'][1:]}")
+    more = f" (and {len(exc.errors()) - 3} more)" if len(exc.errors()) > 3 else ""
+    return (
+        f"invalid: {'; '.join(problems)}{more}. "
+        f"Next: call {tool} again with the arguments its input schema describes."
+    )
 
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
+
+class SkiftTool(Tool):
+    """A tool whose failures reach the agent as one sentence and a next move."""
+
+    async def run(
+        self,
+        arguments: dict[str, Any],
+        context: Context[Any, Any],
+        convert_result: bool = False,
+    ) -> Any:
         try:
-            return await fn(*args, **kwargs)
-        except skift.SkiftError as exc:
-            raise tool_error(exc) from exc
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, skift.SkiftError):
+                raise tool_error(cause) from None
+            if isinstance(cause, ValidationError):
+                raise ToolError(bad_arguments(self.name, cause)) from None
+            if isinstance(cause, ToolError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(str(cause)) from None
+            raise
 
-    return wrapper
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema without what costs tokens and says nothing to a model.
+
+    Drops pydantic's ``title`` (it repeats the property name), folds an
+    ``anyOf`` of one type and ``null`` into that type (leaving a parameter
+    out is how an agent says "none"), and drops ``"default": null``.
+    """
+    if isinstance(schema, list):
+        return [compact_schema(v) for v in schema]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {k: compact_schema(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+            continue
+        out[key] = compact_schema(value)
+    branches: list[Any] = out.get("anyOf") or []
+    if branches:
+        kept: list[Any] = [b for b in branches if b != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            del out["anyOf"]
+            out = {**kept[0], **out}
+        elif len(kept) < len(branches):
+            out["anyOf"] = kept
+    return out
+
+
+def make_tool(fn: Callable[..., Any], *, name: str | None = None, read_only: bool = False) -> Tool:
+    """``fn`` as a compact tool: its docstring without indentation, its schema without noise."""
+    t = SkiftTool.from_function(
+        fn,
+        name=name,
+        description=inspect.cleandoc(fn.__doc__ or ""),
+        annotations=READ_ONLY if read_only else None,
+    )
+    t.parameters = compact_schema(t.parameters)
+    return t
+
+
+class ToolSet:
+    """Collects the tools of one tool module: ``@tool()`` / ``@tool(name=..., read_only=True)``."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def __call__(self, *, name: str | None = None, read_only: bool = False) -> Callable[[F], F]:
+        def deco(fn: F) -> F:
+            self.tools.append(make_tool(fn, name=name, read_only=read_only))
+            return fn
+
+        return deco
 
 
 # ---------------------------------------------------------------- attribution

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import attrs
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 import skift
@@ -17,12 +17,10 @@ from .._render import NodeOut, PatchOut
 from .._tooling import (
     Project,
     Ref,
+    ToolSet,
     Verbose,
     node_with_content,
-    refusals,
 )
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 class ExplainOut(BaseModel):
@@ -32,59 +30,47 @@ class ExplainOut(BaseModel):
     reasons: list[dict[str, Any]]
 
 
-def register(server: MCPServer, sk: Api) -> None:
-    """Add the graph's tools to ``server``, acting on ``sk``."""
+def tools(sk: Api) -> list[Tool]:
+    """The graph's tools, acting on ``sk``."""
+    tool = ToolSet()
 
-    @server.tool()
-    @refusals
+    @tool()
     async def patch(
-        project: Annotated[str, Field(description="The project the patch applies to (slug).")],
+        project: Annotated[str, Field(description="The project's slug.")],
         ops: Annotated[list[dict[str, Any]], Field(description=_ops_help())],
         lease: Annotated[
-            str | None,
-            Field(description="Your lease, when the patch writes to a node you hold."),
+            str | None, Field(description="Your lease, to write a node you hold.")
         ] = None,
         request_id: Annotated[
-            str | None,
-            Field(description="Idempotency key: resending the same patch with it applies it once."),
+            str | None, Field(description="Idempotency key: a resend applies once.")
         ] = None,
         verbose: Verbose = False,
     ) -> Annotated[CallToolResult, PatchOut]:
-        """Change the graph atomically: create, link, update, drop, reopen nodes, in one flat list.
+        """Change the graph atomically (all operations or none): create, link, update, drop, reopen.
 
-        Decompose a node you hold by creating children with `parent` set to it
-        (and `lease` set to your lease); then `release` it (or `gate` it): it
-        becomes ready again when the children are all closed, to synthesize
-        their results. `alias` on
-        create_node names a new node for later operations of the same patch;
-        `blocked_by` lists what must finish first. All operations apply or
-        none does. `created` maps each alias to its new ref. An invalid
-        operation is reported by its index and field (ops[2].title); a
-        refusal names the rule and the next move.
+        Decompose a node you hold: create children with parent set to it and
+        your lease, then release it; it is ready again, to synthesize, when
+        they close. alias names a new node for later operations; created maps
+        aliases to refs.
         """
         parsed = skift.parse_ops(ops)
         res = await sk.patch(project, parsed, request_id=request_id, lease=lease)
         return r.result(r.patch_result(res, verbose=verbose))
 
-    @server.tool(annotations=READ_ONLY)
-    @refusals
+    @tool(read_only=True)
     async def get(
         ref: Ref, project: Project = None, verbose: Verbose = False
     ) -> Annotated[CallToolResult, NodeOut]:
-        """Read one node: its state, its body (the task) and its result, attributed to their authors."""
+        """One node: its state, its body (the task) and its result, attributed to their authors."""
         n = await sk.get(ref, project=project)
         return r.result(node_with_content(n, verbose=verbose))
 
-    @server.tool(annotations=READ_ONLY)
-    @refusals
+    @tool(read_only=True)
     async def explain(ref: Ref, project: Project = None) -> Annotated[CallToolResult, ExplainOut]:
-        """Why a node is not ready: blocked by open nodes, leased until a time, held, waiting on a person, open children, archived.
-
-        Use it when a node you expect to work on is not claimable; act on the
-        reasons (complete or ask about the blockers, wait for the lease, ask a
-        person to release a hold) rather than retrying the claim.
-        """
+        """Why a node is not ready (blockers, a lease, a hold, a person, open children): act on it."""
         return r.result(r.explanation(await sk.explain(ref, project=project)))
+
+    return tool.tools
 
 
 def _ops_help() -> str:
@@ -116,9 +102,8 @@ def _ops_help() -> str:
             fields.append(key if f.default is attrs.NOTHING else f"{key}?")
         lines.append(f"{op} {{{', '.join(fields)}}}")
     return (
-        "Operations, each an object with an 'op' field: "
+        "Each {op, ...}: "
         + "; ".join(lines)
-        + ". A node reference is 'slug#N', '#N' in this project, or an alias created earlier "
-        "in the same patch. drop_node cascade is {max_nodes: N}. assignee_kind 'user' makes a "
-        "gate. priority is p0..p4. Only a person may hold or unhold."
+        + ". Refs: slug#N, #N, or an earlier alias. cascade is {max_nodes: N}; "
+        "assignee_kind user makes a gate; priority p0..p4."
     )
