@@ -13,8 +13,9 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-import skift
 from test_mcp_tools import talk
+
+import skift
 
 if TYPE_CHECKING:
     import skift_server
@@ -25,7 +26,7 @@ CLI_WORDS = re.compile(r"--[a-z]|-p/|'skift |`skift ")
 
 
 def _one_sentence_and_a_move(text: str) -> None:
-    assert "pydantic" not in text and "errors.pydantic.dev" not in text, text
+    assert "pydantic" not in text, text
     assert "\n" not in text, text
     assert "Next: " in text, text
     assert not CLI_WORDS.search(text), text
@@ -76,7 +77,8 @@ async def test_a_missing_or_wrong_argument_is_one_sentence_and_a_next_move(
             "release", ref=f"{project}#1", lease="01J0000000000000000000000", reason="bored"
         )
         _one_sentence_and_a_move(wrong)
-        assert "`reason`" in wrong and "crash" in wrong
+        assert "`reason`" in wrong
+        assert "crash" in wrong
 
 
 async def test_refusals_name_the_tools_parameters_not_the_command_lines_flags(
@@ -86,7 +88,8 @@ async def test_refusals_name_the_tools_parameters_not_the_command_lines_flags(
     async with talk(agent) as bot:
         nothing = await bot.refused("claim", projects=[project])
         _one_sentence_and_a_move(nothing)
-        assert "nothing_ready" in nothing and "wait_seconds" in nothing
+        assert "nothing_ready" in nothing
+        assert "wait_seconds" in nothing
 
         bare = await bot.refused("get", ref="#1")
         _one_sentence_and_a_move(bare)
@@ -104,7 +107,8 @@ async def test_a_gated_lease_says_the_gate_is_pending_not_claim_again(
         text = await bot.refused("complete", ref=ref, lease=lease, result="done anyway")
         _one_sentence_and_a_move(text)
         assert "gate" in text.split("Next: ", 1)[1]
-        assert "claim the node again" not in text and "call claim" not in text
+        assert "claim the node again" not in text
+        assert "call claim" not in text
 
 
 async def test_claim_records_the_harness_and_where_the_attempt_runs(
