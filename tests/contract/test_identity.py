@@ -84,8 +84,9 @@ async def test_add_principal_bad_input_is_invalid(sk: skift.LocalSkift) -> None:
 
 
 async def test_agent_may_not_administer(sk: skift.LocalSkift, snap: Snap) -> None:
-    """Only a person administers principals, identities and tokens: an agent is refused with the
-    next move, and nothing is written."""
+    """Only a person administers principals, identities and tokens (listing them and sweeping
+    expired leases included): an agent is refused with the next move, and nothing is written.
+    Over the server the refusal comes before the call does any work (tests/server)."""
     await sk.add_principal("carol", "user")
     token = await sk.create_token("carol")
     bot = sk.acting_as(skift.Agent("bot"))
@@ -99,6 +100,8 @@ async def test_agent_may_not_administer(sk: skift.LocalSkift, snap: Snap) -> Non
         bot.create_token("carol"),
         bot.create_token("bot"),
         bot.revoke_token(token.id),
+        bot.list_principals(),
+        bot.sweep_expired(),
     ):
         with pytest.raises(skift.Refused) as ei:
             await attempt

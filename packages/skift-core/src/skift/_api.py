@@ -38,6 +38,7 @@ from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated, 
 from ._importer import BeadsImport, DryRun
 from ._importer import export_beads as importer_export_beads
 from ._importer import import_beads as importer_import_beads
+from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import AssigneeKind, IdentityScheme, PrincipalKind, Priority, ReleaseReason
@@ -447,8 +448,17 @@ class LocalSkift:
 
         return await self._run(go)
 
+    async def check_action(self, action: str) -> None:
+        """The coarse check a transport makes before any work: may this principal take
+        ``action`` (``admin``, ``set_org_limits``…) at all? The same policy decides; the
+        full request is authorized again inside its transaction."""
+        self.engine.authorize(await self._whoami(), [intent(action)])
+
     async def list_principals(self) -> list[PrincipalInfo]:
+        """The organization's principals and their identities (an administrator's call)."""
+
         async def go(tx: Tx, a: Actor) -> list[PrincipalInfo]:
+            self.engine.authorize(a, [intent("admin")])
             return await self.engine.principal_infos(tx, await tx.list_principals())
 
         return await self._run(go)
@@ -1137,8 +1147,14 @@ class LocalSkift:
         )
 
     async def sweep_expired(self, limit: int = 500) -> int:
-        """Record expiry events for leases whose time ran out; returns how many."""
-        return await self._run(lambda tx, a: self.engine.sweep_expired(tx, a, limit))
+        """Record expiry events for leases whose time ran out; returns how many (an
+        administrator's call; the server's sweeper makes it)."""
+
+        async def go(tx: Tx, a: Actor) -> int:
+            self.engine.authorize(a, [intent("admin")])
+            return await self.engine.sweep_expired(tx, a, limit)
+
+        return await self._run(go)
 
     async def events(
         self, *, ref: str | None = None, project: str | None = None, limit: int = 1000

@@ -465,6 +465,19 @@ HANDLERS: Final[dict[str, Handler]] = {
 
 _ENDS_LEASE: Final = frozenset({"Complete", "Release", "Gate"})
 
+ADMIN_ACTIONS: Final[dict[str, str]] = {
+    "AddPrincipal": "admin",
+    "ListPrincipals": "admin",
+    "AttachIdentity": "admin",
+    "CreateToken": "admin",
+    "RevokeToken": "admin",
+    "SweepExpired": "admin",
+    "SetOrgLimits": "set_org_limits",
+    "SetRate": "set_rate",
+}
+"""Administrative RPCs and the policy action each needs: checked for the caller as soon as
+it is authenticated, before the call does any work (the seed's coarse method checks)."""
+
 
 async def recv_request(
     stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int
@@ -581,6 +594,9 @@ class SkiftService:
                 )
             request = await recv_request(stream, request_type, self.max_message_bytes)
             sk = await self.auth.caller(stream)
+            action = ADMIN_ACTIONS.get(name)
+            if action is not None:
+                await sk.check_action(action)
             try:
                 reply = await fn(sk, request)
             except skift.TransientError as exc:
