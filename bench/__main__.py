@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _scenarios
+from . import _baselines, _beads, _scenarios
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
-SCENARIOS = ("graph", "claim", "pgqueuer", "pgbench", "wake", "patch", "policy", "cli")
+SCENARIOS = ("graph", "claim", "pgqueuer", "pgbench", "wake", "patch", "policy", "cli", "beads")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -150,6 +150,9 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
     if "policy" in only:
         _log("policy")
         results.append(await _scenarios.policy_cost(cfg))
+    if "beads" in only:
+        _log("beads import")
+        results += await _beads.beads_import(srv, (200,) if args.smoke else (1_000, 100_000))
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)
