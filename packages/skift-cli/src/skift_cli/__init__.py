@@ -18,6 +18,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run ``skift`` with ``argv`` (default: the process arguments) and exit."""
     import sys
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["sweep"]:  # called once per item by agents: no rich-click, no gRPC
+        from ._sweep import main as sweep
+
+        sys.exit(sweep(args[1:]))
     from ._app import run
 
-    sys.exit(run(argv))
+    sys.exit(run(args))

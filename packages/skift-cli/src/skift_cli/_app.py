@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "nodes",
     "projects",
     "setup",
+    "sweep",
     "usage",
     "work",
 )
