@@ -113,8 +113,11 @@ def _show(out: Outcome) -> int:
 
 def main(argv: Sequence[str], *, server: str | None = None) -> int:
     """Run ``skift sweep ARGV``; returns the exit code (0 unless the command line is misused)."""
+    import os
+
     parser = _parser()
-    ns = parser.parse_args(list(argv))
+    # arguments are UTF-8 whatever the locale (under LC_ALL=C Python decodes them as ASCII)
+    ns = parser.parse_args([os.fsencode(a).decode("utf-8", "surrogateescape") for a in argv])
     state: str = ns.state
     if not state.startswith(PROJECT_PREFIX):
         if ns.cmd in ("export", "import", "nodes"):

@@ -83,12 +83,12 @@ def _child_order(depth: int, key: str) -> tuple[str, ...]:
 def _mapping(d: dict[str, Any], depth: int, preferred: tuple[str, ...], out: list[str]) -> None:
     pad = "  " * depth
     for key in _ordered_keys(d, preferred):
-        val: object = d[key]
+        val: Any = d[key]
         if isinstance(val, dict) and val:
             out.append(f"{pad}{_key(key)}:")
             _mapping(cast(dict[str, Any], val), depth + 1, _child_order(depth, key), out)
         else:
-            out.append(f"{pad}{_key(key)}: {_scalar(val)}")
+            out.append(f"{pad}{_key(key)}: {_scalar(cast(object, val))}")
 
 
 def emit_document(state: dict[str, Any]) -> str:

@@ -1,0 +1,164 @@
+"""The ce-sweep state in a skift project: items are work whose readiness follows their status.
+
+On memory, PostgreSQL and a real server (``skift.sweep._project`` uses only
+the public API): each status puts its item's node where SURFACE.md says
+(open and ready for agents, held, a gate for a person, done with its evidence
+as the result, dropped), transitions move it, an agent claims item work with
+the ordinary protocol and never the state node, unknown fields survive, a
+sensitive item's body and quote never reach the server, and random command
+sequences answer as they do on a file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sweepgen import commands, run_both
+
+import skift
+from skift.sweep import Command
+from skift.sweep._project import ProjectState
+
+NOW = "2026-07-02T12:00:00+00:00"
+
+
+async def upsert(ps: ProjectState, id: str, item: dict[str, Any], source: str = "slack:C1") -> None:
+    out = await ps.run(
+        Command(
+            "upsert-item", id=id, source=source, writer="w1", now=NOW, item_json=json.dumps(item)
+        )
+    )
+    assert out.word == "OK", out.error
+
+
+async def node_of(sk: skift.LocalSkift, ps: ProjectState, key: str) -> skift.NodeInfo:
+    refs = (await ps.nodes()).payload
+    assert refs is not None
+    return await sk.get(refs[key])
+
+
+async def test_each_status_places_its_item_node_as_surface_says(sk: skift.LocalSkift) -> None:
+    ps = ProjectState(sk, "feedback")
+    assert (await ps.run(Command("lease-acquire", writer="w1", now=NOW))).word == "OK"
+    evidence = {"fix_ref": "#42", "verified_merge_sha": "abc123", "verified_at": NOW}
+    cases: dict[str, dict[str, Any]] = {
+        "1": {"status": "ingested", "title": "Export is broken"},
+        "2": {"status": "needs_analysis"},
+        "3": {"status": "some_future_status"},
+        "4": {"status": "ack_deferred"},
+        "5": {"status": "manual_stuck"},
+        "6": {"status": "closed", **evidence},
+        "7": {"status": "closed", "fix_ref": "#42"},
+        "8": {"status": "source_gone"},
+    }
+    for id, item in cases.items():
+        await upsert(ps, id, item)
+    n = {id: await node_of(sk, ps, f"slack:C1:{id}") for id in cases}
+    assert n["1"].title == "Export is broken"
+    assert n["2"].title == "slack:C1:2"  # no title: the key
+    for id in ("1", "2", "3", "7"):  # work, and an under-evidenced closed waits for validate
+        assert (n[id].status, n[id].ready, n[id].assignee_kind) == (skift.Status.OPEN, True, None)
+    assert (n["4"].held, n["4"].ready) == (True, False)
+    assert n["5"].assignee_kind is skift.AssigneeKind.USER  # a gate: a person acts on it
+    assert n["6"].status is skift.Status.DONE
+    assert "abc123" in (await sk.get(n["6"].ref)).result  # type: ignore[operator]
+    assert n["8"].status is skift.Status.DROPPED
+    assert "sweep-status:manual_stuck" in n["5"].labels
+
+    agent = sk.acting_as(skift.Agent("analyzer"))
+    ready = {x.ref for x in (await agent.ready(projects=["feedback"])).nodes}
+    assert ready == {n[id].ref for id in ("1", "2", "3", "7")}  # never a gate nor the state node
+    claim = await agent.claim_next(projects=["feedback"])
+    assert claim.node.ref in ready
+
+
+async def test_status_changes_move_the_node_back_and_forth(sk: skift.LocalSkift) -> None:
+    ps = ProjectState(sk, "moves")
+    await ps.run(Command("lease-acquire", writer="w1", now=NOW))
+    evidence = {"fix_ref": "#42", "verified_merge_sha": "abc123", "verified_at": NOW}
+    await upsert(ps, "1", {"status": "ack_deferred"})
+    key = "slack:C1:1"
+    for item, status, held, gate in [
+        ({"status": "acknowledged"}, skift.Status.OPEN, False, False),
+        ({"status": "manual_stuck"}, skift.Status.OPEN, False, True),
+        ({"status": "closed", **evidence}, skift.Status.DONE, False, False),
+        ({"status": "fix_pending"}, skift.Status.OPEN, False, False),
+        ({"status": "source_gone"}, skift.Status.DROPPED, False, False),
+        ({"status": "ack_deferred"}, skift.Status.OPEN, True, False),
+        # the merge kept the evidence fields; an emptied one leaves closed unproven: open
+        ({"status": "closed", "verified_merge_sha": ""}, skift.Status.OPEN, False, False),
+    ]:
+        await upsert(ps, "1", item)
+        node = await node_of(sk, ps, key)
+        assert (node.status, node.held, node.assignee_kind is skift.AssigneeKind.USER) == (
+            status,
+            held,
+            gate,
+        ), item
+    assert (await ps.run(Command("validate"))).payload == {"downgraded": [key]}
+    node = await node_of(sk, ps, key)
+    assert "sweep-status:fix_pending" in node.labels
+
+
+async def test_unknown_fields_survive_and_sensitive_text_never_reaches_the_server(
+    sk: skift.LocalSkift,
+) -> None:
+    ps = ProjectState(sk, "private")
+    await ps.run(Command("lease-acquire", writer="w1", now=NOW))
+    await upsert(ps, "1", {"status": "ingested", "sensitive": True, "body": "SECRETBODY", "quote": "SECRETQUOTE", "team": {"ux": [1, 2]}})  # fmt: skip
+    await upsert(ps, "2", {"status": "ingested", "body": "plain text"})
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "leaky.yml"
+        src.write_text(
+            'schema_version: 1\nsources:\n  "mail":\n    sensitive: true\nitems:\n'
+            '  "mail:9":\n    source: "mail"\n    body: "SECRETMAIL"\n    title: "hi"\n'
+        )
+        assert (await ps.import_file(str(src))).payload == {"items": 1, "sources": 1}
+    state = (await ps.read()).state
+    assert state is not None
+    assert state["items"]["slack:C1:1"] == {"source": "slack:C1", "status": "ingested", "sensitive": True, "id": "1", "team": {"ux": [1, 2]}}  # fmt: skip
+    assert state["items"]["mail:9"] == {"source": "mail", "title": "hi"}
+    bodies = " ".join(n.body for n in (await sk.list_nodes(projects=["private"], limit=50)).nodes)
+    assert "plain text" in bodies
+    assert "SECRET" not in bodies
+    assert await sk.search("SECRETBODY") == []
+    events = json.dumps([skift.to_json(e) for e in await sk.events(project="private")])
+    assert "SECRET" not in events
+
+
+async def test_a_lapsed_write_lock_fences_the_slow_writer_off(sk: skift.LocalSkift) -> None:
+    ps = ProjectState(sk, "fenced")
+    await ps.run(Command("lease-acquire", writer="w1", now=NOW))
+    refs = await sk.list_nodes(projects=["fenced"], labels=["sweep-state"])
+    state_ref = refs.nodes[0].ref
+    # another writer holds the lock: this one waits for it, then writes
+    held = await sk.claim(state_ref, ttl=skift_ttl(1))
+    waiting = ProjectState(sk, "fenced", lock_wait=skift_ttl(30))
+    await sk.release(state_ref, lease=held.lease.id, reason="crash")
+    out = await waiting.run(Command("run-record", writer="w9", outcome="partial", counts="{}", timestamp="T"))  # fmt: skip
+    assert out.word == "OK"
+    # a lock that stays held past lock_wait is an ERROR naming the lock, and nothing is written
+    await sk.claim(state_ref, ttl=skift_ttl(60))
+    impatient = ProjectState(sk, "fenced", lock_wait=skift_ttl(0.2))
+    out = await impatient.run(Command("lease-release", writer="w1"))
+    assert out.word == "ERROR"
+    assert "write lock" in (out.error or "")
+    assert ((await ps.read()).state or {})["lease"]["writer"] == "w1"
+
+
+def skift_ttl(seconds: float) -> Any:
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_random_sequences_answer_as_on_a_file(sk: skift.LocalSkift, seed: int) -> None:
+    ps = ProjectState(sk, f"equiv-{seed}")
+    with tempfile.TemporaryDirectory() as d:
+        assert await run_both(commands(random.Random(seed), 25), ps, d) == []
