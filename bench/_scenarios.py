@@ -548,6 +548,38 @@ async def policy_cost(cfg: Config) -> Result:
 # -------------------------------------------------------------------------- cli
 
 
+def sweep_state_file(directory: Path, items: int) -> Path:
+    """A ce-sweep state file of ``items`` Slack-like items (``skift sweep``, seed 002)."""
+    from skift.sweep import emit_document
+
+    records = {
+        f"slack:C42:{1699990000 + i}.000100": {
+            "source": "slack:C42",
+            "id": f"{1699990000 + i}.000100",
+            "status": ("ingested", "acknowledged", "analyzed", "fix_pending")[i % 4],
+            "title": f"Feedback {i}: the export button does nothing",
+            "url": f"https://example.slack.com/archives/C42/p{1699990000 + i}000100",
+            "body": "The export button does nothing when the report is large. " * 3,
+            "labels": ["export", "ux"],
+            "reactions": {"eyes": 2, "thread": {"replies": i % 5}},
+        }
+        for i in range(items)
+    }
+    doc = {
+        "schema_version": 1,
+        "lease": {
+            "writer": "sweep-cron",
+            "timestamp": "2026-07-02T12:00:00+00:00",
+            "ttl_minutes": 60,
+        },
+        "sources": {"slack:C42": {"cursor": f"{1699990000 + items}.000100"}},
+        "items": records,
+    }
+    path = directory / "state.yml"
+    path.write_text(emit_document(doc), encoding="utf-8")
+    return path
+
+
 def cli_startup(server_url: str | None) -> list[Result]:
     """``skift --help`` and ``skift ready`` as new processes (the CLI's own entry point)."""
     exe = Path(sys.executable).with_name("skift")
@@ -571,6 +603,16 @@ def cli_startup(server_url: str | None) -> list[Result]:
         return runs[1:]  # the first run warms the OS file cache and writes bytecode
 
     out = [Result("cli", "skift --help", summary(wall([str(exe), "--help"])), "new process")]
+    with tempfile.TemporaryDirectory() as d:
+        state = sweep_state_file(Path(d), 5000)
+        out.append(
+            Result(
+                "cli",
+                "skift sweep read",
+                summary(wall([str(exe), "sweep", "read", "--state", str(state)])),
+                f"new process, a 5,000-item state file ({state.stat().st_size // 1024} KiB)",
+            )
+        )
     if server_url is None:
         out.append(Result("cli", "skift ready", {}, "skipped: runs with the graph scenario"))
     else:

@@ -146,33 +146,35 @@ def parse_document(text: str) -> dict[str, Any]:
     """
     root: dict[str, Any] = {}
     stack: list[tuple[int, dict[str, Any]]] = []
+    top = -1  # the indent of the innermost open mapping (stack[-1]); -1 before the first line
+    target = root
     pending: tuple[dict[str, Any], str, int] | None = None  # a `key:` awaiting its block
     for raw in text.split("\n"):
         s = raw.strip()
         if not s or s[0] == "#":
             continue
         indent = len(raw) - len(raw.lstrip(" "))
-        if not stack:
-            stack.append((indent, root))
         if pending is not None:
             owner, pkey, pindent = pending
             pending = None
             if indent > pindent:
-                child: dict[str, Any] = {}
-                owner[pkey] = child
-                stack.append((indent, child))
+                target = owner[pkey] = {}
+                top = indent
+                stack.append((top, target))
             else:
                 owner[pkey] = {}
-        top = stack[-1][0]
-        if indent < top:
-            while stack and indent < stack[-1][0]:
-                stack.pop()
-            if not stack:
-                break  # shallower than the document's first line: the reader stops
-            top = stack[-1][0]
-        if indent > top:
-            continue  # an orphan deeper line
-        target = stack[-1][1]
+        if indent != top:
+            if top < 0:
+                top = indent
+                stack.append((top, root))
+            elif indent < top:
+                while stack and indent < stack[-1][0]:
+                    stack.pop()
+                if not stack:
+                    break  # shallower than the document's first line: the reader stops
+                top, target = stack[-1]
+            if indent > top:
+                continue  # an orphan deeper line
         if s[0] == '"':
             key, end = _scan(s, 1)
             if s[end : end + 1] != ":":
