@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import NOW, Result, Sweep
+from sweep_harness import NOW, Result, Sweep
 
 
 def acquire(sweep: Sweep, s: str, writer: str = "w1", now: str = NOW, *more: str) -> Result:

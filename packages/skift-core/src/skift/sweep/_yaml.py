@@ -158,7 +158,8 @@ def parse_document(text: str) -> dict[str, Any]:
             owner, pkey, pindent = pending
             pending = None
             if indent > pindent:
-                target = owner[pkey] = {}
+                target = cast(dict[str, Any], {})
+                owner[pkey] = target
                 top = indent
                 stack.append((top, target))
             else:
