@@ -53,6 +53,12 @@ if "SKIFT_BLOB_DIR" not in os.environ:
 
 PG_FIXTURES = frozenset({"pg_server_dsn", "pg_template", "pg_dsn", "pg_session_databases"})
 
+# `skift serve` records its socket under $XDG_STATE_HOME (skift_server._paths):
+# the tests' servers record theirs in a directory of the session's own, never
+# in the home directory of whoever runs the tests.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="skift-test-state-")
+atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], True)
+
 
 def _require_pg() -> bool:
     return os.environ.get("SKIFT_REQUIRE_PG") == "1"

@@ -54,3 +54,49 @@ async def test_skift_mcp_over_stdio_initializes_lists_tools_claims_and_completes
     node = await owner.get(f"{project}#1")
     assert node.status is skift.Status.DONE
     assert node.result == "Hello."
+
+
+async def test_skift_mcp_with_a_minimal_environment_finds_the_server_its_user_started(
+    tmp_path: Path,
+) -> None:
+    """An MCP harness starts servers with a minimal environment (no XDG_RUNTIME_DIR, no
+    SKIFT_SERVER): skift-mcp still finds the server its user started, through the socket
+    ``skift serve`` records under the home directory."""
+    from serverproc import ServerProcess
+
+    home = tmp_path / "home"
+    home.mkdir()
+    server = ServerProcess(
+        "--memory", env={"HOME": str(home), "XDG_STATE_HOME": "", "XDG_RUNTIME_DIR": ""}
+    )
+    try:
+        await server.start()
+        params = mcp.StdioServerParameters(command=_command(), args=[], env={"HOME": str(home)})
+        async with mcp.Client(params) as client:
+            got = await client.call_tool("ready", {})
+            assert not got.is_error, got.content
+            assert got.structured_content is not None
+            assert got.structured_content["nodes"] == []
+    finally:
+        await server.stop()
+        server.cleanup()
+
+
+async def test_skift_mcp_without_a_server_names_the_paths_it_tried(tmp_path: Path) -> None:
+    import os
+
+    defaults = [
+        Path(f"/run/user/{os.getuid()}/skift/skift.sock"),
+        Path(f"/tmp/skift-{os.getuid()}/skift.sock"),
+    ]
+    params = mcp.StdioServerParameters(command=_command(), args=[], env={"HOME": str(tmp_path)})
+    async with mcp.Client(params) as client:
+        got = await client.call_tool("ready", {})
+        if any(p.exists() for p in defaults):
+            return  # a real server of this user answers: nothing to assert about its absence
+        assert got.is_error
+        text = got.content[0].text  # type: ignore[union-attr]
+        assert "cannot reach the skift server at " in text
+        assert str(defaults[0]) in text
+        assert str(defaults[1]) in text
+        assert "Next: " in text

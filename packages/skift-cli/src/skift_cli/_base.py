@@ -265,9 +265,9 @@ class App:
         url = self.server()
         if url:
             return url
-        from skift_server import default_socket_path
+        from skift_server._paths import find_socket
 
-        return f"unix://{default_socket_path()}"
+        return f"unix://{find_socket()[0]}"
 
     def call(self, fn: Callable[[RemoteSkift], Awaitable[T]], **extra: Any) -> T:
         """Connect, run ``fn`` on the remote Skift, close; a skift error becomes a Failure."""
@@ -277,7 +277,7 @@ class App:
         import skift_server
 
         async def go() -> T:
-            async with skift_server.connect(self.server()) as sk:
+            async with skift_server.connect(self.server(), on_wait=_say_waiting) as sk:
                 return await fn(sk)
 
         try:
@@ -302,6 +302,11 @@ class App:
         import json
 
         click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _say_waiting(message: str) -> None:
+    sys.stderr.write(f"{message}\n")
+    sys.stderr.flush()
 
 
 def app() -> App:

@@ -20,17 +20,17 @@ import skift_server
 from ._server import build_server
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = "skift-mcp") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="skift-mcp",
+        prog=prog,
         description="Serve skift's MCP tools (ready, claim, complete, gate, patch...) to an agent.",
     )
     p.add_argument(
         "--server",
         default=os.environ.get("SKIFT_SERVER"),
         help="the skift server: unix:///path.sock, http://host:port or https://host:port "
-        "(default: SKIFT_SERVER, else the socket `skift serve` announces). "
-        "Over TCP the token comes from SKIFT_TOKEN.",
+        "(default: SKIFT_SERVER, else the socket of the user's `skift serve`, found as the "
+        "CLI finds it). Over TCP the token comes from SKIFT_TOKEN.",
     )
     p.add_argument(
         "--transport",
@@ -57,9 +57,9 @@ async def _serve(url: str | None, transport: str, host: str, port: int) -> None:
             await server.run_streamable_http_async(host=host, port=port)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, prog: str = "skift-mcp") -> None:
     """Run the MCP server until its transport closes (stdin ends, or a signal)."""
-    ns = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    ns = parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
     try:
         anyio.run(_serve, ns.server, ns.transport, ns.host, ns.port)
     except skift.SkiftError as exc:

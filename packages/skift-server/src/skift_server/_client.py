@@ -21,9 +21,11 @@ import itertools
 import os
 import random
 import ssl
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -39,12 +41,13 @@ import skift
 from . import _convert as c
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._errors import ErrorDetailsCodec, from_grpc
-from ._paths import check_socket_owner, default_socket_path
+from ._paths import check_socket_owner, find_socket, starting_pid
 from ._proto.skift import v1
 
 T = TypeVar("T", bound=betterproto2.Message)
 
 DEFAULT_TIMEOUT = 30.0
+START_WAIT = 60.0  # how long a client waits for a server that announced it is starting
 """Seconds a call may take (ClaimNext adds its wait)."""
 
 _NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
@@ -68,12 +71,50 @@ class _Shared:
 
     channels: list[Channel]
     metadata: dict[str, str]
+    socket: Path | None = None  # a unix socket's path: for waiting on a starting server and errors
+    looked_at: list[Path] = attrs.field(factory=lambda: list[Path]())  # default paths tried
+    on_wait: Callable[[str], None] | None = None
+    waited: bool = False
     clock_offset: timedelta | None = None
     closed: bool = False
     rr: itertools.count[int] = attrs.field(factory=itertools.count)
 
     def channel(self) -> Channel:
         return self.channels[next(self.rr) % len(self.channels)]
+
+    async def wait_for_start(self) -> bool:
+        """Wait (once, up to START_WAIT) for a server that announced it is starting on the socket."""
+        if self.socket is None or self.waited:
+            return False
+        pid = starting_pid(self.socket)
+        if pid is None:
+            return False
+        self.waited = True
+        if self.on_wait is not None:
+            self.on_wait(f"waiting for the skift server (pid {pid}) to start on {self.socket}…")
+        deadline = time.monotonic() + START_WAIT
+        while time.monotonic() < deadline and not self.socket.exists():
+            if starting_pid(self.socket) is None:
+                break  # it stopped starting: served (the socket appears) or gave up
+            await asyncio.sleep(0.1)
+        return True
+
+    def unreachable(self, exc: OSError) -> skift.Unavailable:
+        """The error for a connection never made, naming the socket (and the others looked at)."""
+        if self.socket is None:
+            return skift.Unavailable(
+                f"cannot reach the skift server: {exc}",
+                next="Check that `skift serve` is running and the address is right.",
+            )
+        why = "no server is listening" if isinstance(exc, ConnectionRefusedError) else "no socket"
+        others = [str(p) for p in self.looked_at if p != self.socket]
+        also = f" (also looked at {', '.join(others)})" if others else ""
+        return skift.Unavailable(
+            f"cannot reach the skift server at {self.socket}: {why}{also}",
+            next="Start it with 'skift serve' (or 'make run'), or point SKIFT_SERVER or "
+            "--server at a running one (unix:///path/skift.sock, https://host:port).",
+            socket=str(self.socket),
+        )
 
 
 class RemoteStore:
@@ -186,10 +227,9 @@ class RemoteSkift:
                 last = err
             except _NOT_SENT as exc:
                 # The connection was never made: nothing was sent, any call may be retried.
-                last = skift.Unavailable(
-                    f"cannot reach the skift server: {exc}",
-                    next="Check that `skift serve` is running and the address is right.",
-                )
+                last = self._shared.unreachable(exc)
+                if attempt < self.attempts - 1 and await self._shared.wait_for_start():
+                    continue
             except (TimeoutError, StreamTerminatedError, H2ProtocolError, OSError) as exc:
                 last = skift.Unavailable(
                     f"the connection to the skift server failed: {exc or type(exc).__name__}",
@@ -792,6 +832,7 @@ def connect(
     attempts: int = 5,
     pool_size: int = 2,
     ssl_context: ssl.SSLContext | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> RemoteSkift:
     """A remote Skift: ``unix:///path.sock``, ``http://host:port`` or ``https://host:port``.
 
@@ -801,11 +842,18 @@ def connect(
     sent there. A unix socket (or its directory) that belongs to neither the
     caller nor root is refused before connecting. ``principal`` and ``org``
     act as another principal and work only against ``skift serve --test-hooks``.
+    A server that announced it is starting on the socket is waited for (up to
+    a minute, once); ``on_wait`` is told so (the CLI prints it).
     """
-    url = url or os.environ.get("SKIFT_SERVER") or f"unix://{default_socket_path()}"
+    looked_at: list[Path] = []
+    if not (url or os.environ.get("SKIFT_SERVER")):
+        found, looked_at = find_socket()
+        url = f"unix://{found}"
+    url = url or os.environ["SKIFT_SERVER"]
     token = token if token is not None else os.environ.get("SKIFT_TOKEN") or None
     parts = urlsplit(url)
     channels: list[Channel]
+    socket_path = ""
     codec = ErrorDetailsCodec()
     size = max(1, pool_size)
     if parts.scheme == "unix":
@@ -813,6 +861,7 @@ def connect(
         if not path:
             raise skift.Invalid(f"{url!r} names no socket", next="Use unix:///path/to/skift.sock.")
         channels = [_UnixChannel(path, codec) for _ in range(size)]
+        socket_path = path
         token = None  # the kernel names the caller; a bearer token never goes over a socket
     elif parts.scheme in ("http", "https"):
         if not parts.hostname or not parts.port:
@@ -836,5 +885,11 @@ def connect(
     metadata: dict[str, str] = {}
     if token:
         metadata["authorization"] = f"Bearer {token}"
-    shared = _Shared(channels=channels, metadata=metadata)
+    shared = _Shared(
+        channels=channels,
+        metadata=metadata,
+        socket=Path(socket_path) if socket_path else None,
+        looked_at=looked_at,
+        on_wait=on_wait,
+    )
     return RemoteSkift(shared, principal=principal, org=org, timeout=timeout, attempts=attempts)

@@ -4,7 +4,13 @@ The default socket is ``$XDG_RUNTIME_DIR/skift/skift.sock`` (the user's
 runtime directory, created by the login manager, private to the user); for
 root without one, ``/run/skift/skift.sock``; otherwise
 ``/tmp/skift-$UID/skift.sock`` in a directory the user owns. Clients
-(``skift_server.connect()`` with no URL, the CLI) look in the same place.
+(``skift_server.connect()`` with no URL, the CLI, ``skift-mcp``) look there
+and in the other candidates (``socket_candidates``), so a client with a
+minimal environment finds a server started from a login shell. While it
+starts, the server leaves ``skift.sock.starting`` (its pid) beside the
+socket, and a client waits for it rather than failing; it also records its
+socket in ``~/.local/state/skift/socket`` (``announce_file``), so a client
+finds a server started with ``--socket`` elsewhere.
 
 A client trusts a socket only when the socket and its directory belong to
 the caller or to root (``check_socket_owner``): anyone else who created
@@ -29,6 +35,96 @@ def default_socket_path() -> Path:
     if os.geteuid() == 0:
         return Path("/run/skift/skift.sock")
     return Path(f"/tmp/skift-{os.getuid()}") / "skift.sock"
+
+
+def socket_candidates() -> list[Path]:
+    """Where a client looks for ``skift serve``'s socket when it is given none, in order.
+
+    A process started with a minimal environment (an MCP harness drops
+    ``XDG_RUNTIME_DIR``) still finds a server started from a login shell:
+    the standard runtime directory ``/run/user/$UID`` is looked at too.
+    """
+    out: list[Path] = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and Path(runtime).is_absolute():
+        out.append(Path(runtime) / "skift" / "skift.sock")
+    announced = announced_socket()
+    if announced is not None:
+        out.append(announced)
+    out.append(Path(f"/run/user/{os.getuid()}") / "skift" / "skift.sock")
+    if os.geteuid() == 0:
+        out.append(Path("/run/skift/skift.sock"))
+    out.append(Path(f"/tmp/skift-{os.getuid()}") / "skift.sock")
+    return list(dict.fromkeys(out))
+
+
+def find_socket() -> tuple[Path, list[Path]]:
+    """The socket a client should use (the first candidate a server is at or starting on),
+    and every path it looked at; none found: the server's own default."""
+    candidates = socket_candidates()
+    for path in candidates:
+        if path.exists() or starting_pid(path) is not None:
+            return path, candidates
+    return default_socket_path(), candidates
+
+
+def announce_file() -> Path:
+    """Where ``skift serve`` records the socket it serves on, for clients without its environment.
+
+    ``$XDG_STATE_HOME/skift/socket`` (default ``~/.local/state/skift/socket``):
+    under the home directory, which even a minimal environment keeps.
+    """
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
+    return root / "skift" / "socket"
+
+
+def announced_socket() -> Path | None:
+    """The socket the last ``skift serve`` of this user announced, if any."""
+    try:
+        text = announce_file().read_text(encoding="utf-8").strip()
+    except (OSError, RuntimeError, UnicodeDecodeError):
+        return None
+    return Path(text) if text and Path(text).is_absolute() else None
+
+
+def starting_marker(path: Path) -> Path:
+    """The file ``skift serve`` writes beside its socket while it starts (its pid)."""
+    return path.with_name(path.name + ".starting")
+
+
+def announce_starting(path: Path) -> None:
+    """Say that a server is starting on ``path``, so clients wait for it instead of failing."""
+    marker = starting_marker(path)
+    marker.write_text(f"{os.getpid()}\n", encoding="ascii")
+    with contextlib.suppress(OSError, RuntimeError):
+        record = announce_file()
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.with_name(f"socket.{os.getpid()}.tmp")
+        tmp.write_text(f"{path.absolute()}\n", encoding="utf-8")
+        tmp.replace(record)
+
+
+def clear_starting(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        starting_marker(path).unlink()
+
+
+def starting_pid(path: Path) -> int | None:
+    """The pid of a live server that announced it is starting on ``path``, else None."""
+    try:
+        pid = int(starting_marker(path).read_text(encoding="ascii").strip() or "0")
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
 
 
 def prepare_socket_path(path: Path) -> None:

@@ -43,7 +43,7 @@ from ._errors import ErrorDetailsCodec
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
-from ._paths import default_socket_path, prepare_socket_path
+from ._paths import announce_starting, clear_starting, default_socket_path, prepare_socket_path
 from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
 from ._wire import StrictCodec
 
@@ -120,6 +120,15 @@ class SkiftServer:
 
     async def start(self) -> None:
         o = self.options
+        path = o.socket or default_socket_path()
+        prepare_socket_path(path)
+        announce_starting(path)  # clients wait while the store opens (seconds on a fresh cluster)
+        try:
+            await self._start(o)
+        finally:
+            clear_starting(path)
+
+    async def _start(self, o: ServeOptions) -> None:
         await self._open_store()
         self.metrics = Metrics(pool_stats_of(self.base.store))
         oidc: OidcVerifier | None = None

@@ -46,8 +46,8 @@ def mcp(args: tuple[str, ...]) -> None:
         os.environ["SKIFT_PROJECT"] = a.g.projects[0]
     import skift_mcp
 
-    main: Callable[[list[str]], int | None] = getattr(skift_mcp, "main")  # noqa: B009
-    rv = main(list(args))
+    main: Callable[..., int | None] = getattr(skift_mcp, "main")  # noqa: B009
+    rv = main(list(args), prog="skift mcp")
     raise click.exceptions.Exit(int(rv or 0))
 
 

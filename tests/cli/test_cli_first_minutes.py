@@ -1,0 +1,60 @@
+"""The first ten minutes at the terminal: a server that is still starting, and one that is absent.
+
+Real ``skift`` processes against real ``skift serve`` processes: a client
+started before its server has finished starting waits for it and says so; a
+client with no server names the socket it tried and the next move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cli_harness import SKIFT, Cli
+from serverproc import ServerProcess
+
+
+def test_a_client_waits_for_a_server_that_is_starting_and_says_so(cli: Cli) -> None:
+    sock_dir = Path(tempfile.mkdtemp(prefix="skift-start-", dir="/tmp"))
+    sock = sock_dir / "skift.sock"
+    # what `skift serve` leaves while its store opens: the marker with its pid
+    (sock_dir / "skift.sock.starting").write_text(f"{os.getpid()}\n")
+    env = cli.env(SKIFT_SERVER=f"unix://{sock}")
+    client = subprocess.Popen(
+        [str(SKIFT), "project", "list", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    server = ServerProcess("--memory", socket=sock)
+    try:
+        assert client.stderr is not None
+        said = client.stderr.readline()  # the client says it waits before the server exists
+        assert "waiting for the skift server" in said
+        assert str(sock) in said
+        asyncio.run(server.start())
+        out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err
+        assert '"projects"' in out
+    finally:
+        client.kill()
+        asyncio.run(server.stop())
+        server.cleanup()
+
+
+def test_without_a_server_the_error_names_the_socket_and_the_next_move(
+    cli: Cli, tmp_path: Path
+) -> None:
+    sock = tmp_path / "nobody-here.sock"
+    got = cli.run("ready", expect=4, SKIFT_SERVER=f"unix://{sock}")
+    assert f"cannot reach the skift server at {sock}" in got.err
+    assert "skift serve" in got.err  # the next move
+
+
+def test_skift_mcp_help_names_skift_mcp(cli: Cli) -> None:
+    got = cli.run("mcp", "--help")
+    assert got.out.startswith("usage: skift mcp ")
