@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     from ._origins import NodeOrigin
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
+    from ._signin import BoardSession, SigninCode, SigninKind, SigninRecord, SigninStore
     from ._store import (
         Authors,
         Derived,
@@ -150,6 +151,11 @@ if TYPE_CHECKING:
 # it under TYPE_CHECKING above (for type checkers), map it to its module here,
 # and list it in __all__ (tests/cli/test_cli_imports.py resolves every name).
 _LAZY: dict[str, str] = {
+    "BoardSession": "_signin",
+    "SigninCode": "_signin",
+    "SigninKind": "_signin",
+    "SigninRecord": "_signin",
+    "SigninStore": "_signin",
     "Agent": "_api",
     "LocalSkift": "_api",
     "PrincipalSpec": "_api",
@@ -313,6 +319,7 @@ __all__ = [
     "BlobPart",
     "BlobRecord",
     "BlobStore",
+    "BoardSession",
     "Budget",
     "Cascade",
     "Claim",
@@ -388,6 +395,10 @@ __all__ = [
     "SearchHit",
     "SearchQuery",
     "Service",
+    "SigninCode",
+    "SigninKind",
+    "SigninRecord",
+    "SigninStore",
     "Skift",
     "SkiftError",
     "Status",

@@ -60,6 +60,18 @@ from ._org_limits import org_limits as org_get_limits
 from ._org_limits import set_org_limits as org_set_limits
 from ._policy import Policy
 from ._refs import new_id, ulid_str
+from ._signin import (
+    SESSION_TTL,
+    SIGNIN_CODE_TTL,
+    BoardSession,
+    SigninCode,
+    SigninKind,
+    bad_code,
+    bad_session,
+    check_may_sign_in,
+)
+from ._signin import digest_of as signin_digest
+from ._signin import new_secret as signin_secret
 from ._store import Store, TransientError, Tx
 from ._usage import RateInfo, UsageInfo, UsageReport
 from ._usage import list_rates as usage_list_rates
@@ -478,6 +490,62 @@ class LocalSkift:
 
     async def revoke_token(self, token_id: str) -> None:
         await self._run(lambda tx, a: self.engine.revoke_token(tx, a, token_id))
+
+    # ------------------------------------------------ board sign-in (skift._signin)
+
+    async def mint_signin_code(self) -> SigninCode:
+        """A one-time code that signs the caller in to the web board (ten minutes, one use)."""
+        actor = await self._whoami()
+        check_may_sign_in(actor.principal)
+        code = signin_secret(SigninKind.CODE)
+        got = await self.store.signins.insert(
+            digest=signin_digest(code),
+            kind=SigninKind.CODE,
+            principal=actor.principal,
+            org=self.org_name,
+            ttl=SIGNIN_CODE_TTL,
+        )
+        return SigninCode(code=code, principal=actor.principal.name, expires_at=got.expires_at)
+
+    async def redeem_signin_code(self, code: str) -> BoardSession:
+        """Spend a sign-in code for a board session (a transport's call, like ``authenticate``)."""
+        got = await self.store.signins.spend(signin_digest(code), SigninKind.CODE)
+        if got is None:
+            raise bad_code()
+        secret = signin_secret(SigninKind.SESSION)
+        session = await self.store.signins.insert(
+            digest=signin_digest(secret),
+            kind=SigninKind.SESSION,
+            principal=got.principal,
+            org=got.org,
+            ttl=SESSION_TTL,
+        )
+        return BoardSession(
+            secret=secret,
+            principal=got.principal.name,
+            principal_kind=got.principal.kind.value,
+            org=got.org,
+            expires_at=session.expires_at,
+        )
+
+    async def session(self, secret: str) -> LocalSkift:
+        """A handle acting as the person a live board session belongs to."""
+        got = await self.store.signins.live(signin_digest(secret), SigninKind.SESSION)
+        if got is None:
+            raise bad_session()
+        return LocalSkift(
+            self.store,
+            principal=PrincipalSpec(got.principal.name, got.principal.kind),
+            org=got.org,
+            limits=self.engine.limits,
+            owns_store=False,
+            policy=self.policy,
+            actor=Actor(principal=got.principal, identity_scheme="board"),
+        )
+
+    async def end_session(self, secret: str) -> None:
+        """Sign a board session out (ending one that already ended is not an error)."""
+        await self.store.signins.spend(signin_digest(secret), SigninKind.SESSION)
 
     async def _whoami(self) -> Actor:
         if self._actor is None:

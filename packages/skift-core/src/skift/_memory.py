@@ -38,6 +38,7 @@ from ._models import (
 )
 from ._origins import NodeOrigin
 from ._refs import new_id, ulid_str
+from ._signin import MemorySignins
 from ._store import (
     Authors,
     Derived,
@@ -92,6 +93,7 @@ class MemoryStore:
         self._lock = asyncio.Lock()
         self._changed = asyncio.Condition()
         self._offset = timedelta()
+        self.signins = MemorySignins(self._now)
 
     def set_clock_offset(self, offset: timedelta) -> None:
         self._offset = offset

@@ -40,6 +40,7 @@ from ._models import (
     Status,
 )
 from ._origins import NodeOrigin
+from ._signin import SigninStore
 from ._usage import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 
 
@@ -438,6 +439,11 @@ class Store(Protocol):
     @property
     def blobs(self) -> BlobStore:
         """Where blob bytes live (content-addressed, shared by every organization)."""
+        ...
+
+    @property
+    def signins(self) -> SigninStore:
+        """Board sign-in codes and sessions (``skift._signin``), shared by every organization."""
         ...
 
     def transaction(

@@ -75,6 +75,7 @@ from skift import (
 )
 
 from ._queries import q
+from ._signin import PgSignins
 
 log = logging.getLogger("skift_pg")
 
@@ -384,6 +385,7 @@ class PgStore:
         self._offset = timedelta()
         self._waiters: dict[UUID, asyncio.Event] = {}
         self._listener: asyncio.Task[None] | None = None
+        self.signins = PgSignins(self)
 
     def set_clock_offset(self, offset: timedelta) -> None:
         self._offset = offset

@@ -1,0 +1,74 @@
+"""Board sign-in codes and sessions in PostgreSQL (``skift.SigninStore``; queries/signin.sql)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import skift
+
+from ._queries import q
+
+if TYPE_CHECKING:
+    from ._store import PgStore
+
+
+def _record(row: dict[str, Any]) -> skift.SigninRecord:
+    return skift.SigninRecord(
+        digest=row["digest"],
+        kind=skift.SigninKind(row["kind"]),
+        principal=skift.Principal(
+            id=row["id"],
+            org_id=row["org_id"],
+            name=row["name"],
+            kind=skift.PrincipalKind(row["principal_kind"]),
+            created_at=row["principal_created_at"],
+        ),
+        org=row["org_name"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+    )
+
+
+class PgSignins:
+    """:class:`skift.SigninStore` over the store's pool, each call one statement."""
+
+    def __init__(self, store: PgStore) -> None:
+        self._store = store
+
+    async def _one(self, name: str, **params: Any) -> skift.SigninRecord | None:
+        store = self._store
+        await store._ensure_open()  # pyright: ignore[reportPrivateUsage]
+        async with store._pool.connection() as conn:  # pyright: ignore[reportPrivateUsage]
+            cur = await conn.execute(
+                q(name),
+                {**params, "offset": store._offset},  # pyright: ignore[reportPrivateUsage]
+            )
+            row = await cur.fetchone()
+        return _record(row) if row else None
+
+    async def insert(
+        self,
+        *,
+        digest: str,
+        kind: skift.SigninKind,
+        principal: skift.Principal,
+        org: str,
+        ttl: timedelta,
+    ) -> skift.SigninRecord:
+        got = await self._one(
+            "signin_insert",
+            digest=digest,
+            kind=kind.value,
+            org=principal.org_id,
+            principal=principal.id,
+            ttl=ttl,
+        )
+        assert got is not None
+        return got
+
+    async def spend(self, digest: str, kind: skift.SigninKind) -> skift.SigninRecord | None:
+        return await self._one("signin_spend", digest=digest, kind=kind.value)
+
+    async def live(self, digest: str, kind: skift.SigninKind) -> skift.SigninRecord | None:
+        return await self._one("signin_live", digest=digest, kind=kind.value)
