@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from ._blobs import BlobStore, FileBlobStore, MemoryBlobStore, default_blob_dir, digest_of
     from ._convert import from_json, to_json
+    from ._edges import EdgeEnd, EdgeInfo
     from ._engine import Actor, Engine
     from ._errors import (
         Conflict,
@@ -151,6 +152,8 @@ if TYPE_CHECKING:
 # it under TYPE_CHECKING above (for type checkers), map it to its module here,
 # and list it in __all__ (tests/cli/test_cli_imports.py resolves every name).
 _LAZY: dict[str, str] = {
+    "EdgeEnd": "_edges",
+    "EdgeInfo": "_edges",
     "BoardSession": "_signin",
     "SigninCode": "_signin",
     "SigninKind": "_signin",
@@ -335,6 +338,8 @@ __all__ = [
     "Derived",
     "DropNode",
     "Edge",
+    "EdgeEnd",
+    "EdgeInfo",
     "EdgeKind",
     "Engine",
     "Event",

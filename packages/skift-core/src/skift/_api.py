@@ -33,6 +33,8 @@ from ._artifacts import check_upload as artifacts_check_upload
 from ._artifacts import find_blob as artifacts_find_blob
 from ._artifacts import record_blob as artifacts_record_blob
 from ._blobs import FileBlobStore, check_digest
+from ._edges import EdgeInfo
+from ._edges import edges as edges_around
 from ._engine import Actor, Engine, NodeFilter, filter_from, token_digest
 from ._errors import Conflict, Invalid, NothingReady, Refused, Unauthenticated, Unavailable
 from ._importer import BeadsImport, DryRun
@@ -730,6 +732,10 @@ class LocalSkift:
                 tx, a, flt, limit=limit, page=page, attributed=attributed
             )
         )
+
+    async def edges(self, nodes: Sequence[str], *, project: str | None = None) -> list[EdgeInfo]:
+        """The ``blocks`` edges into and out of these nodes (references or ids), both ends named."""
+        return await self._run(lambda tx, a: edges_around(self.engine, tx, nodes, project))
 
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation:
         return await self._run(lambda tx, a: self.engine.explain(tx, ref, project))
