@@ -10,7 +10,7 @@ ARGS ?=
 
 ## run: serve skift on the embedded PostgreSQL (no database to configure); prints how to connect
 run: sync
-	$(UV) run skift-serve $(ARGS)
+	$(UV) run skift-serve --http 127.0.0.1:7434 $(ARGS)
 
 ## walkthrough: a scripted walk through the library on the embedded PostgreSQL
 walkthrough: sync

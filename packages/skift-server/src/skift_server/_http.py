@@ -4,6 +4,7 @@
 - ``GET /readyz``: 200 while it serves, 503 while it drains or its store does
   not answer (readiness: take it out of a load balancer).
 - ``GET /metrics``: Prometheus text format (see ``_metrics``).
+- everything else: the web board (``skift_server.board``, docs/board.md).
 """
 
 from __future__ import annotations
@@ -40,5 +41,6 @@ def http_app(server: SkiftServer) -> Starlette:
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
+            *server.board.routes(),
         ]
     )

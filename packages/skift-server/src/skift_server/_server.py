@@ -7,7 +7,7 @@ the user's data directory, or ``--memory``), applies migrations, and serves:
   the kernel names the caller (SO_PEERCRED), and optionally on TCP
   (``--listen``) where a bearer token does, with TLS when given a
   certificate and key;
-- HTTP (``--http``): ``/healthz``, ``/readyz`` and ``/metrics``;
+- HTTP (``--http``): ``/healthz``, ``/readyz``, ``/metrics`` and the web board;
 - the lease-expiry sweeper, every ``--sweep-every`` seconds.
 
 SIGTERM (or SIGINT) drains: the server stops accepting connections, answers
@@ -46,6 +46,7 @@ from ._oidc import OidcVerifier
 from ._paths import announce_starting, clear_starting, default_socket_path, prepare_socket_path
 from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
 from ._wire import StrictCodec
+from .board import Board
 
 _log = logging.getLogger("skift_server")
 
@@ -110,6 +111,7 @@ class SkiftServer:
         self.health = Health()
         self.metrics = Metrics()
         self.service: SkiftService | None = None
+        self.board = Board(lambda: self.base)
 
     @property
     def base(self) -> skift.LocalSkift:
@@ -366,6 +368,7 @@ class SkiftServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
         self._grpc.clear()
+        self.board.closing.set()  # the board's live streams end, so HTTP can close
         if self._http is not None:
             self._http.should_exit = True
         for task in self._tasks:
@@ -430,6 +433,10 @@ def connect_hint(server: SkiftServer) -> str:
     if server.http_address:
         lines.append(
             f"  HTTP: http://{server.http_address[0]}:{server.http_address[1]}/healthz /readyz /metrics"
+        )
+        lines.append(
+            f"  the board: http://{server.http_address[0]}:{server.http_address[1]}/ "
+            "('skift board' prints a sign-in link)"
         )
     lines.append("Connect from Python:")
     lines.append("  import skift_server")
