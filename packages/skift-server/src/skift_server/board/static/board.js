@@ -39,9 +39,9 @@
   var pending = null;
   var running = false;
   function refresh() {
-    if (running) { pending = pending || setTimeout(refresh, 200); return; }
-    running = true;
     pending = null;
+    if (running) { pending = setTimeout(refresh, 100); return; }
+    running = true;
     fetch(location.href, { credentials: "same-origin", headers: { "x-board-live": "1" } })
       .then(function (res) { return res.ok ? res.text() : null; })
       .then(function (html) {
