@@ -9,9 +9,9 @@ organization's work staying invisible.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -146,16 +146,13 @@ async def test_gate_seen_by_the_cli_as_ready_after_the_board_answers(
         await gate.get_by_role("button", name=f"Complete {slug}#1").click()
         assert f"Completed {slug}#1" in await flash(page)
     env = {**os.environ, "SKIFT_SERVER": person.server.socket_url, "NO_COLOR": "1"}
-    out = subprocess.run(
-        [str(Path(sys.executable).parent / "skift"), "ready", "-p", slug, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    assert [(n["ref"], n["ready"]) for n in json.loads(out.stdout)["nodes"]] == [
-        (f"{slug}#2", True)
-    ]
+    cli = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "skift"), "ready", "-p", slug, "--json",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await cli.communicate()
+    assert cli.returncode == 0, err.decode()
+    assert [(n["ref"], n["ready"]) for n in json.loads(out)["nodes"]] == [(f"{slug}#2", True)]
 
 
 async def test_hold_and_unhold_with_a_reason(browser: Any, person: Person) -> None:
@@ -393,3 +390,23 @@ async def test_keyboard_reaches_everything(browser: Any, person: Person) -> None
     assert await page.evaluate("document.activeElement.textContent") == "Complete tour#2"
     await page.keyboard.press("Enter")
     assert "Completed tour#2" in await flash(page)
+
+
+async def test_preempt_a_lease(browser: Any, person: Person) -> None:
+    """A person takes a lease from an agent with a reason: the node is free to claim again,
+    the lease ended as preempted, and the agent's next write under it is refused."""
+    await person.sk.create_project("Stuck", slug="stuck")
+    await person.sk.patch("stuck", [skift.CreateNode(alias="a", title="Stuck work")])
+    async with person.agent("slowpoke") as bot:
+        claim = await bot.claim("stuck#1")
+        page = await signed_in(browser, person)
+        await page.goto(f"{person.server.url}/n/stuck/1")
+        await page.get_by_label("Why take the lease from slowpoke").fill("stuck for an hour")
+        await page.get_by_role("button", name="Preempt the lease").click()
+        assert "Preempted the lease on stuck#1" in await flash(page)
+        assert (await person.sk.get("stuck#1")).ready
+        history = await person.sk.leases("stuck#1")
+        assert history[-1].release_reason is skift.ReleaseReason.PREEMPTED
+        assert "preempted" in await page.locator(".leases").inner_text()
+        with pytest.raises(skift.SkiftError):
+            await bot.complete("stuck#1", lease=claim.lease.id, result="late")

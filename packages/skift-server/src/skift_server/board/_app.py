@@ -105,6 +105,7 @@ class Board:
             "reopen": _reopen,
             "focus": _focus,
             "clear_focus": _clear_focus,
+            "preempt": _preempt,
         }
 
     def routes(self) -> list[BaseRoute]:
@@ -471,3 +472,9 @@ async def _focus(sk: skift.LocalSkift, f: dict[str, str]) -> str:
 async def _clear_focus(sk: skift.LocalSkift, f: dict[str, str]) -> str:
     got = await sk.clear_focus(reason=_reason(f), project=f.get("project") or None)
     return f"Cleared the focus of {got.scope}: released {len(got.released)}"
+
+
+async def _preempt(sk: skift.LocalSkift, f: dict[str, str]) -> str:
+    ref = _ref(f)
+    await sk.release(ref, preempt=True, reason=_reason(f))
+    return f"Preempted the lease on {ref}: it is free to claim again"
