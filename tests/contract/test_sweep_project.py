@@ -21,7 +21,7 @@ import pytest
 from sweepgen import commands, run_both
 
 import skift
-from skift.sweep import Command
+from skift.sweep import Command, emit_document, parse_document
 from skift.sweep._project import ProjectState
 
 NOW = "2026-07-02T12:00:00+00:00"
@@ -162,3 +162,25 @@ async def test_random_sequences_answer_as_on_a_file(sk: skift.LocalSkift, seed: 
     ps = ProjectState(sk, f"equiv-{seed}")
     with tempfile.TemporaryDirectory() as d:
         assert await run_both(commands(random.Random(seed), 25), ps, d) == []
+
+
+async def test_a_large_import_spans_patches_and_keeps_every_item(
+    sk: skift.LocalSkift, tmp_path: Path
+) -> None:
+    items = "".join(
+        f'  "s:{i}":\n    source: "s"\n    status: "{("ack_deferred", "closed", "source_gone", "ingested")[i % 4]}"\n'
+        f'    fix_ref: "#1"\n    verified_merge_sha: "abc"\n    verified_at: "{NOW}"\n'
+        for i in range(700)
+    )
+    src = tmp_path / "big.yml"
+    src.write_text(f'schema_version: 1\nsources:\n  s:\n    cursor: "700"\nitems:\n{items}')
+    ps = ProjectState(sk, "bulk")
+    assert (await ps.import_file(str(src))).payload == {"items": 700, "sources": 1}
+    exported = tmp_path / "out.yml"
+    await ps.export(str(exported))
+    # the bytes file mode writes for this state (items in key order)
+    assert exported.read_text() == emit_document(parse_document(src.read_text()))
+    page = await sk.list_nodes(
+        projects=["bulk"], labels=["sweep-status:ack_deferred"], held=True, limit=500
+    )
+    assert len(page.nodes) == 175

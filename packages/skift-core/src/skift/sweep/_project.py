@@ -292,6 +292,7 @@ class ProjectState:
                     alias="state",
                     title="sweep state",
                     kind=STATE_KIND,
+                    priority=skift.Priority.P4,  # last in a person's turn order
                     labels=(STATE_LABEL,),
                     assignee_kind=skift.AssigneeKind.USER,
                     body=_state_body(None),
@@ -394,9 +395,7 @@ class ProjectState:
         written = _normalize(new).state
         assert written is not None
         items: dict[str, Any] = written.pop("items", {})
-        ops: list[Any] = []
-        if _fingerprint(written) != before.doc:
-            ops.append(skift.UpdateNode(node=lock.ref, body=_state_body(written)))
+        groups: list[list[Any]] = []  # one item's operations stay in one patch (its alias)
         whole = {**written, "items": items}
         fresh = 0
         for key, item in items.items():
@@ -410,13 +409,21 @@ class ProjectState:
             node = nodes.get(key)
             if node is None:
                 fresh += 1
-                ops.extend(self._create_ops(f"i{fresh}", key, record))
+                groups.append(self._create_ops(f"i{fresh}", key, record))
             else:
-                ops.extend(self._update_ops(node, key, record))
-        for i in range(0, len(ops), _OPS_PER_PATCH):
+                groups.append(self._update_ops(node, key, record))
+        patches: list[list[Any]] = [[]]
+        for group in groups:
+            if patches[-1] and len(patches[-1]) + len(group) > _OPS_PER_PATCH:
+                patches.append([])
+            patches[-1].extend(group)
+        if _fingerprint(written) != before.doc:
+            # last, with the final items: a failure part way leaves the document as it was
+            patches[-1].append(skift.UpdateNode(node=lock.ref, body=_state_body(written)))
+        for i, ops in enumerate(p for p in patches if p):
             if i:
                 await self.sk.heartbeat(lock.ref, lease=lock.lease, ttl=self.lock_ttl)
-            await self.sk.patch(self.slug, ops[i : i + _OPS_PER_PATCH], lease=lock.lease)
+            await self.sk.patch(self.slug, ops, lease=lock.lease)
 
     def _create_ops(self, alias: str, key: str, item: dict[str, Any]) -> list[Any]:
         import skift
