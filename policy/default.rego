@@ -210,6 +210,11 @@ well_formed(i) if {
 	i.action in accounting_actions
 }
 
+well_formed(i) if {
+	is_object(i)
+	i.action == "manage_webhook"
+}
+
 deny contains d if {
 	some i in input.intents
 	well_formed(i)
@@ -405,5 +410,23 @@ deny contains {
 	some i in input.intents
 	i.action == "update"
 	"cap" in i.changes
+	not person
+}
+
+# ---------------------------------------------------------------- webhooks
+#
+#   manage_webhook  add, rotate, disable, enable or test a project's webhook
+#                   endpoint, or redeliver one of its deliveries; the intent
+#                   carries project (its slug). An endpoint sends a project's
+#                   changes to an address outside skift, so it is a person's call.
+
+permitted(i) if i.action == "manage_webhook"
+
+deny contains {
+	"msg": sprintf("only a person manages the webhooks of %s", [i.project]),
+	"next": "File a gate asking a person to do it (say which URL and which events), or watch the change stream yourself ('skift events --follow').",
+} if {
+	some i in input.intents
+	i.action == "manage_webhook"
 	not person
 }

@@ -98,6 +98,14 @@ from ._views import (
     SearchHit,
     TokenInfo,
 )
+from ._webhooks import DeliveryInfo, WebhookInfo
+from ._webhooks import add_webhook as webhooks_add
+from ._webhooks import list_deliveries as webhooks_deliveries
+from ._webhooks import list_webhooks as webhooks_list
+from ._webhooks import queue_test_delivery as webhooks_test
+from ._webhooks import redeliver as webhooks_redeliver
+from ._webhooks import rotate_webhook_secret as webhooks_rotate
+from ._webhooks import set_webhook_enabled as webhooks_set_enabled
 
 T = TypeVar("T")
 
@@ -300,6 +308,24 @@ class Skift(Protocol):
         limit: int = 100,
         wait: timedelta | None = None,
     ) -> EventPage: ...
+
+    async def add_webhook(
+        self, project: str, url: str, *, events: Sequence[str] | None = None
+    ) -> WebhookInfo: ...
+    async def webhooks(self, *, project: str | None = None) -> list[WebhookInfo]: ...
+    async def rotate_webhook_secret(self, webhook: str) -> WebhookInfo: ...
+    async def disable_webhook(self, webhook: str) -> WebhookInfo: ...
+    async def enable_webhook(self, webhook: str) -> WebhookInfo: ...
+    async def webhook_deliveries(
+        self,
+        webhook: str | None = None,
+        *,
+        project: str | None = None,
+        parked: bool = False,
+        limit: int | None = None,
+    ) -> list[DeliveryInfo]: ...
+    async def redeliver(self, delivery: str) -> DeliveryInfo: ...
+    async def test_webhook(self, webhook: str) -> DeliveryInfo: ...
 
 
 class LocalSkift:
@@ -1152,6 +1178,58 @@ class LocalSkift:
     async def org_limits(self) -> OrgLimits:
         """The size limits in force for this organization, and which it set itself."""
         return await self._run(lambda tx, a: org_get_limits(self.engine, tx))
+
+    # ---------------------------------------------------------------- webhooks
+
+    async def add_webhook(
+        self, project: str, url: str, *, events: Sequence[str] | None = None
+    ) -> WebhookInfo:
+        """Tell ``url`` about the project's changes (the operations ``events``; all when
+        None). The result's ``secret`` signs every delivery; it is shown this once."""
+        return await self._run(lambda tx, a: webhooks_add(self.engine, tx, a, project, url, events))
+
+    async def webhooks(self, *, project: str | None = None) -> list[WebhookInfo]:
+        """The endpoints of a project (of every project when None); never a secret."""
+        return await self._run(lambda tx, a: webhooks_list(self.engine, tx, project))
+
+    async def rotate_webhook_secret(self, webhook: str) -> WebhookInfo:
+        """A new secret for an endpoint (in the result, this once); the old one stops at once."""
+        return await self._run(lambda tx, a: webhooks_rotate(self.engine, tx, a, webhook))
+
+    async def disable_webhook(self, webhook: str) -> WebhookInfo:
+        """Send an endpoint nothing until it is enabled; what commits meanwhile waits for it."""
+        return await self._run(
+            lambda tx, a: webhooks_set_enabled(self.engine, tx, a, webhook, enabled=False)
+        )
+
+    async def enable_webhook(self, webhook: str) -> WebhookInfo:
+        return await self._run(
+            lambda tx, a: webhooks_set_enabled(self.engine, tx, a, webhook, enabled=True)
+        )
+
+    async def webhook_deliveries(
+        self,
+        webhook: str | None = None,
+        *,
+        project: str | None = None,
+        parked: bool = False,
+        limit: int | None = None,
+    ) -> list[DeliveryInfo]:
+        """Deliveries newest first: of one endpoint, one project, or all; only parked ones
+        with ``parked``."""
+        return await self._run(
+            lambda tx, a: webhooks_deliveries(
+                self.engine, tx, webhook=webhook, project=project, parked=parked, limit=limit
+            )
+        )
+
+    async def redeliver(self, delivery: str) -> DeliveryInfo:
+        """Queue a delivered or parked delivery again, with the same id and window."""
+        return await self._run(lambda tx, a: webhooks_redeliver(self.engine, tx, a, delivery))
+
+    async def test_webhook(self, webhook: str) -> DeliveryInfo:
+        """Queue a delivery with an empty window to an endpoint, to check its receiver."""
+        return await self._run(lambda tx, a: webhooks_test(self.engine, tx, a, webhook))
 
     # ------------------------------------------------------ artifacts and blobs
 

@@ -46,6 +46,10 @@ class Limits:
     event_replay_window: timedelta = timedelta(days=7)
     event_wait_ceiling: timedelta = timedelta(minutes=10)
     statement_timeout: timedelta = timedelta(seconds=30)
+    # webhooks (docs/webhooks.md): endpoints per project, and whether an endpoint may
+    # point at loopback or private addresses (skift serve --webhook-allow-private)
+    webhooks_per_project: int = 20
+    webhook_allow_private: bool = False
 
 
 DEFAULT_LIMITS = Limits()

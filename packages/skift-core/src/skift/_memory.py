@@ -17,6 +17,7 @@ from uuid import UUID
 
 import attrs
 
+from . import _memory_webhooks as webhooks
 from . import _readiness as readiness
 from . import _search as search
 from ._artifacts import ArtifactRecord, BlobRecord
@@ -50,6 +51,7 @@ from ._store import (
     Writer,
 )
 from ._usage import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
+from ._webhook_records import Delivery, DeliveryStats, DueDelivery
 
 Undo = Callable[[], None]
 
@@ -81,6 +83,7 @@ class _State:
         self.blobs: dict[tuple[UUID, str], BlobRecord] = {}
         self.comments: dict[UUID, Comment] = {}
         self.origins: dict[tuple[UUID, str], NodeOrigin] = {}
+        self.webhooks = webhooks.WebhookState()
 
 
 class MemoryStore:
@@ -151,8 +154,41 @@ class MemoryStore:
     async def close(self) -> None:
         return None
 
+    # the webhook delivery worker (skift._memory_webhooks)
+    async def claim_deliveries(self, *, limit: int, lease: timedelta) -> list[DueDelivery]:
+        async with self._lock:
+            return webhooks.claim(self._state, self._now(), limit=limit, lease=lease)
 
-class MemoryTx:
+    async def settle_delivery(
+        self,
+        delivery: Delivery,
+        *,
+        delivered: bool,
+        status: int | None,
+        error: str | None,
+        retry_in: timedelta | None,
+    ) -> bool:
+        async with self._lock:
+            return webhooks.settle(
+                self._state,
+                self._now(),
+                delivery,
+                delivered=delivered,
+                status=status,
+                error=error,
+                retry_in=retry_in,
+            )
+
+    async def delivery_stats(self) -> DeliveryStats:
+        return webhooks.stats(self._state)
+
+    async def wait_for_any_change(self, timeout: timedelta) -> None:
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout.total_seconds())
+
+
+class MemoryTx(webhooks.MemoryWebhooksTx):
     """One serialized transaction over the in-memory state, undone on failure."""
 
     def __init__(self, state: _State, org_id: UUID, now: datetime) -> None:
@@ -161,6 +197,8 @@ class MemoryTx:
         self._now = now
         self._undo: list[Undo] = []
         self.wrote = False
+        self._wstate = state
+        self._remember = self._set
 
     @property
     def org_id(self) -> UUID:
@@ -772,6 +810,7 @@ class MemoryTx:
         self._s.events.extend(events)
         self.wrote = True
         self._undo.append(lambda: self._s.events.__delitem__(slice(start, None)))
+        self._announce(start)
 
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         rows = [

@@ -42,6 +42,7 @@ from ._models import (
 from ._origins import NodeOrigin
 from ._signin import SigninStore
 from ._usage import Budget, Rate, UsageRecord, UsageScope, UsageTotal
+from ._webhook_records import Delivery, DeliveryStats, DueDelivery, Endpoint
 
 
 class TransientError(Exception):
@@ -432,6 +433,42 @@ class Tx(Protocol):
         """The positions of these events, and the horizon (read together)."""
         ...
 
+    # webhooks (skift._webhooks). append_events also coalesces what it appends into
+    # the open delivery of every endpoint (enabled or not) of the events' projects
+    # that wants their operations and was created before them: counts added,
+    # ``through`` moved to the newest of them (a new open delivery when none is).
+    async def insert_endpoint(self, endpoint: Endpoint, *, start_event: UUID) -> None:
+        """Write an endpoint whose watermark is the position of ``start_event``, an event
+        this transaction appended."""
+        ...
+
+    async def endpoint_by_id(self, endpoint_id: UUID, *, lock: bool = False) -> Endpoint | None: ...
+    async def endpoint_by_url(self, project_id: UUID, url: str) -> Endpoint | None: ...
+    async def endpoints(self, project_id: UUID | None) -> list[Endpoint]:
+        """A project's endpoints (every project's when None), oldest first."""
+        ...
+
+    async def update_endpoint(self, endpoint: Endpoint) -> None:
+        """Write an endpoint's secret, events and disabled_at."""
+        ...
+
+    async def deliveries(
+        self,
+        *,
+        endpoint_id: UUID | None,
+        project_id: UUID | None,
+        parked_only: bool,
+        limit: int,
+    ) -> list[Delivery]:
+        """Deliveries newest first, of one endpoint and/or project (all when None)."""
+        ...
+
+    async def delivery_by_id(self, delivery_id: UUID, *, lock: bool = False) -> Delivery | None: ...
+    async def insert_delivery(self, delivery: Delivery) -> None: ...
+    async def update_delivery(self, delivery: Delivery) -> None:
+        """Write a delivery's attempts, next_attempt_at, delivered_at and parked_at."""
+        ...
+
 
 class Store(Protocol):
     """A place skift keeps its graph."""
@@ -470,6 +507,37 @@ class Store(Protocol):
 
     def set_clock_offset(self, offset: timedelta) -> None:
         """Move this store's clock (tests only): every ``now()`` is shifted by ``offset``."""
+        ...
+
+    # the webhook delivery worker (skift_server), across organizations
+    async def claim_deliveries(self, *, limit: int, lease: timedelta) -> list[DueDelivery]:
+        """Claim up to ``limit`` deliveries due now, of enabled endpoints, skipping rows
+        others hold, for one attempt each: ``attempts`` + 1, ``next_attempt_at`` pushed
+        ``lease`` ahead (so no other worker sends it meanwhile; a worker that dies
+        mid-attempt leaves it to be retried after that). An endpoint's deliveries go one
+        at a time, oldest first. An open delivery is sealed when claimed, once every
+        transaction that could add to its window has finished (its ``through`` is below
+        the change stream's horizon): ``after`` becomes the endpoint's watermark and the
+        watermark its ``through``."""
+        ...
+
+    async def settle_delivery(
+        self,
+        delivery: Delivery,
+        *,
+        delivered: bool,
+        status: int | None,
+        error: str | None,
+        retry_in: timedelta | None,
+    ) -> bool:
+        """Record an attempt's outcome (if the delivery is still on that attempt):
+        delivered, or retried after ``retry_in``, or parked (``retry_in`` None).
+        ``error`` is cut to 512 bytes. False when the attempt was no longer current."""
+        ...
+
+    async def delivery_stats(self) -> DeliveryStats: ...
+    async def wait_for_any_change(self, timeout: timedelta) -> None:
+        """Return when something in any organization may have changed, or at the timeout."""
         ...
 
     async def close(self) -> None: ...

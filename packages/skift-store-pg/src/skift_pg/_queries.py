@@ -37,16 +37,15 @@ def parse(text: str) -> dict[str, str]:
 
 @cache
 def queries() -> dict[str, str]:
-    """Every named query of the store."""
-    out: dict[str, str] = {}
+    """Every named query of the store. A fragment may be spliced into a query of
+    another file (the change stream's horizon is used by the webhook claim)."""
     folder = resources.files("skift_pg") / "queries"
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".sql"):
-            for name, sql in parse(entry.read_text(encoding="utf-8")).items():
-                if name in out:
-                    raise ValueError(f"query {name!r} is defined in two files")
-                out[name] = sql
-    return out
+    texts = [
+        entry.read_text(encoding="utf-8")
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".sql")
+    ]
+    return parse("\n".join(texts))
 
 
 @cache

@@ -33,7 +33,10 @@ from skift import (
     Budget,
     Comment,
     Conflict,
+    Delivery,
+    DeliveryStats,
     Derived,
+    DueDelivery,
     Edge,
     EdgeKind,
     Event,
@@ -74,6 +77,7 @@ from skift import (
     ulid_str,
 )
 
+from . import _webhooks as webhooks
 from ._queries import q
 from ._signin import PgSignins
 
@@ -384,6 +388,7 @@ class PgStore:
         self._open_lock = asyncio.Lock()
         self._offset = timedelta()
         self._waiters: dict[UUID, asyncio.Event] = {}
+        self._any_change = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self.signins = PgSignins(self)
 
@@ -498,10 +503,54 @@ class PgStore:
                 event = self._waiters.pop(org, None)
                 if event is not None:
                     event.set()
+                self._any_change.set()
         except psycopg.Error:
             log.info("the change listener lost its connection; waiters fall back to polling")
         finally:
             await conn.close()
+
+    # the webhook delivery worker (skift_pg._webhooks), across organizations
+    async def claim_deliveries(self, *, limit: int, lease: timedelta) -> list[DueDelivery]:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await webhooks.claim(conn, self._offset, limit=limit, lease=lease)
+
+    async def settle_delivery(
+        self,
+        delivery: Delivery,
+        *,
+        delivered: bool,
+        status: int | None,
+        error: str | None,
+        retry_in: timedelta | None,
+    ) -> bool:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await webhooks.settle(
+                conn,
+                self._offset,
+                delivery,
+                delivered=delivered,
+                status=status,
+                error=error,
+                retry_in=retry_in,
+            )
+
+    async def delivery_stats(self) -> DeliveryStats:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await webhooks.stats(conn)
+
+    async def wait_for_any_change(self, timeout: timedelta) -> None:
+        """Wait for a NOTIFY naming any organization (polling by the caller is the
+        correctness path)."""
+        if not self.listen:
+            await asyncio.sleep(timeout.total_seconds())
+            return
+        await self._ensure_listener()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._any_change.wait(), timeout.total_seconds())
+        self._any_change.clear()
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -514,7 +563,7 @@ class PgStore:
             self._opened = False
 
 
-class PgTx:
+class PgTx(webhooks.PgWebhooksTx):
     """One transaction in one organization."""
 
     def __init__(self, conn: Conn, org_id: UUID, offset: timedelta) -> None:
@@ -1283,6 +1332,7 @@ class PgTx:
         ]
         await self._send_many("insert_event", params)
         self.notified = True
+        await self.announce(events)
 
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]

@@ -1,0 +1,386 @@
+"""Webhooks: the rules of endpoints and deliveries (seed 004, docs/webhooks.md).
+
+A project nominates endpoints to be told when its events commit. The store
+writes a delivery in the same transaction as the events (coalescing into the
+endpoint's one open delivery); the server's worker attempts it afterwards, so a
+broken receiver never rolls back or slows a write. A delivery says what changed
+and nothing more: a window ``(after, through]`` of the change stream's cursor
+and counts by operation; the receiver reads the events through the API.
+
+Who manages endpoints follows the policy (the default: a person; an agent is
+refused and files a gate to ask). Creating, rotating, disabling and enabling an
+endpoint are events; a secret never is.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import attrs
+
+from . import _stream
+from ._errors import Conflict, Invalid, LimitExceeded, NotFound
+from ._intent import intent
+from ._refs import new_id, parse_ulid, ulid_str
+from ._store import EventPosition
+from ._webhook_records import Delivery, DueDelivery, Endpoint
+from ._webhook_wire import SECRET_BYTES, address_refusal, headers, payload, secret_text
+
+if TYPE_CHECKING:
+    from ._engine import Actor, Engine
+    from ._models import Project
+    from ._store import Tx
+
+URL_MIN_BYTES = 8
+URL_MAX_BYTES = 2048
+_OP = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_LIST_NEXT = "List them with 'skift webhook list -p PROJECT'."
+
+
+@attrs.frozen(kw_only=True)
+class WebhookInfo:
+    """An endpoint as a caller sees it. ``secret`` (``whsec_…``) is filled only by
+    :meth:`~skift.LocalSkift.add_webhook` and :meth:`~skift.LocalSkift.rotate_webhook_secret`:
+    it is shown once and never again."""
+
+    id: str
+    url: str
+    project: str
+    events: tuple[str, ...]
+    created_at: datetime
+    disabled_at: datetime | None = None
+    secret: str | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryInfo:
+    """A delivery as a caller sees it.
+
+    ``state``: ``pending``, ``delivered`` or ``parked``. ``after`` and ``through``
+    are change-stream cursors: ``watch_events(after=after, projects=[project])``
+    returns the window's events first, ending with the one whose cursor is
+    ``through``. ``after`` is None until the first attempt fixes the window (until
+    then, what commits coalesces into it). ``next_attempt_at`` only while pending.
+    """
+
+    id: str
+    webhook: str
+    project: str
+    state: str
+    attempts: int
+    next_attempt_at: datetime | None
+    last_status: int | None
+    last_error: str | None
+    after: str | None
+    through: str
+    counts: Mapping[str, int]
+    created_at: datetime
+    delivered_at: datetime | None = None
+    parked_at: datetime | None = None
+
+
+# ------------------------------------------------------------------ views
+
+
+def _cursor(pos: tuple[int, UUID], at: datetime) -> str:
+    return _stream.encode(EventPosition(seq=pos[0], id=pos[1]), at)
+
+
+def delivery_info(d: Delivery, slug: str) -> DeliveryInfo:
+    at = d.sealed_at or d.created_at
+    return DeliveryInfo(
+        id=ulid_str(d.id),
+        webhook=ulid_str(d.endpoint_id),
+        project=slug,
+        state=d.state,
+        attempts=d.attempts,
+        next_attempt_at=d.next_attempt_at if d.state == "pending" else None,
+        last_status=d.last_status,
+        last_error=d.last_error,
+        after=_cursor(d.after, at) if d.after is not None else None,
+        through=_cursor(d.through, at),
+        counts=dict(sorted(d.counts.items())),
+        created_at=d.created_at,
+        delivered_at=d.delivered_at,
+        parked_at=d.parked_at,
+    )
+
+
+def delivery_request(
+    due: DueDelivery, *, timestamp: int | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one attempt at a claimed delivery (Standard Webhooks v1)."""
+    info = delivery_info(due.delivery, due.project_slug)
+    body = payload(
+        delivery=info.id,
+        project=due.project_slug,
+        after=info.after,
+        through=info.through,
+        counts=info.counts,
+    )
+    return body, headers(due.secret, info.id, body, timestamp=timestamp)
+
+
+def _info(ep: Endpoint, slug: str, secret: bytes | None = None) -> WebhookInfo:
+    return WebhookInfo(
+        id=ulid_str(ep.id),
+        url=ep.url,
+        project=slug,
+        events=ep.events,
+        created_at=ep.created_at,
+        disabled_at=ep.disabled_at,
+        secret=secret_text(secret) if secret is not None else None,
+    )
+
+
+async def _slugs(tx: Tx, ids: Collection[UUID]) -> dict[UUID, str]:
+    return {pid: p.slug for pid, p in (await tx.projects_by_id(set(ids))).items()}
+
+
+# ------------------------------------------------------------------ checks
+
+
+def check_url(url: str, *, allow_private: bool) -> str:
+    """The endpoint URL, checked: http or https, a host, 8 to 2,048 bytes, and not a
+    literal loopback or private address (unless the server allows them).
+
+    A name is resolved only when a delivery connects (where every address it
+    resolves to is checked again), so a name that later points somewhere private
+    is still refused.
+    """
+    text = url.strip()
+    size = len(text.encode())
+    if not URL_MIN_BYTES <= size <= URL_MAX_BYTES:
+        raise Invalid(
+            f"a webhook URL is {URL_MIN_BYTES} to {URL_MAX_BYTES} bytes; this one is {size}",
+            next="Give the full address of the receiver, e.g. https://hooks.example.com/skift.",
+        )
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        parts.port  # noqa: B018 (a bad port raises here)
+    except ValueError as exc:
+        raise Invalid(f"{text!r} is not a URL ({exc})", next="Give an http or https URL.") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise Invalid(
+            f"{text!r} is not an http or https URL with a host",
+            next="Give an address like https://hooks.example.com/skift.",
+        )
+    if parts.fragment:
+        raise Invalid(f"{text!r} has a fragment", next="Leave out the '#…' part.")
+    refusal = _literal_refusal(host, allow_private=allow_private)
+    if refusal:
+        raise Invalid(
+            f"deliveries may not go to {host}: {refusal}",
+            next="Give a public address (a server run with --webhook-allow-private accepts "
+            "loopback and private ones, for tests and private networks).",
+        )
+    return text
+
+
+def _literal_refusal(host: str, *, allow_private: bool) -> str | None:
+    if host.lower() in ("localhost", "localhost.") or host.lower().endswith(".localhost"):
+        return None if allow_private else f"{host} is a loopback name"
+    try:
+        return address_refusal(host, allow_private=allow_private)
+    except ValueError:
+        return None  # a name: checked when a delivery connects
+
+
+def check_events(events: Sequence[str] | None) -> tuple[str, ...]:
+    """The operations an endpoint wants, deduplicated and sorted (empty: all)."""
+    out: set[str] = set()
+    for op in events or ():
+        name = op.strip()
+        if not _OP.match(name):
+            raise Invalid(
+                f"{op!r} is not an event operation",
+                next="Give operation names such as create_node or complete_node "
+                "(see 'Events' in docs/concepts.md), or none for all.",
+            )
+        out.add(name)
+    return tuple(sorted(out))
+
+
+def _authorize(e: Engine, actor: Actor, project: Project) -> None:
+    e.authorize(actor, [intent("manage_webhook", project=project.slug)])
+
+
+async def _endpoint(tx: Tx, ref: str, *, lock: bool = False) -> Endpoint:
+    ident = parse_ulid(ref.strip())
+    ep = await tx.endpoint_by_id(ident, lock=lock) if ident is not None else None
+    if ep is None:
+        raise NotFound(f"no webhook {ref!r}", next=_LIST_NEXT)
+    return ep
+
+
+# ------------------------------------------------------------------ rules
+
+
+async def add_webhook(
+    e: Engine, tx: Tx, actor: Actor, project: str, url: str, events: Sequence[str] | None
+) -> WebhookInfo:
+    """Register an endpoint; the result carries its secret, shown this once."""
+    proj = await e.resolve_project(tx, project)
+    checked = check_url(url, allow_private=e.limits.webhook_allow_private)
+    ops = check_events(events)
+    _authorize(e, actor, proj)
+    existing = await tx.endpoint_by_url(proj.id, checked)
+    if existing is not None:
+        raise Conflict(
+            f"{checked} is already webhook {ulid_str(existing.id)} of {proj.slug}",
+            next="Use that one ('skift webhook rotate ID' for a new secret, 'enable ID' if it is "
+            "disabled); one endpoint per URL per project.",
+            webhook=ulid_str(existing.id),
+        )
+    count = len(await tx.endpoints(proj.id))
+    bound = e.limits.webhooks_per_project
+    if count >= bound:
+        raise LimitExceeded(
+            f"{proj.slug} has {count} webhooks, the most a project may have",
+            next="Disable one you no longer need, or point several consumers at one receiver.",
+            limit="webhooks_per_project",
+            bound=bound,
+        )
+    now = await tx.now()
+    secret = secrets.token_bytes(SECRET_BYTES)
+    ep = Endpoint(
+        id=new_id(),
+        org_id=tx.org_id,
+        project_id=proj.id,
+        url=checked,
+        events=ops,
+        secret=secret,
+        created_at=now,
+    )
+    event = await e._event(  # pyright: ignore[reportPrivateUsage]
+        tx,
+        actor,
+        "create_webhook",
+        project_id=proj.id,
+        after={"webhook": ulid_str(ep.id), "url": checked, "events": list(ops)},
+    )
+    await tx.append_events([event])
+    # after its creation event, so the endpoint is told of what commits after it
+    await tx.insert_endpoint(ep, start_event=event.id)
+    return _info(ep, proj.slug, secret)
+
+
+async def rotate_webhook_secret(e: Engine, tx: Tx, actor: Actor, ref: str) -> WebhookInfo:
+    """Give an endpoint a new secret (returned this once); the old one stops signing at once."""
+    ep = await _endpoint(tx, ref, lock=True)
+    proj = await e.resolve_project(tx, ulid_str(ep.project_id))
+    _authorize(e, actor, proj)
+    secret = secrets.token_bytes(SECRET_BYTES)
+    await tx.update_endpoint(attrs.evolve(ep, secret=secret))
+    await _append(e, tx, actor, "rotate_webhook_secret", ep)
+    return _info(attrs.evolve(ep, secret=secret), proj.slug, secret)
+
+
+async def set_webhook_enabled(
+    e: Engine, tx: Tx, actor: Actor, ref: str, *, enabled: bool
+) -> WebhookInfo:
+    """Disable an endpoint (nothing is sent to it; what commits meanwhile still coalesces
+    into its pending delivery) or enable it again (that delivery goes out)."""
+    ep = await _endpoint(tx, ref, lock=True)
+    proj = await e.resolve_project(tx, ulid_str(ep.project_id))
+    _authorize(e, actor, proj)
+    if (ep.disabled_at is None) == enabled:
+        return _info(ep, proj.slug)
+    changed = attrs.evolve(ep, disabled_at=None if enabled else await tx.now())
+    await tx.update_endpoint(changed)
+    await _append(e, tx, actor, "enable_webhook" if enabled else "disable_webhook", ep)
+    return _info(changed, proj.slug)
+
+
+async def _append(e: Engine, tx: Tx, actor: Actor, op: str, ep: Endpoint) -> None:
+    event = await e._event(  # pyright: ignore[reportPrivateUsage]
+        tx, actor, op, project_id=ep.project_id, after={"webhook": ulid_str(ep.id), "url": ep.url}
+    )
+    await tx.append_events([event])
+
+
+async def list_webhooks(e: Engine, tx: Tx, project: str | None) -> list[WebhookInfo]:
+    proj = await e.resolve_project(tx, project) if project else None
+    eps = await tx.endpoints(proj.id if proj else None)
+    slugs = await _slugs(tx, {ep.project_id for ep in eps})
+    return [_info(ep, slugs[ep.project_id]) for ep in eps]
+
+
+async def list_deliveries(
+    e: Engine,
+    tx: Tx,
+    *,
+    webhook: str | None,
+    project: str | None,
+    parked: bool,
+    limit: int | None,
+) -> list[DeliveryInfo]:
+    """Deliveries newest first: of one endpoint, of one project's, or of every one."""
+    size = e.page_size(limit)
+    endpoint_id = (await _endpoint(tx, webhook)).id if webhook else None
+    proj = await e.resolve_project(tx, project) if project else None
+    rows = await tx.deliveries(
+        endpoint_id=endpoint_id,
+        project_id=proj.id if proj else None,
+        parked_only=parked,
+        limit=size,
+    )
+    slugs = await _slugs(tx, {d.project_id for d in rows})
+    return [delivery_info(d, slugs[d.project_id]) for d in rows]
+
+
+async def _delivery(tx: Tx, ref: str) -> Delivery:
+    ident = parse_ulid(ref.strip())
+    d = await tx.delivery_by_id(ident, lock=True) if ident is not None else None
+    if d is None:
+        raise NotFound(
+            f"no delivery {ref!r}", next="List them with 'skift webhook deliveries [WEBHOOK]'."
+        )
+    return d
+
+
+async def redeliver(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
+    """Queue a delivered or parked delivery again: the same id, the same window, a fresh
+    retry schedule."""
+    d = await _delivery(tx, ref)
+    proj = await e.resolve_project(tx, ulid_str(d.project_id))
+    _authorize(e, actor, proj)
+    if d.state == "pending":
+        raise Conflict(
+            f"delivery {ref} is still pending (attempt {d.attempts} made)",
+            next="Wait for it: it is attempted on the retry schedule, then delivered or parked.",
+        )
+    now = await tx.now()
+    again = attrs.evolve(d, delivered_at=None, parked_at=None, attempts=0, next_attempt_at=now)
+    await tx.update_delivery(again)
+    return delivery_info(again, proj.slug)
+
+
+async def queue_test_delivery(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
+    """Queue a delivery with an empty window (``after`` equal to ``through``, no counts),
+    to check that a receiver is reachable and verifies the signature."""
+    ep = await _endpoint(tx, ref)
+    proj = await e.resolve_project(tx, ulid_str(ep.project_id))
+    _authorize(e, actor, proj)
+    assert ep.watermark is not None
+    now = await tx.now()
+    d = Delivery(
+        id=new_id(),
+        org_id=tx.org_id,
+        project_id=ep.project_id,
+        endpoint_id=ep.id,
+        through=ep.watermark,
+        after=ep.watermark,
+        sealed_at=now,
+        next_attempt_at=now,
+        created_at=now,
+    )
+    await tx.insert_delivery(d)
+    return delivery_info(d, proj.slug)
