@@ -22,7 +22,8 @@ HOOK = "https://hooks.example.com/skift"
 async def test_add_shows_the_secret_once_and_records_an_event(sk: skift.LocalSkift) -> None:
     p = await sk.create_project("Hooks")
     hook = await sk.add_webhook(p.slug, HOOK)
-    assert hook.secret is not None and hook.secret.startswith("whsec_")
+    assert hook.secret is not None
+    assert hook.secret.startswith("whsec_")
     assert len(base64.b64decode(hook.secret.removeprefix("whsec_"))) == 32
     assert (hook.url, hook.project, hook.events, hook.disabled_at) == (HOOK, "hooks", (), None)
     listed = await sk.webhooks(project=p.slug)
@@ -93,9 +94,11 @@ async def test_rotate_disable_enable_are_events_and_never_show_the_old_secret(
     p = await sk.create_project("Hooks")
     hook = await sk.add_webhook(p.slug, HOOK)
     rotated = await sk.rotate_webhook_secret(hook.id)
-    assert rotated.secret and rotated.secret != hook.secret
+    assert rotated.secret
+    assert rotated.secret != hook.secret
     off = await sk.disable_webhook(hook.id)
-    assert off.disabled_at is not None and off.secret is None
+    assert off.disabled_at is not None
+    assert off.secret is None
     assert (await sk.webhooks())[0].disabled_at == off.disabled_at
     again = await sk.disable_webhook(hook.id)  # already disabled: nothing changes
     assert again.disabled_at == off.disabled_at
@@ -133,11 +136,14 @@ async def test_commits_coalesce_into_one_pending_delivery_per_endpoint(
     assert (d.webhook, d.project, d.state, d.attempts) == (every.id, "hooks", "pending", 0)
     assert d.counts == {"complete_node": 1, "create_node": 3}
     assert d.after is None  # the window is fixed when the first attempt is made
-    assert d.next_attempt_at is not None and d.delivered_at is None and d.parked_at is None
+    assert d.next_attempt_at is not None
+    assert d.delivered_at is None
+    assert d.parked_at is None
     # the open window ends at the newest event it announces
     newest = [e for e in await sk.events() if e.project == "hooks"][-1]
     page = await sk.watch_events(after=d.through, projects=[p.slug])
-    assert newest.op == "complete_node" and newest.id not in [e.id for e in page.events]
+    assert newest.op == "complete_node"
+    assert newest.id not in [e.id for e in page.events]
     (only,) = await sk.webhook_deliveries(done.id)
     assert only.counts == {"complete_node": 1}
     assert {x.id for x in await sk.webhook_deliveries(project=p.slug)} == {d.id, only.id}
@@ -174,7 +180,8 @@ async def test_a_test_delivery_has_an_empty_window(sk: skift.LocalSkift) -> None
     hook = await sk.add_webhook(p.slug, HOOK)
     t = await sk.test_webhook(hook.id)
     assert (t.state, t.counts, t.attempts) == ("pending", {}, 0)
-    assert t.after is not None and t.after == t.through
+    assert t.after is not None
+    assert t.after == t.through
     page = await sk.watch_events(after=t.after, projects=[p.slug])
     assert page.events == ()
     assert [d.id for d in await sk.webhook_deliveries(hook.id)] == [t.id]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -88,12 +88,15 @@ class DeliveryInfo:
 # ------------------------------------------------------------------ views
 
 
-def _cursor(pos: tuple[int, UUID], at: datetime) -> str:
+def _cursor(pos: tuple[int, UUID]) -> str:
+    """A window bound as a cursor, dated by its event's id (a ULID carries the millisecond
+    it was minted, as the event occurred), so one position is always one string: a
+    delivery's ``after`` is the previous one's ``through``, attempt after attempt."""
+    at = datetime.fromtimestamp((pos[1].int >> 80) / 1000, UTC)
     return _stream.encode(EventPosition(seq=pos[0], id=pos[1]), at)
 
 
 def delivery_info(d: Delivery, slug: str) -> DeliveryInfo:
-    at = d.sealed_at or d.created_at
     return DeliveryInfo(
         id=ulid_str(d.id),
         webhook=ulid_str(d.endpoint_id),
@@ -103,8 +106,8 @@ def delivery_info(d: Delivery, slug: str) -> DeliveryInfo:
         next_attempt_at=d.next_attempt_at if d.state == "pending" else None,
         last_status=d.last_status,
         last_error=d.last_error,
-        after=_cursor(d.after, at) if d.after is not None else None,
-        through=_cursor(d.through, at),
+        after=_cursor(d.after) if d.after is not None else None,
+        through=_cursor(d.through),
         counts=dict(sorted(d.counts.items())),
         created_at=d.created_at,
         delivered_at=d.delivered_at,

@@ -126,6 +126,33 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on SIGTERM, how long calls in flight may take to finish",
     )
+    p.add_argument(
+        "--webhook-allow-private",
+        action="store_true",
+        help="let webhook endpoints be (or resolve to) loopback and private addresses "
+        "(tests, private networks); off: refused at add and at connect time",
+    )
+    p.add_argument(
+        "--webhook-retry-schedule",
+        default=str(skift.DEFAULT_RETRY_SCHEDULE),
+        metavar="DELAYS",
+        help="the delays before each retry of a failed delivery, e.g. 5s,5m,30m; after the "
+        f"last the delivery is parked (default {skift.DEFAULT_RETRY_SCHEDULE}: about 3 days)",
+    )
+    p.add_argument(
+        "--webhook-timeout",
+        default="10s",
+        metavar="DURATION",
+        help="how long one delivery attempt may take (default 10s)",
+    )
+    p.add_argument(
+        "--webhook-workers",
+        type=int,
+        default=8,
+        metavar="N",
+        help="deliveries attempted at once by this server (0: deliver nothing; another "
+        "server over the same database may)",
+    )
     p.add_argument("--log-format", choices=["text", "json"], default="text")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
     p.add_argument(
@@ -145,6 +172,16 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         mode = int(ns.socket_mode, 8)
     except ValueError:
         raise SystemExit(f"--socket-mode {ns.socket_mode!r} is not an octal mode") from None
+    try:
+        schedule = skift.RetrySchedule.parse(ns.webhook_retry_schedule)
+        timeout = skift.parse_duration(ns.webhook_timeout)
+    except skift.Invalid as exc:
+        raise SystemExit(f"skift serve: {exc}") from None
+    if timeout <= timedelta(0):
+        raise SystemExit("skift serve: --webhook-timeout must be more than 0")
+    limits = _limits(ns.limit)
+    if ns.webhook_allow_private:
+        limits = attrs.evolve(limits, webhook_allow_private=True)
     opts = ServeOptions(
         dsn=ns.dsn,
         memory=ns.memory,
@@ -156,7 +193,7 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         tls_cert=ns.tls_cert,
         tls_key=ns.tls_key,
         http=ns.http,
-        limits=_limits(ns.limit),
+        limits=limits,
         org=ns.org,
         test_hooks=ns.test_hooks,
         sweep_every=ns.sweep_every,
@@ -165,6 +202,9 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         oidc_issuer=ns.oidc_issuer,
         oidc_audience=ns.oidc_audience,
         oidc_jwks=ns.oidc_jwks,
+        webhook_retry_schedule=schedule,
+        webhook_timeout=timeout,
+        webhook_workers=ns.webhook_workers,
     )
     return opts, ns
 

@@ -34,6 +34,7 @@ def http_app(server: SkiftServer) -> Starlette:
         return PlainTextResponse(f"not ready: {why}\n", status_code=503)
 
     async def metrics(request: Request) -> Response:
+        await server.refresh_webhook_metrics()
         return Response(server.metrics.render(), media_type=CONTENT_TYPE)
 
     return Starlette(

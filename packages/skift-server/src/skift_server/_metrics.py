@@ -14,7 +14,14 @@ one test process do not collide):
   server, exact only when one server serves the database;
 - ``skift_store_pool_connections{state}``: the PostgreSQL pool's size and
   idle connections (absent on the in-memory store);
-- ``skift_up``: 1 while serving, 0 while draining.
+- ``skift_up``: 1 while serving, 0 while draining;
+- ``skift_webhook_deliveries{state}``: deliveries in the database by state
+  (``pending``, ``delivered``, ``parked``), read when ``/metrics`` is asked;
+- ``skift_webhook_oldest_pending_seconds``: how long the oldest pending
+  delivery has waited (0 when none is pending);
+- ``skift_webhook_attempts_total{outcome}``: this server's attempts by outcome
+  (``delivered``, ``retry``, ``parked``), ``skift_webhook_attempt_seconds`` their
+  duration.
 """
 
 from __future__ import annotations
@@ -77,6 +84,36 @@ class Metrics:
         self.up = Gauge("skift_up", "1 while serving, 0 while draining", registry=r)
         if pool_stats is not None:
             r.register(_PoolCollector(pool_stats))
+        self.webhook_deliveries = Gauge(
+            "skift_webhook_deliveries", "webhook deliveries by state", ["state"], registry=r
+        )
+        self.webhook_oldest_pending = Gauge(
+            "skift_webhook_oldest_pending_seconds",
+            "age of the oldest pending webhook delivery (0: none pending)",
+            registry=r,
+        )
+        self.webhook_attempts = Counter(
+            "skift_webhook_attempts",
+            "webhook delivery attempts by this server, by outcome",
+            ["outcome"],
+            registry=r,
+        )
+        self.webhook_attempt_seconds = Histogram(
+            "skift_webhook_attempt_seconds",
+            "webhook delivery attempt duration",
+            buckets=_BUCKETS,
+            registry=r,
+        )
+
+    def webhook_attempt(self, outcome: str, seconds: float) -> None:
+        self.webhook_attempts.labels(outcome=outcome).inc()
+        self.webhook_attempt_seconds.observe(seconds)
+
+    def webhook_stats(self, pending: int, delivered: int, parked: int, oldest: float) -> None:
+        self.webhook_deliveries.labels(state="pending").set(pending)
+        self.webhook_deliveries.labels(state="delivered").set(delivered)
+        self.webhook_deliveries.labels(state="parked").set(parked)
+        self.webhook_oldest_pending.set(oldest)
 
     def observe(self, method: str, code: str, seconds: float) -> None:
         self.requests.labels(method=method, code=code).inc()

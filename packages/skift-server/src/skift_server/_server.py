@@ -8,7 +8,9 @@ the user's data directory, or ``--memory``), applies migrations, and serves:
   (``--listen``) where a bearer token does, with TLS when given a
   certificate and key;
 - HTTP (``--http``): ``/healthz``, ``/readyz``, ``/metrics`` and the web board;
-- the lease-expiry sweeper, every ``--sweep-every`` seconds.
+- the lease-expiry sweeper, every ``--sweep-every`` seconds;
+- the webhook delivery worker (``_webhook_worker``; ``--webhook-workers 0``
+  turns it off).
 
 SIGTERM (or SIGINT) drains: the server stops accepting connections, answers
 new calls on open ones UNAVAILABLE (clients retry them elsewhere), waits up to
@@ -30,6 +32,7 @@ import signal
 import ssl
 import sys
 from collections.abc import Generator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,6 +48,7 @@ from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
 from ._paths import announce_starting, clear_starting, default_socket_path, prepare_socket_path
 from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
+from ._webhook_worker import DeliveryWorker
 from ._wire import StrictCodec
 from .board import Board
 
@@ -80,6 +84,9 @@ class ServeOptions:
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
     oidc_jwks: str | None = None
+    webhook_retry_schedule: skift.RetrySchedule = skift.DEFAULT_RETRY_SCHEDULE
+    webhook_timeout: timedelta = timedelta(seconds=10)
+    webhook_workers: int = 8
 
 
 def split_host_port(value: str) -> tuple[str, int]:
@@ -161,6 +168,16 @@ class SkiftServer:
             self._tasks.append(asyncio.create_task(self._sweeper(), name="skift-sweeper"))
         if o.probe_every > 0:
             self._tasks.append(asyncio.create_task(self._prober(), name="skift-probe"))
+        if o.webhook_workers > 0:
+            worker = DeliveryWorker(
+                self.base.store,
+                metrics=self.metrics,
+                schedule=o.webhook_retry_schedule,
+                timeout=o.webhook_timeout,
+                allow_private=o.limits.webhook_allow_private,
+                concurrency=o.webhook_workers,
+            )
+            self._tasks.append(asyncio.create_task(worker.run(), name="skift-webhooks"))
         _log.info(
             "serving",
             extra={
@@ -323,6 +340,20 @@ class SkiftServer:
                 self.metrics.expiries.inc(n)
                 self.metrics.lease_ended(n)
                 _log.info("expired leases recorded", extra={"fields": {"count": n}})
+
+    async def refresh_webhook_metrics(self) -> None:
+        """Read the deliveries' states from the store into the metrics (for ``/metrics``)."""
+        try:
+            st = await asyncio.wait_for(self.base.store.delivery_stats(), 5)
+        except Exception as exc:
+            _log.warning(
+                "reading webhook delivery stats failed", extra={"fields": {"error": repr(exc)}}
+            )
+            return
+        oldest = 0.0
+        if st.oldest_pending_at is not None:
+            oldest = max(0.0, (datetime.now(UTC) - st.oldest_pending_at).total_seconds())
+        self.metrics.webhook_stats(st.pending, st.delivered, st.parked, oldest)
 
     async def _prober(self) -> None:
         while True:
