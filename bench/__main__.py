@@ -19,11 +19,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _beads, _scenarios
+from . import _baselines, _beads, _scenarios, _webhooks
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
-SCENARIOS = ("graph", "claim", "pgqueuer", "pgbench", "wake", "patch", "policy", "cli", "beads")
+SCENARIOS = (
+    "graph",
+    "claim",
+    "pgqueuer",
+    "pgbench",
+    "wake",
+    "patch",
+    "policy",
+    "webhook",
+    "cli",
+    "beads",
+)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -153,6 +164,11 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
     if "beads" in only:
         _log("beads import")
         results += await _beads.beads_import(srv, (200,) if args.smoke else (1_000, 100_000))
+    if "webhook" in only:
+        _log("webhook write latency (0 vs 10 endpoints) and delivery lag")
+        results += await _webhooks.scenarios(
+            srv, cfg.webhook_writes, cfg.webhook_deliveries, cfg.webhook_hold
+        )
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)

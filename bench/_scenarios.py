@@ -47,6 +47,9 @@ class Config:
     pgqueuer_batches: tuple[int, ...] = (1, 10)
     pgqueuer_seconds: float = 5.0
     graph_claims: int = 10
+    webhook_writes: int = 200
+    webhook_deliveries: int = 30
+    webhook_hold: float = 10.0  # seconds the slow receiver holds each POST
 
     @classmethod
     def quick(cls) -> Config:
@@ -86,6 +89,9 @@ class Config:
             pgqueuer_batches=(1,),
             pgqueuer_seconds=0.5,
             graph_claims=2,
+            webhook_writes=4,
+            webhook_deliveries=2,
+            webhook_hold=0.5,
         )
 
     @classmethod
@@ -104,6 +110,8 @@ class Config:
             explain_at=1_000_000,
             pgqueuer_seconds=10.0,
             graph_claims=30,
+            webhook_writes=1000,
+            webhook_deliveries=100,
         )
 
 
@@ -307,15 +315,27 @@ def _spawn(argv: list[str], log: Any) -> subprocess.Popen[bytes]:
 
 
 @contextlib.asynccontextmanager
-async def _server(dsn: str) -> AsyncGenerator[tuple[Any, str]]:
-    """``skift-serve`` over the database in another process, and a client on its unix socket."""
+async def _server(dsn: str, *flags: str) -> AsyncGenerator[tuple[Any, str]]:
+    """``skift-serve`` over the database in another process (with ``flags``), and a client
+    on its unix socket."""
     import skift_server
 
     folder = Path(tempfile.mkdtemp(prefix="skift-bench-", dir="/tmp"))
     sock = folder / "s.sock"
     log = (folder / "serve.log").open("wb")
     proc = _spawn(
-        [sys.executable, "-m", "skift_server", "serve", "--dsn", dsn, "--socket", str(sock)], log
+        [
+            sys.executable,
+            "-m",
+            "skift_server",
+            "serve",
+            "--dsn",
+            dsn,
+            "--socket",
+            str(sock),
+            *flags,
+        ],
+        log,
     )
     remote: Any = None
     try:
@@ -347,6 +367,9 @@ async def _server(dsn: str) -> AsyncGenerator[tuple[Any, str]]:
                 proc.wait()
         log.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+serve = _server
 
 
 # ------------------------------------------------------------------------ claim

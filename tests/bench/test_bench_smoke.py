@@ -29,9 +29,17 @@ def test_bench_smoke_writes_a_table_and_json(pg_server_dsn: str, tmp_path: Path)
     assert report["mode"] == "smoke"
     assert {"cpu_count", "postgresql", "python", "git_commit"} <= report["machine"].keys()
     scenarios = {r["scenario"] for r in report["results"]}
-    assert {"ready", "claim", "pgqueuer", "pgbench", "wake", "patch", "policy", "ratio"} <= (
-        scenarios
-    )
+    assert {
+        "ready",
+        "claim",
+        "pgqueuer",
+        "pgbench",
+        "wake",
+        "patch",
+        "policy",
+        "webhook",
+        "ratio",
+    } <= (scenarios)
     naive = next(r for r in report["results"] if r["case"].endswith("naive in-process"))
     assert naive["metrics"]["same_page"] is True  # the naive baseline computes the same page
     assert "skift benchmarks" in done.stdout
