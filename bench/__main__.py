@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _beads, _scenarios, _webhooks
+from . import _baselines, _beads, _board, _scenarios, _webhooks
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
@@ -34,6 +34,7 @@ SCENARIOS = (
     "webhook",
     "cli",
     "beads",
+    "board",
 )
 
 
@@ -169,6 +170,10 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
         results += await _webhooks.scenarios(
             srv, cfg.webhook_writes, cfg.webhook_deliveries, cfg.webhook_hold
         )
+    if "board" in only:
+        for size in cfg.sizes[:1]:
+            _log(f"the board's pages at {size} nodes")
+            results += await _board.board_pages(srv, size, cfg.ready_iters)
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)

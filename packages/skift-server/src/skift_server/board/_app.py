@@ -210,7 +210,8 @@ class Board:
     # ------------------------------------------------------------ pages
 
     async def _waiting(self, request: Request, sk: skift.LocalSkift) -> tuple[str, dict[str, Any]]:
-        return "waiting.html", await pages.waiting(sk, sk.spec.name)
+        page = request.query_params.get("page") or None
+        return "waiting.html", await pages.waiting(sk, sk.spec.name, page)
 
     async def _ready(self, request: Request, sk: skift.LocalSkift) -> tuple[str, dict[str, Any]]:
         query = dict(request.query_params)
@@ -221,7 +222,7 @@ class Board:
             return "ready.html", {
                 "page": empty,
                 "filters": {k: query.get(k, "") for k in pages.FILTERS},
-                "projects": await sk.list_projects(limit=200),
+                "projects": await sk.list_projects(limit=100),
                 "error": exc,
             }
 

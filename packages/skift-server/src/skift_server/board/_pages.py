@@ -18,8 +18,11 @@ import skift
 PAGE = 50
 """Nodes per page of Ready."""
 
-TREE_PAGE = 200
+TREE_PAGE = 100
 """Nodes per page of a project's tree."""
+
+GATES_PAGE = 10
+"""Gates per page of Waiting on me (each with its inputs)."""
 
 GRAPH_NODES = 120
 """The most nodes a project page draws in its graph (the rest are in the tree)."""
@@ -54,12 +57,11 @@ async def _inputs(sk: skift.LocalSkift, refs: Sequence[str]) -> tuple[Input, ...
     return tuple(await asyncio.gather(*(one(r) for r in refs[:20])))
 
 
-async def waiting(sk: skift.LocalSkift, me: str) -> dict[str, Any]:
-    """Ready gates for this person: assigned to them, or to any person."""
-    page = await sk.ready(assignee_kind="user", limit=100)
+async def waiting(sk: skift.LocalSkift, me: str, page_token: str | None) -> dict[str, Any]:
+    """Ready gates for this person: assigned to them, or to any person, with their inputs."""
+    page = await sk.ready(assignee_kind="user", limit=GATES_PAGE, page=page_token)
     mine = [n for n in page.nodes if n.assignee in (None, me)]
     edges = await sk.edges([n.id for n in mine]) if mine else []
-    nodes = await asyncio.gather(*(sk.get(n.ref) for n in mine))
 
     async def gate(node: skift.NodeInfo) -> Gate:
         sources = [e.source.ref for e in edges if e.target.ref == node.ref]
@@ -69,9 +71,9 @@ async def waiting(sk: skift.LocalSkift, me: str) -> dict[str, Any]:
             unblocks=tuple(e.target for e in edges if e.source.ref == node.ref),
         )
 
-    gates = await asyncio.gather(*(gate(n) for n in nodes))
+    gates = await asyncio.gather(*(gate(n) for n in mine))
     others = len(page.nodes) - len(mine)
-    return {"gates": gates, "others": others, "more": page.next_page is not None}
+    return {"gates": gates, "others": others, "next_page": page.next_page}
 
 
 FILTERS = ("project", "kind", "label", "min_priority", "assignee_kind")
@@ -95,7 +97,7 @@ async def ready(sk: skift.LocalSkift, query: dict[str, str]) -> dict[str, Any]:
     return {
         "page": page,
         "filters": {k: query.get(k, "") for k in FILTERS},
-        "projects": await sk.list_projects(limit=200),
+        "projects": await sk.list_projects(limit=100),
     }
 
 
@@ -107,8 +109,9 @@ class TreeNode:
 
 
 async def project(sk: skift.LocalSkift, slug: str, page_token: str | None) -> dict[str, Any]:
-    proj = await sk.get_project(slug)
-    page = await sk.list_nodes(projects=[proj.slug], limit=TREE_PAGE, page=page_token)
+    proj, page = await asyncio.gather(
+        sk.get_project(slug), sk.list_nodes(projects=[slug], limit=TREE_PAGE, page=page_token)
+    )
     nodes = list(page.nodes)
     edges = await sk.edges([n.id for n in nodes]) if nodes else []
     open_blockers: dict[str, list[skift.EdgeEnd]] = {}
