@@ -184,3 +184,28 @@ async def test_a_large_import_spans_patches_and_keeps_every_item(
         projects=["bulk"], labels=["sweep-status:ack_deferred"], held=True, limit=500
     )
     assert len(page.nodes) == 175
+
+
+async def test_the_worker_holding_an_items_node_writes_it_under_its_lease(
+    sk: skift.LocalSkift,
+) -> None:
+    ps = ProjectState(sk, "claimed")
+    await ps.run(Command("lease-acquire", writer="w1", now=NOW))
+    await upsert(ps, "1", {"status": "needs_analysis", "title": "Crash on save"})
+    claim = await sk.claim((await node_of(sk, ps, "slack:C1:1")).ref)
+    done = {
+        "status": "closed",
+        "fix_ref": "#42",
+        "verified_merge_sha": "abc123",
+        "verified_at": NOW,
+    }
+    cmd = Command("upsert-item", id="1", source="slack:C1", writer="w1", now=NOW, item_json=json.dumps(done))  # fmt: skip
+    refused = await ps.run(cmd)  # someone's live lease on the node: refused, nothing written
+    assert refused.word == "ERROR"
+    assert "leased" in (refused.error or "")
+    assert ((await ps.read()).state or {})["items"]["slack:C1:1"]["status"] == "needs_analysis"
+    assert (await ps.run(cmd, lease=claim.lease.id)).word == "OK"
+    node = await sk.get(claim.node.ref)
+    assert node.status is skift.Status.DONE
+    assert "abc123" in (node.result or "")
+    assert ((await ps.read()).state or {})["lease"]["timestamp"] == NOW

@@ -486,3 +486,9 @@ def test_misuse_exits_2_with_a_usage_line(sweep: Sweep, argv: tuple[str, ...]) -
     assert r.code == 2
     assert r.out == ""
     assert "usage: skift sweep" in r.err
+
+
+def test_a_skift_lease_is_refused_in_file_mode(sweep: Sweep, state: str) -> None:
+    r = sweep("upsert-item", "--state", state, "--id", "1", "--source", "s", "--writer", "w", "--json", "{}", "--lease", "01J")  # fmt: skip
+    assert r.code == 2
+    assert "--lease" in r.err

@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--json", required=True, dest="item_json", metavar="JSON")
     up.add_argument("--writer", required=True)
     up.add_argument("--now")
+    up.add_argument(
+        "--lease",
+        metavar="LEASE",
+        help="server mode: your skift lease on the item's node (after claiming its work)",
+    )
     cg = cmd("cursor-get", "Print a source's cursor.")
     cg.add_argument("--source", required=True)
     ca = cmd("cursor-advance", "Move a source's cursor forward past an item (needs the lease).")
@@ -122,6 +127,8 @@ def main(argv: Sequence[str], *, server: str | None = None) -> int:
     if not state.startswith(PROJECT_PREFIX):
         if ns.cmd in ("export", "import", "nodes"):
             parser.error(f"{ns.cmd} needs --state skift:SLUG (a project); FILE is already a file")
+        if getattr(ns, "lease", None):
+            parser.error("--lease is a skift lease on an item's node: it needs --state skift:SLUG")
         from skift.sweep import FileState
 
         return _show(FileState(state).run(_command(ns)))
@@ -165,7 +172,7 @@ def _on_server(ns: argparse.Namespace, slug: str, server: str | None) -> Outcome
                 return await engine.import_file(ns.from_file)
             if ns.cmd == "nodes":
                 return await engine.nodes()
-            return await engine.run(_command(ns))
+            return await engine.run(_command(ns), lease=getattr(ns, "lease", None))
 
     try:
         return asyncio.run(go())

@@ -173,8 +173,13 @@ class ProjectState:
 
     # ------------------------------------------------------------ public commands
 
-    async def run(self, cmd: Command) -> Outcome:
-        """Run a subcommand; a server failure (unreachable, refused) is ERROR naming it."""
+    async def run(self, cmd: Command, *, lease: str | None = None) -> Outcome:
+        """Run a subcommand; a server failure (unreachable, refused) is ERROR naming it.
+
+        ``lease``: the skift lease the caller holds on the item's node (an
+        ``upsert-item`` by the worker that claimed that item's work); without
+        it, a write to an item whose node someone holds is refused (ERROR).
+        """
         import skift
 
         try:
@@ -189,7 +194,7 @@ class ProjectState:
                 before = _snapshot(loaded)
                 out = apply(cmd, loaded, self.clock)
                 if out.write is not None:
-                    await self._save(lock, before, out.write, nodes)
+                    await self._save(lock, before, out.write, nodes, item_lease=lease)
                 return out
         except skift.SkiftError as exc:
             return Outcome("ERROR", error=f"{exc} ({self.slug})")
@@ -388,7 +393,13 @@ class ProjectState:
     # ------------------------------------------------------------ saving
 
     async def _save(
-        self, lock: _Lock, before: _Snapshot, new: State, nodes: dict[str, NodeInfo]
+        self,
+        lock: _Lock,
+        before: _Snapshot,
+        new: State,
+        nodes: dict[str, NodeInfo],
+        *,
+        item_lease: str | None = None,
     ) -> None:
         import skift
 
@@ -417,6 +428,11 @@ class ProjectState:
             if patches[-1] and len(patches[-1]) + len(group) > _OPS_PER_PATCH:
                 patches.append([])
             patches[-1].extend(group)
+        if item_lease is not None:
+            # the items go under the caller's lease on their node, the document under the lock's
+            for ops in (p for p in patches if p):
+                await self.sk.patch(self.slug, ops, lease=item_lease)
+            patches = [[]]
         if _fingerprint(written) != before.doc:
             # last, with the final items: a failure part way leaves the document as it was
             patches[-1].append(skift.UpdateNode(node=lock.ref, body=_state_body(written)))
