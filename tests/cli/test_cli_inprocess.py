@@ -208,7 +208,7 @@ def test_create_show_drop_reopen_release(cli: Cli, sk: Run, tmp_path: Path) -> N
     lease = sk("claim", ref, "--json").json()["lease"]["id"]
     released = sk("release", ref, "--lease", lease, "--reason", "budget", "--json").json()
     assert released["claimed"] is False
-    tree = sk("list", "-p", p).out
+    tree = sk("list", "-p", p, "--all").out  # dropped nodes are hidden without --all
     assert "#1 ready First" in tree
     assert "#2 dropped Second" in tree  # a reopen is not retroactive
 

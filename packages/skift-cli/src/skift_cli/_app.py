@@ -25,7 +25,9 @@ __all__ = ["COMMAND_MODULES", "cli", "run"]
 COMMAND_MODULES = (
     "admin",
     "content",
+    "edit",
     "events",
+    "graph",
     "holds",
     "nodes",
     "projects",

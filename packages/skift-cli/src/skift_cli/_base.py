@@ -60,9 +60,13 @@ SECTIONS: dict[str, list[str]] = {
     "Work": ["ready", "claim", "heartbeat", "complete", "release", "gate", "explain"],
     "Graph": [
         "create",
+        "update",
+        "link",
+        "unlink",
         "patch",
         "show",
         "list",
+        "graph",
         "drop",
         "reopen",
         "hold",
@@ -70,7 +74,7 @@ SECTIONS: dict[str, list[str]] = {
         "focus",
         "events",
     ],
-    "Content": ["comment", "comments", "search", "usage"],
+    "Content": ["comment", "comments", "search", "usage", "rate", "blob"],
     "Projects": ["project"],
     "Setup and admin": [
         "init",
@@ -78,6 +82,7 @@ SECTIONS: dict[str, list[str]] = {
         "serve",
         "migrate",
         "mcp",
+        "completion",
         "principal",
         "token",
         "org",
@@ -225,7 +230,12 @@ class App:
         return self.g.json or self.cfg.get("output") == "json"
 
     def projects(self) -> list[str]:
-        """Zero, one or many: the flags, else SKIFT_PROJECT, else the config file."""
+        """Zero, one or many: the flags, else SKIFT_PROJECT, else the config file.
+
+        ``-p '*'`` means every project you can read (it overrides a default project).
+        """
+        if "*" in self.g.projects:
+            return []
         if self.g.projects:
             return list(dict.fromkeys(self.g.projects))
         env = os.environ.get("SKIFT_PROJECT", "").strip()
@@ -238,6 +248,10 @@ class App:
     def project(self, *, required: bool = False) -> str | None:
         """Exactly one project (or none, when not required); two is a usage error."""
         ps = self.projects()
+        if "*" in self.g.projects and required:
+            raise click.UsageError(
+                "this command acts on one project: give -p PROJECT, not '*'", ctx=self.ctx
+            )
         if len(ps) > 1:
             raise click.UsageError(
                 f"only one --project is meaningful here (got {', '.join(ps)})", ctx=self.ctx
@@ -249,9 +263,19 @@ class App:
             )
         return ps[0] if ps else None
 
+    def project_source(self) -> str | None:
+        """Where the default project came from, when no -p gave one (for error messages)."""
+        if self.g.projects:
+            return None
+        if os.environ.get("SKIFT_PROJECT", "").strip():
+            return "SKIFT_PROJECT"
+        if self.cfg.get("project"):
+            return f"the config file {_config.config_path()} (project = {self.cfg['project']!r})"
+        return None
+
     def explicit_project(self) -> str | None:
         """The one project given with -p on this command line (defaults do not count)."""
-        ps = list(dict.fromkeys(self.g.projects))
+        ps = [p for p in dict.fromkeys(self.g.projects) if p != "*"]
         if len(ps) > 1:
             raise click.UsageError(
                 f"only one --project is meaningful here (got {', '.join(ps)})", ctx=self.ctx
@@ -283,6 +307,9 @@ class App:
         try:
             return asyncio.run(go())
         except skift.SkiftError as exc:
+            source = self.project_source()
+            if source and exc.code == "not_found" and "project" in exc.message:
+                extra = {**extra, "default_project_from": source}
             raise Failure(exc, server=self.server_shown(), **extra) from None
 
     def quiet(self, fn: Callable[[RemoteSkift], Awaitable[T]]) -> T:

@@ -74,7 +74,7 @@ async def tour(*, pause: float = 0.0) -> None:
         c2 = await bob.claim_next(projects=[slug], harness="demo", ttl=timedelta(minutes=10))
         for who, c in (("agent-ann", c1), ("agent-bob", c2)):
             out.print(
-                f"{who} claimed [bold cyan]{c.node.ref}[/] {c.node.title} (lease {c.lease.id[:10]}…)"
+                f"{who} claimed [bold cyan]{c.node.ref}[/] {c.node.title} (lease …{c.lease.id[-8:]})"
             )
 
         await step(

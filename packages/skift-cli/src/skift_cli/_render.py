@@ -6,12 +6,14 @@ returned (state comes from the node's derived flags, reasons from Explain).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console, Group
 from rich.markup import escape
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -23,17 +25,29 @@ _out: Console | None = None
 _err: Console | None = None
 
 
+def _soft_wrap(stream: Any) -> bool:
+    """Leave long lines to the reader when the width is unknown (piped, no COLUMNS); at a
+    terminal (or with COLUMNS) wrap them at word boundaries instead of mid-word."""
+    import os
+
+    try:
+        tty = bool(stream.isatty())
+    except (AttributeError, ValueError):
+        tty = False
+    return not (tty or os.environ.get("COLUMNS", "").strip())
+
+
 def out() -> Console:
     global _out
     if _out is None:
-        _out = Console(highlight=False, soft_wrap=True)
+        _out = Console(highlight=False, soft_wrap=_soft_wrap(sys.stdout))
     return _out
 
 
 def err() -> Console:
     global _err
     if _err is None:
-        _err = Console(stderr=True, highlight=False, soft_wrap=True)
+        _err = Console(stderr=True, highlight=False, soft_wrap=_soft_wrap(sys.stderr))
     return _err
 
 
@@ -90,7 +104,7 @@ def state(node: skift.NodeInfo) -> Text:
 def _title(node: skift.NodeInfo) -> Text:
     t = Text(node.title)
     if node.labels:
-        t.append("  " + " ".join(f"#{lbl}" for lbl in node.labels), style="dim")
+        t.append("  " + " ".join(f"[{lbl}]" for lbl in node.labels), style="dim")
     return t
 
 
@@ -100,24 +114,50 @@ def _title(node: skift.NodeInfo) -> Text:
 def node_table(
     nodes: Sequence[skift.NodeInfo], *, turn: bool = False, aliases: Mapping[str, str] | None = None
 ) -> Table:
+    # Narrow terminals keep ref, state and a title that ends in … rather than wrapping a
+    # word per line: the turn, kind and age columns go first.
+    narrow = out().width < 80
     table = Table(box=None, pad_edge=False, header_style="bold")
-    if turn:
+    if turn and not narrow:
         table.add_column("turn", justify="right", style="dim")
     if aliases:
         table.add_column("alias", style="dim", no_wrap=True)
     table.add_column("ref", style="bold cyan", no_wrap=True)
     table.add_column("pri", no_wrap=True)
-    table.add_column("kind", style="dim", no_wrap=True)
+    if not narrow:
+        table.add_column("kind", style="dim", no_wrap=True)
     table.add_column("state", no_wrap=True)
     table.add_column("title")
-    table.add_column("age", style="dim", justify="right", no_wrap=True)
+    if not narrow:
+        table.add_column("age", style="dim", justify="right", no_wrap=True)
     now = datetime.now(UTC)
+    rows: list[list[Any]] = []
     for i, n in enumerate(nodes, 1):
-        row: list[Any] = [str(i)] if turn else []
+        row: list[Any] = [str(i)] if turn and not narrow else []
         if aliases:
             row.append(aliases.get(n.ref, ""))
-        row += [n.ref, _prio(n.priority), n.kind, state(n), _title(n), reltime(n.created_at, now)]
-        table.add_row(*row)
+        row += [n.ref, _prio(n.priority)]
+        if not narrow:
+            row.append(n.kind)
+        row += [state(n), _title(n)]
+        if not narrow:
+            row.append(reltime(n.created_at, now))
+        rows.append(row)
+    if narrow and rows:
+        # rich would rather drop whole columns than squeeze unbreakable ones: cut the
+        # titles to what the other columns leave (two spaces between columns)
+        at = len(rows[0]) - 1
+        others = sum(
+            max(len(str(r[k])) for r in [[c.header for c in table.columns], *rows])
+            for k in range(len(rows[0]))
+            if k != at
+        )
+        room = max(8, out().width - others - 2 * (len(rows[0]) - 1))
+        for r in rows:
+            title: Text = r[at]
+            title.truncate(room, overflow="ellipsis")
+    for r in rows:
+        table.add_row(*r)
     return table
 
 
@@ -240,7 +280,12 @@ def _by(name: str, kind: str | None) -> str:
     return f"{name} ({kind})" if kind else name
 
 
-def node_panel(n: skift.NodeInfo) -> Panel:
+def node_panel(
+    n: skift.NodeInfo,
+    *,
+    blockers: Sequence[str] = (),
+    artifacts: Sequence[skift.ArtifactInfo] = (),
+) -> Panel:
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold")
     rows.add_column()
@@ -252,6 +297,8 @@ def node_panel(n: skift.NodeInfo) -> Panel:
         rows.add_row("parent", n.parent)
     if n.labels:
         rows.add_row("labels", ", ".join(n.labels))
+    if blockers:
+        rows.add_row("blocked by", Text(", ".join(blockers), style="red"))
     if n.assignee_kind or n.assignee:
         who = " ".join(
             x for x in (_enum(n.assignee_kind) if n.assignee_kind else "", n.assignee or "") if x
@@ -268,7 +315,27 @@ def node_panel(n: skift.NodeInfo) -> Panel:
         parts += [Text(""), Text(n.body)]
     if n.result:
         parts += [Text(""), Text("result", style="bold green"), Text(n.result)]
+    if artifacts:
+        parts += [Text(""), Text("artifacts", style="bold")]
+        for art in artifacts:
+            parts.append(Text(f"{art.name}", style="bold").append(f"  by {art.author}", "dim"))
+            for p in art.parts:
+                parts.append(Text("  " + _part(p)))
     return Panel(Group(*parts), title=escape(n.title), title_align="left")
+
+
+def _part(p: Any) -> str:
+    """One artifact part on a line; a blob names the command that fetches it."""
+    kind = getattr(p, "type", "")
+    if kind == "blob":
+        return (
+            f"blob {p.digest} ({p.media_type}, {p.size} bytes): skift blob get {p.digest} -o FILE"
+        )
+    if kind == "reference":
+        commit = f" @ {p.commit}" if getattr(p, "commit", None) else ""
+        return f"reference {p.uri}{commit}"
+    text = str(getattr(p, "text", ""))
+    return "text: " + (text if len(text) <= 60 else text[:57] + "…")
 
 
 def describe_reason(kind: str, d: Mapping[str, Any]) -> Text:
@@ -329,7 +396,8 @@ def explanation(ex: skift.Explanation) -> None:
     )
     c.print(head)
     for r in ex.reasons:
-        c.print(Text("  • ").append_text(describe_reason(r.kind, r.detail)))
+        # wrapped lines stay under their bullet instead of running back to column 0
+        c.print(Padding(Text("• ").append_text(describe_reason(r.kind, r.detail)), (0, 0, 0, 2)))
 
 
 def claim(cl: skift.Claim) -> None:
@@ -392,14 +460,14 @@ def focus(res: skift.FocusResult) -> None:
 def events(evs: Iterable[skift.EventInfo]) -> None:
     c = out()
     for e in evs:
+        # short lines: the cursor to resume from is printed once, after the read
         line = Text()
-        line.append(e.occurred_at.strftime("%Y-%m-%d %H:%M:%S"), style="dim")
-        line.append(f" {e.op:<16}", style="bold")
-        line.append(f" {e.node or e.project or '':<16}", style="cyan")
-        line.append(f" {e.principal} ({e.principal_kind})")
+        line.append(e.occurred_at.astimezone().strftime("%m-%d %H:%M:%S"), style="dim")
+        line.append(f" {e.op}", style="bold")
+        line.append(f" {e.node or e.project or ''}", style="cyan")
+        line.append(f" by {e.principal}")
         if e.reason:
             line.append(f": {e.reason}", style="dim")
-        line.append(f"  {e.cursor or e.id}", style="dim")  # resume after it: --cursor
         c.print(line)
 
 

@@ -13,6 +13,7 @@ from .._base import (
     group,
     read_text,
     to_json,
+    usage_error,
 )
 
 
@@ -116,3 +117,41 @@ def search(query: str, limit: int, archived: bool) -> None:
         from .. import _render
 
         _render.search_hits(hits)
+
+
+@group("Content")
+@global_options
+def blob() -> None:
+    """Blobs: the bytes behind an artifact's blob parts, by their digest."""
+
+
+@blob.command("get")
+@click.argument("digest")
+@click.option(
+    "-o", "--output", "output", metavar="FILE", help="Write to FILE (default: stdout; - too)."
+)
+@global_options
+def blob_get(digest: str, output: str | None) -> None:
+    """Fetch a blob by its digest (sha256:…, as `skift show` lists it) to stdout or a file.
+
+    Example: skift blob get sha256:9f86d0… -o report.pdf
+    """
+    import sys
+
+    a = app()
+    data = a.call(lambda sk: sk.get_blob(digest))
+    if output is None or output == "-":
+        if sys.stdout.isatty() and b"\0" in data[:1024]:
+            usage_error("the blob is binary: give -o FILE to write it to a file")
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        usage_error(f"-o {output}: {exc.strerror}")
+    if a.json:
+        a.emit({"digest": digest, "size": len(data), "path": output})
+    else:
+        click.echo(f"wrote {len(data)} bytes to {output}", err=True)

@@ -149,26 +149,53 @@ def patch(file: str, lease: str | None) -> None:
 @click.argument("ref", shell_complete=complete_ref)
 @global_options
 def show(ref: str) -> None:
-    """Show a node: its fields, derived state, body and result.
+    """Show a node: its fields, derived state, body, result, blockers, artifacts and comments.
 
     Example: skift show oauth-spike#3
     """
+    import asyncio
+
     a = app()
     proj = a.project()
-    n = a.call(lambda sk: sk.get(ref, project=proj))
+
+    async def go(
+        sk: RemoteSkift,
+    ) -> tuple[skift.NodeInfo, list[skift.ArtifactInfo], list[str], list[skift.CommentInfo]]:
+        n = await sk.get(ref, project=proj)
+        arts, cs = await asyncio.gather(sk.artifacts(n.ref), sk.comments(n.ref))
+        blockers: list[str] = []
+        if n.blocked and n.status == "open":  # Status is a StrEnum
+            ex = await sk.explain(n.ref)
+            blockers = [str(r.detail.get("ref")) for r in ex.reasons if r.kind == "blocked_by"]
+        return n, arts, blockers, cs
+
+    n, arts, blockers, cs = a.call(go)
+    unresolved = sum(1 for c in cs if c.resolved_at is None)
     if a.json:
-        a.emit(to_json(n))
+        a.emit(
+            {
+                **to_json(n),
+                "blocked_by": blockers,
+                "artifacts": to_json(arts),
+                "comments": {"count": len(cs), "unresolved": unresolved},
+            }
+        )
         return
     from .. import _render
 
-    _render.out().print(_render.node_panel(n))
-    if n.status == "open" and not n.ready:  # Status is a StrEnum
+    _render.out().print(_render.node_panel(n, blockers=blockers, artifacts=arts))
+    if cs:
+        _render.out().print(
+            f"[dim]{len(cs)} comment(s), {unresolved} unresolved: 'skift comments {n.ref}'[/dim]"
+        )
+    if n.status == "open" and not n.ready:
         _render.out().print(f"[dim]not ready: 'skift explain {n.ref}' says why[/dim]")
 
 
 @command("Graph", "list")
 @filter_options
-@click.option("--status", type=click.Choice(STATUSES))
+@click.option("--status", type=click.Choice(STATUSES), help="Only this status.")
+@click.option("--all", "all_", is_flag=True, help="Dropped nodes too (hidden by default).")
 @click.option("--held/--not-held", default=None, help="Only held (or only not held) nodes.")
 @click.option("--limit", type=int)
 @click.option("--page", metavar="TOKEN", help="The next page (from the previous page).")
@@ -181,23 +208,33 @@ def list_(
     min_priority: str | None,
     parent: str | None,
     status: str | None,
+    all_: bool,
     held: bool | None,
     limit: int | None,
     page: str | None,
 ) -> None:
     """List nodes as each project's containment tree: state, readiness, blockers.
 
+    Dropped nodes are left out unless --all or --status dropped.
     Example: skift -p oauth-spike list --status open
     """
     import asyncio
+
+    import attrs
 
     a = app()
     flt = filters(a, kinds, labels, any_labels, assignee_kind, min_priority, parent)
 
     from .. import _render
 
+    hidden = [0]
+
     async def go(sk: RemoteSkift) -> tuple[skift.ReadyPage, dict[str, list[str]]]:
         pg = await sk.list_nodes(limit=limit, page=page, status=status, held=held, **flt)
+        if status is None and not all_:
+            kept = tuple(n for n in pg.nodes if n.status != "dropped")
+            hidden[0] = len(pg.nodes) - len(kept)
+            pg = attrs.evolve(pg, nodes=kept)  # a view of the page: what this listing shows
         if a.json:
             return pg, {}
         blocked = [n for n in pg.nodes if n.blocked and n.status == "open"]
@@ -214,6 +251,8 @@ def list_(
         return
     if pg.nodes:
         _render.out().print(_render.node_tree(pg.nodes, blockers))
+    if hidden[0]:
+        _render.err().print(f"[dim]{hidden[0]} dropped node(s) hidden: --all shows them[/dim]")
     _render.page_footer(pg, what="nodes")
 
 
@@ -223,7 +262,9 @@ def list_(
     "--reason", required=True, help="superseded, not viable, no longer relevant, or free text."
 )
 @click.option(
-    "--cascade", is_flag=True, help="Also drop what REF blocks (the functionality is gone)."
+    "--cascade",
+    is_flag=True,
+    help="Also drop REF's children and what it blocks (the functionality is gone).",
 )
 @click.option(
     "--max-nodes", type=int, metavar="N", help="With --cascade: refuse if more would drop."
@@ -239,10 +280,26 @@ def drop(ref: str, reason: str, cascade: bool, max_nodes: int | None, lease: str
     proj = a.project()
     if cascade != (max_nodes is not None):
         usage_error("--cascade and --max-nodes N go together: a cascade states its blast radius")
-    res = a.call(
-        lambda sk: sk.drop(ref, reason=reason, cascade=max_nodes, project=proj, lease=lease)
-    )
+
+    async def go(sk: RemoteSkift) -> tuple[skift.PatchResult, list[str]]:
+        res = await sk.drop(ref, reason=reason, cascade=max_nodes, project=proj, lease=lease)
+        left: list[str] = []
+        if max_nodes is None and res.nodes:
+            kids = await sk.list_nodes(parent=res.nodes[0].ref, status="open", limit=50)
+            left = [n.ref for n in kids.nodes]
+        return res, left
+
+    res, left = a.call(go)
     patch_out(a, res, "dropped")
+    if left and not a.json:
+        from .. import _render
+
+        _render.err().print(
+            f"[yellow]warning:[/yellow] {len(left)} open child(ren) of {res.nodes[0].ref} "
+            f"stay open, and ready, under a dropped parent ({', '.join(left[:5])}"
+            f"{' …' if len(left) > 5 else ''}); drop them too with 'skift drop "
+            f"{res.nodes[0].ref} --reason … --cascade --max-nodes N'"
+        )
 
 
 @command("Graph")

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import _config
-from .._base import Failure, app, command, global_options, usage_error
+from .._base import App, Failure, app, command, global_options, usage_error
 
 _PASS: dict[str, Any] = {
     "ignore_unknown_options": True,
@@ -138,11 +138,35 @@ def init(output: str | None, no_input: bool) -> None:
         "project": proj.strip(),
         "output": out if out != "human" else "",
     }
+    if values["project"]:
+        _check_project(a, values["project"], values["server"] or None)
     written = _config.write(values, path)
     if a.g.json:
         a.emit({"path": str(written), **{k: v for k, v in values.items() if v}})
     else:
         click.echo(f"wrote {written}")
+
+
+def _check_project(a: App, slug: str, server: str | None) -> None:
+    """Refuse a default project the server does not know; say so when the server is down."""
+    import asyncio
+
+    import skift
+    import skift_server
+
+    async def go() -> None:
+        async with skift_server.connect(server or a.server(), attempts=1, timeout=5.0) as sk:
+            await sk.get_project(slug)
+
+    try:
+        asyncio.run(go())
+    except skift.NotFound:
+        usage_error(
+            f"no project {slug!r} on the server: pick one from 'skift project list', "
+            f"or create it first with 'skift project create TITLE'"
+        )
+    except skift.SkiftError as exc:
+        click.echo(f"warning: could not check project {slug!r} ({exc.message})", err=True)
 
 
 @command("Setup and admin")
@@ -154,3 +178,21 @@ def demo(pause: float) -> None:
     from .._demo import tour
 
     asyncio.run(tour(pause=pause))
+
+
+@command("Setup and admin")
+@click.argument("shell", type=click.Choice(("bash", "zsh", "fish")))
+def completion(shell: str) -> None:
+    """Print the shell completion script (commands, flags, project slugs, node refs).
+
+    Example: skift completion bash > ~/.local/share/bash-completion/completions/skift
+    (zsh: skift completion zsh > "${fpath[1]}/_skift"; fish: skift completion fish >
+    ~/.config/fish/completions/skift.fish)
+    """
+    from click.shell_completion import get_completion_class
+
+    from .._base import cli
+
+    cls = get_completion_class(shell)
+    assert cls is not None
+    click.echo(cls(cli, {}, "skift", "_SKIFT_COMPLETE").source())

@@ -86,3 +86,62 @@ def usage_show(ref: str | None, subtree: bool) -> None:
         from .. import _render
 
         _render.usage_report(report)
+
+
+@group("Content")
+@global_options
+def rate() -> None:
+    """Rates per model: what a token costs, so usage reports carry a price."""
+
+
+@rate.command("set")
+@click.argument("model")
+@click.option("--input", "input_", required=True, metavar="PRICE", help="Per million input tokens.")
+@click.option("--output", required=True, metavar="PRICE", help="Per million output tokens.")
+@click.option("--cache-read", default="0", show_default=True, metavar="PRICE")
+@click.option("--cache-write", default="0", show_default=True, metavar="PRICE")
+@click.option("--currency", default="USD", show_default=True)
+@global_options
+def rate_set(
+    model: str, input_: str, output: str, cache_read: str, cache_write: str, currency: str
+) -> None:
+    """Set a model's prices per million tokens (a person; applies to every report from now).
+
+    Example: skift rate set claude-sonnet --input 3 --output 15
+    """
+    a = app()
+    got = a.call(
+        lambda sk: sk.set_rate(
+            model,
+            input=input_,
+            output=output,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            currency=currency,
+        )
+    )
+    if a.json:
+        a.emit(to_json(got))
+    else:
+        click.echo(
+            f"rate for {got.model}: {got.input} in, {got.output} out per million tokens "
+            f"({got.currency})"
+        )
+
+
+@rate.command("list")
+@global_options
+def rate_list() -> None:
+    """The organization's rates.
+
+    Example: skift rate list
+    """
+    a = app()
+    got = a.call(lambda sk: sk.rates())
+    if a.json:
+        a.emit({"rates": to_json(got)})
+        return
+    if not got:
+        click.echo("no rates: set one with 'skift rate set MODEL --input P --output P'")
+    for r in got:
+        click.echo(f"{r.model:<28} {r.input:>10} in {r.output:>10} out  {r.currency}")

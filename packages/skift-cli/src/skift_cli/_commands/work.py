@@ -65,6 +65,9 @@ def ready(
 @click.option("--wait", metavar="DURATION", help="Without REF: wait this long for ready work.")
 @click.option("--harness", default="", help="What runs the work (claude-code, hive…).")
 @click.option("--agent-ref", default="", metavar="URI", help="Where this attempt runs.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only the lease id (for LEASE=$(skift claim -q))."
+)
 @global_options
 def claim(
     ref: str | None,
@@ -78,6 +81,7 @@ def claim(
     wait: str | None,
     harness: str,
     agent_ref: str,
+    quiet: bool,
 ) -> None:
     """Claim REF, or the next ready node matching the filters; prints the lease.
 
@@ -115,6 +119,8 @@ def claim(
         cl = a.call(go)
     if a.json:
         a.emit(to_json(cl))
+    elif quiet:
+        click.echo(cl.lease.id)
     else:
         from .. import _render
 
@@ -203,7 +209,13 @@ def complete(
 @command("Work")
 @click.argument("ref", shell_complete=complete_ref)
 @click.option("--lease", required=True, metavar="LEASE")
-@click.option("--reason", required=True, type=click.Choice(RELEASE_REASONS))
+@click.option(
+    "--reason",
+    type=click.Choice(RELEASE_REASONS),
+    default="crash",
+    show_default=True,
+    help="crash: it cannot be done this attempt; budget: out of budget; preempted: other.",
+)
 @global_options
 def release(ref: str, lease: str, reason: str) -> None:
     """Give work back without completing it.
