@@ -152,14 +152,17 @@ async def test_a_cursor_older_than_the_window_is_refused_naming_the_oldest_good_
     """An expired cursor is an explicit error naming the oldest cursor still good, never an empty page."""
     p = await sk.create_project("Old")
     await sk.patch(p.slug, [skift.CreateNode(title="long ago")])
-    _, cursor = await _collect(sk, 2)
-
+    _, caught_up = await _collect(sk, 2)
+    # a consumer that read only the first event, six days later (its cursor handed out then)
     sk.store.set_clock_offset(timedelta(days=6))  # inside the 7-day window: still good
-    assert (await sk.watch_events(after=cursor)).events == ()
+    first = await sk.watch_events(limit=1)
+    assert [e.op for e in first.events] == ["create_project"]
+    assert (await sk.watch_events(after=caught_up)).events == ()
 
     sk.store.set_clock_offset(timedelta(days=8))
     with pytest.raises(skift.CursorExpired) as err:
-        await sk.watch_events(after=cursor)
+        # handed out two days ago, but its next event left the window: the store decides
+        await sk.watch_events(after=first.cursor)
     assert isinstance(err.value, skift.Conflict)
     oldest = err.value.details["oldest_cursor"]
     assert oldest in err.value.next
@@ -170,6 +173,20 @@ async def test_a_cursor_older_than_the_window_is_refused_naming_the_oldest_good_
     assert [(e.op, e.node) for e in got] == [("create_node", "old#2")]
     fresh, _ = await _collect(sk, 1)  # no cursor: from the oldest event still in the window
     assert [e.node for e in fresh] == ["old#2"]
+
+
+async def test_a_caught_up_cursor_outlives_the_window_when_nothing_it_would_deliver_left_it(
+    sk: skift.LocalSkift,
+) -> None:
+    """The window is judged on the events after a cursor, not on its age: a consumer that was
+    caught up and came back after a quiet spell missed nothing, so it goes on."""
+    p = await sk.create_project("Quiet")
+    _, cursor = await _collect(sk, 1)
+    sk.store.set_clock_offset(timedelta(days=30))
+    assert (await sk.watch_events(after=cursor)).events == ()
+    await sk.patch(p.slug, [skift.CreateNode(title="after a month")])
+    got, _ = await _collect(sk, 1, after=cursor)
+    assert [(e.op, e.node) for e in got] == [("create_node", "quiet#1")]
 
 
 async def test_wait_returns_when_another_principal_writes(sk: skift.LocalSkift) -> None:

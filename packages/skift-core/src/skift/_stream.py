@@ -10,9 +10,11 @@ the point below which every transaction has finished.
 A cursor is that position and a time, as an opaque string
 ``v1.<seq>.<event ULID or 0>.<unix ms>``: an event's own cursor is dated when
 the event occurred, the cursor a read returns to go on from when it was
-handed out. It is good for ``Limits.event_replay_window`` after that time; an
-older one is refused with :class:`~skift.CursorExpired` naming the oldest
-cursor still good, never answered with an empty page.
+handed out. The time is informational: the replay window
+(``Limits.event_replay_window``) is enforced against what the store holds. A
+cursor whose next event occurred before the window opened is refused with
+:class:`~skift.CursorExpired` naming the oldest cursor still good, never
+answered with an empty page, whatever time the cursor carries.
 """
 
 from __future__ import annotations
@@ -86,17 +88,8 @@ async def watch(
     if not after:
         start = await tx.replay_start(since)
     else:
-        start, issued = decode(after)
-        if issued < since:
-            oldest = encode(await tx.replay_start(since), now)
-            raise CursorExpired(
-                f"the cursor was handed out at {issued:%Y-%m-%d %H:%M:%S} UTC, longer ago than "
-                f"the replay window ({_days(engine.limits.event_replay_window)}); the events "
-                "after it are no longer replayed",
-                next="Resynchronize from the current state (what changed since was not "
-                f"delivered), then watch from the oldest cursor still good: {oldest}",
-                oldest_cursor=oldest,
-            )
+        start, _handed_out = decode(after)
+        await _check_window(engine, tx, start, since, now)
     batch = await tx.events_after(start, projects=project_ids, ops=tuple(ops), limit=size)
     if start > batch.horizon:
         raise Invalid(
@@ -131,6 +124,36 @@ async def with_cursors(engine: Engine, tx: Tx, events: Sequence[Event]) -> list[
         cursor = _event_cursor(pos, e) if pos < horizon else encode(horizon, now)
         out.append(attrs.evolve(info, cursor=cursor))
     return out
+
+
+async def _check_window(
+    engine: Engine, tx: Tx, start: EventPosition, since: datetime, now: datetime
+) -> None:
+    """Refuse a cursor whose next event has left the replay window.
+
+    The check reads what the store holds, not the time a cursor carries (a client
+    can edit that): the first event of the organization after the cursor, whatever
+    the filters. If it occurred before the window opened, resuming would deliver
+    history the window no longer promises (or skip it), so the cursor has expired.
+    A cursor with nothing after it, or only events inside the window, is good
+    however old it is: nothing it would deliver has gone.
+    """
+    first = await tx.events_after(start, limit=1)
+    if not first.events:
+        return
+    _, event = first.events[0]
+    if event.occurred_at >= since:
+        return
+    oldest = encode(await tx.replay_start(since), now)
+    raise CursorExpired(
+        f"the cursor is older than the replay window "
+        f"({_days(engine.limits.event_replay_window)}): the next event after it occurred "
+        f"at {event.occurred_at:%Y-%m-%d %H:%M:%S} UTC, and the events from there to the "
+        "window's start are no longer replayed",
+        next="Resynchronize from the current state (what changed since was not "
+        f"delivered), then watch from the oldest cursor still good: {oldest}",
+        oldest_cursor=oldest,
+    )
 
 
 def _event_cursor(pos: EventPosition, event: Event) -> str:
