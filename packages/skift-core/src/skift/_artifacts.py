@@ -34,7 +34,7 @@ from ._limits import Limits
 from ._refs import format_ref, new_id, ulid_str
 
 if TYPE_CHECKING:
-    from ._engine import Actor
+    from ._context import Actor
     from ._store import Tx
 
 _COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")

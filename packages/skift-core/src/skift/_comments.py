@@ -30,28 +30,27 @@ from uuid import UUID
 
 import attrs
 
-from ._convert import from_json, to_json
-from ._engine import (
+from ._context import (
     Actor,
-    Engine,
-    _check_size,  # pyright: ignore[reportPrivateUsage]
-    _intent,  # pyright: ignore[reportPrivateUsage]
-    _Patch,  # pyright: ignore[reportPrivateUsage]
+    Context,
+    check_size,
     node_facts,
     ref_of,
 )
+from ._convert import from_json, to_json
 from ._errors import IdempotencyMismatch, Invalid, NotFound
+from ._intent import intent
 from ._models import Comment, Node, Project, Revision
-from ._ops import AddComment, canonical_digest
+from ._ops import canonical_digest
 from ._refs import new_id, parse_ulid, ulid_str
 from ._store import Tx
 from ._views import CommentInfo, CommentRevision
 
 
-async def _body(e: Engine, tx: Tx, body: str) -> str:
+async def _body(e: Context, tx: Tx, body: str) -> str:
     if not body.strip():
         raise Invalid("a comment needs a body", next="Write what you want to say (markdown).")
-    _check_size("comment", body, (await e.sizes(tx)).comment_bytes)
+    check_size("comment", body, (await e.sizes(tx)).comment_bytes)
     return body
 
 
@@ -87,8 +86,8 @@ def _comment_facts(c: Comment, actor: Actor) -> dict[str, Any]:
     }
 
 
-async def _new(
-    e: Engine, tx: Tx, actor: Actor, node: Node, project: Project, body: str, reply_to: str | None
+async def new_comment(
+    e: Context, tx: Tx, actor: Actor, node: Node, project: Project, body: str, reply_to: str | None
 ) -> Comment:
     """Check and insert a comment on ``node`` (policy and event are the caller's)."""
     e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
@@ -118,22 +117,12 @@ async def _new(
     return comment
 
 
-def _added(c: Comment) -> dict[str, Any]:
+def comment_event(c: Comment) -> dict[str, Any]:
     return {
         "comment": ulid_str(c.id),
         "in_reply_to": ulid_str(c.in_reply_to) if c.in_reply_to else None,
         "body": c.body,
     }
-
-
-async def add_in_patch(ctx: _Patch, op: AddComment) -> None:
-    """The ``add_comment`` patch operation: authorized with the rest of the patch."""
-    node = await ctx.node(op.node)
-    project = await ctx._project(node.project_id)  # pyright: ignore[reportPrivateUsage]
-    comment = await _new(ctx.e, ctx.tx, ctx.actor, node, project, op.body, op.reply_to)
-    ctx.intend("comment", node=await ctx.facts(node))
-    ctx._touch(node)  # pyright: ignore[reportPrivateUsage]
-    await ctx.event("add_comment", node, after=_added(comment))
 
 
 def _fingerprint(node: Node, body: str, reply_to: str | None) -> str:
@@ -143,7 +132,7 @@ def _fingerprint(node: Node, body: str, reply_to: str | None) -> str:
 
 
 async def add_comment(
-    e: Engine,
+    e: Context,
     tx: Tx,
     actor: Actor,
     ref: str,
@@ -164,9 +153,9 @@ async def add_comment(
                 next="Use a fresh request id for new content; reuse an id only to retry the same request.",
             )
         return from_json(stored.response, CommentInfo)
-    comment = await _new(e, tx, actor, node, project, body, reply_to)
+    comment = await new_comment(e, tx, actor, node, project, body, reply_to)
     ref_text = ref_of(node, project)
-    e.authorize(actor, [_intent("comment", node=node_facts(node, ref_text, project.slug, actor))])
+    e.authorize(actor, [intent("comment", node=node_facts(node, ref_text, project.slug, actor))])
     await tx.append_events(
         [
             await e._event(  # pyright: ignore[reportPrivateUsage]
@@ -176,7 +165,7 @@ async def add_comment(
                 project_id=project.id,
                 node_id=node.id,
                 request_id=request_id,
-                after=_added(comment),
+                after=comment_event(comment),
             )
         ]
     )
@@ -186,7 +175,7 @@ async def add_comment(
 
 
 async def _guarded(
-    e: Engine, tx: Tx, actor: Actor, comment_id: str, action: str
+    e: Context, tx: Tx, actor: Actor, comment_id: str, action: str
 ) -> tuple[Comment, Node, Project]:
     """Load a comment for a change: its project must be live and the policy must allow it."""
     c = await _comment(tx, comment_id, lock=True)
@@ -200,11 +189,11 @@ async def _guarded(
         actor,
         in_my_lease=live is not None and live.holder == actor.id,
     )
-    e.authorize(actor, [_intent(action, node=facts, comment=_comment_facts(c, actor))])
+    e.authorize(actor, [intent(action, node=facts, comment=_comment_facts(c, actor))])
     return c, node, project
 
 
-async def edit_comment(e: Engine, tx: Tx, actor: Actor, comment_id: str, body: str) -> CommentInfo:
+async def edit_comment(e: Context, tx: Tx, actor: Actor, comment_id: str, body: str) -> CommentInfo:
     c, node, project = await _guarded(e, tx, actor, comment_id, "edit_comment")
     text = await _body(e, tx, body)
     if text == c.body:
@@ -229,7 +218,7 @@ async def edit_comment(e: Engine, tx: Tx, actor: Actor, comment_id: str, body: s
     return (await infos(tx, [edited]))[0]
 
 
-async def resolve_comment(e: Engine, tx: Tx, actor: Actor, comment_id: str) -> CommentInfo:
+async def resolve_comment(e: Context, tx: Tx, actor: Actor, comment_id: str) -> CommentInfo:
     c, node, project = await _guarded(e, tx, actor, comment_id, "resolve_comment")
     if c.resolved_at is not None:
         return (await infos(tx, [c]))[0]
@@ -251,7 +240,7 @@ async def resolve_comment(e: Engine, tx: Tx, actor: Actor, comment_id: str) -> C
     return (await infos(tx, [resolved]))[0]
 
 
-async def list_comments(e: Engine, tx: Tx, ref: str, project_ref: str | None) -> list[CommentInfo]:
+async def list_comments(e: Context, tx: Tx, ref: str, project_ref: str | None) -> list[CommentInfo]:
     node = await e.node_in(tx, ref, project_ref)
     return await infos(tx, await tx.comments_of([node.id]))
 

@@ -31,16 +31,12 @@ from uuid import UUID
 import attrs
 
 from . import _beads as beads
-from ._engine import (
-    Actor,
-    Engine,
-    _check_size,  # pyright: ignore[reportPrivateUsage]
-    _node_fields,  # pyright: ignore[reportPrivateUsage]
-)
+from ._context import Actor, check_size, node_fields
 from ._errors import CycleError, Invalid, LimitExceeded, NotFound
 from ._intent import intent
 from ._models import Comment, Edge, EdgeKind, Event, Hold, Node, Principal, PrincipalKind, Project
 from ._origins import NodeOrigin
+from ._projects import Projects
 from ._refs import format_ref, new_id
 from ._store import ReadyQuery, Tx
 
@@ -75,7 +71,7 @@ def _line_error(issue: beads.BeadsIssue, what: str, next_move: str) -> Invalid:
     return Invalid(f"line {issue.line}: {what}", next=next_move, line=issue.line)
 
 
-async def _project(e: Engine, tx: Tx, actor: Actor, ref: str) -> Project:
+async def _project(e: Projects, tx: Tx, actor: Actor, ref: str) -> Project:
     """The project to import into, created (with ``ref`` as its slug) when absent."""
     try:
         return await e.resolve_project(tx, ref)
@@ -119,7 +115,7 @@ def _deps_of(raw: Mapping[str, Any], kind: str) -> list[str]:
 class _Import:
     """One import's state: the project, the issues, what exists, what it will write."""
 
-    def __init__(self, e: Engine, tx: Tx, actor: Actor, project: Project) -> None:
+    def __init__(self, e: Projects, tx: Tx, actor: Actor, project: Project) -> None:
         self.e, self.tx, self.actor, self.project = e, tx, actor, project
         self.warnings: list[str] = []
         self.ids: dict[str, UUID] = {}  # beads id -> node id, existing and new
@@ -128,10 +124,10 @@ class _Import:
     def check_sizes(self, issue: beads.BeadsIssue, m: beads.Mapped, body_bytes: int) -> None:
         lim = self.e.limits
         try:
-            _check_size("title", m.title, lim.title_chars, chars=True)
-            _check_size("body", m.body, body_bytes)
+            check_size("title", m.title, lim.title_chars, chars=True)
+            check_size("body", m.body, body_bytes)
             if m.result:
-                _check_size("result", m.result, lim.result_bytes)
+                check_size("result", m.result, lim.result_bytes)
             if len(m.labels) > lim.labels_per_node:
                 raise LimitExceeded(
                     f"{len(m.labels)} labels; the limit is {lim.labels_per_node}",
@@ -140,7 +136,7 @@ class _Import:
                     bound=lim.labels_per_node,
                 )
             for label in m.labels:
-                _check_size("label", label, lim.label_chars, chars=True)
+                check_size("label", label, lim.label_chars, chars=True)
         except LimitExceeded as exc:
             raise LimitExceeded(
                 f"line {issue.line} ({issue.id}): {exc.message}",
@@ -278,7 +274,7 @@ def _merge(current: Node, old: beads.Mapped, new: beads.Mapped, target: Node) ->
 
 
 async def import_beads(
-    e: Engine,
+    e: Projects,
     tx: Tx,
     actor: Actor,
     project_ref: str,
@@ -307,7 +303,7 @@ async def import_beads(
             if not c.text.strip():
                 continue
             try:
-                _check_size("comment", c.text, sizes.comment_bytes)
+                check_size("comment", c.text, sizes.comment_bytes)
             except LimitExceeded as exc:
                 raise LimitExceeded(
                     f"line {issue.line} ({issue.id}): {exc.message}",
@@ -364,7 +360,7 @@ async def import_beads(
                     project_id=project.id,
                     node_id=nid,
                     reason=f"import beads {issue.id}",
-                    after=_node_fields(node),
+                    after=node_fields(node),
                 )
             )
             origins.append(
@@ -407,8 +403,8 @@ async def import_beads(
                             project_id=project.id,
                             node_id=nid,
                             reason=f"import beads {issue.id}",
-                            before=_node_fields(cur, names),
-                            after=_node_fields(after, names),
+                            before=node_fields(cur, names),
+                            after=node_fields(after, names),
                         )
                     )
                 origins.append(attrs.evolve(origin, extra={"issue": kept}))
@@ -592,7 +588,7 @@ async def project_nodes(tx: Tx, project: Project) -> list[Node]:
 
 
 async def export_beads(
-    e: Engine, tx: Tx, project_ref: str, *, progress: Progress | None = None
+    e: Projects, tx: Tx, project_ref: str, *, progress: Progress | None = None
 ) -> list[dict[str, Any]]:
     """A project as ``bd export`` lines (one dict an issue), beads ids kept or made (``slug-N``)."""
     project = await e.resolve_project(tx, project_ref)

@@ -24,9 +24,10 @@ from ._refs import ulid_str
 if TYPE_CHECKING:
     from uuid import UUID
 
-    from ._engine import Actor, Engine
+    from ._context import Actor
     from ._store import Tx
     from ._views import LeaseInfo, NodeInfo
+    from ._work import Work
 
 REASON_CHARS = 2000
 
@@ -47,7 +48,7 @@ def _reason(text: str | None) -> str:
 
 
 async def preempt(
-    engine: Engine, tx: Tx, actor: Actor, ref: str, project_ref: str | None, reason: str
+    engine: Work, tx: Tx, actor: Actor, ref: str, project_ref: str | None, reason: str
 ) -> NodeInfo:
     """Release whoever's live lease is on ``ref``, as a person, with reason ``preempted``."""
     why = _reason(reason)
@@ -82,7 +83,7 @@ async def preempt(
 
 
 async def live_leases(
-    engine: Engine, tx: Tx, actor: Actor, projects: Sequence[str], *, mine: bool = False
+    engine: Work, tx: Tx, actor: Actor, projects: Sequence[str], *, mine: bool = False
 ) -> list[LeaseInfo]:
     """The organization's live leases (of ``projects`` when given), oldest first.
 
@@ -115,7 +116,7 @@ async def live_leases(
 
 
 async def live_lease_of(
-    engine: Engine, tx: Tx, actor: Actor, node_id: UUID, ref: str
+    engine: Work, tx: Tx, actor: Actor, node_id: UUID, ref: str
 ) -> LeaseInfo | None:
     """The node's live lease as ``show`` carries it (its id only to its holder), or None."""
     lease = (await tx.live_leases([node_id])).get(node_id)

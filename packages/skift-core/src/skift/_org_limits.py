@@ -4,7 +4,7 @@ The server's :class:`~skift.Limits` are the ceiling: an organization may only
 lower a size limit, never raise it (a structural ceiling protects the service,
 and one tenant's data is not another's to spend). An unset size is the
 server's. The engine reads the effective sizes once per transaction
-(:meth:`Engine.sizes`) and checks every body, result, comment, part, blob and
+(:meth:`Context.sizes`) and checks every body, result, comment, part, blob and
 artifact against them.
 """
 
@@ -20,7 +20,7 @@ from ._intent import intent
 from ._limits import Limits
 
 if TYPE_CHECKING:
-    from ._engine import Actor, Engine
+    from ._context import Actor, Context
     from ._store import Tx
 
 # The limits an organization may set: sizes of content, never the structural
@@ -92,7 +92,9 @@ def _value(name: str, value: object, ceiling: int) -> int:
     return value
 
 
-async def set_org_limits(e: Engine, tx: Tx, actor: Actor, sizes: Mapping[str, object]) -> OrgLimits:
+async def set_org_limits(
+    e: Context, tx: Tx, actor: Actor, sizes: Mapping[str, object]
+) -> OrgLimits:
     """Set (an int) or unset (None) some of the organization's size limits."""
     e.authorize(actor, [intent("set_org_limits")])
     unknown = sorted(k for k in sizes if k not in SIZE_LIMITS)
@@ -125,5 +127,5 @@ async def set_org_limits(e: Engine, tx: Tx, actor: Actor, sizes: Mapping[str, ob
     return view(e.limits, after)
 
 
-async def org_limits(e: Engine, tx: Tx) -> OrgLimits:
+async def org_limits(e: Context, tx: Tx) -> OrgLimits:
     return view(e.limits, await tx.org_limits())

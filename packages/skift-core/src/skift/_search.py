@@ -27,7 +27,7 @@ from ._store import SearchQuery, Tx
 from ._views import SearchHit
 
 if TYPE_CHECKING:  # the in-memory store imports this module, and the engine's module imports it
-    from ._engine import Actor, Engine
+    from ._context import Actor, Context
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -106,7 +106,7 @@ def node_fields(
 
 
 async def search(
-    e: Engine,
+    e: Context,
     tx: Tx,
     actor: Actor,
     query: str,

@@ -32,7 +32,7 @@ from ._store import EventPosition, Tx
 from ._views import EventInfo, EventPage
 
 if TYPE_CHECKING:
-    from ._engine import Actor, Engine
+    from ._context import Actor, Context
     from ._models import Event
 
 VERSION = "v1"
@@ -66,7 +66,7 @@ def decode(text: str) -> tuple[EventPosition, datetime]:
 
 
 async def watch(
-    engine: Engine,
+    engine: Context,
     tx: Tx,
     actor: Actor,
     *,
@@ -109,7 +109,7 @@ async def watch(
     return EventPage(events=events, cursor=encode(nxt, now))
 
 
-async def with_cursors(engine: Engine, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
+async def with_cursors(engine: Context, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
     """Event views carrying their cursors. An event not yet below the horizon (a
     transaction older than it may still commit) gets the horizon's cursor instead, so
     resuming from it can only deliver it again, never skip what commits late."""

@@ -34,7 +34,7 @@ from ._models import Node, Principal, PrincipalKind, Project
 from ._refs import format_ref, new_id, ulid_str
 
 if TYPE_CHECKING:
-    from ._engine import Actor, Engine
+    from ._context import Actor, Context
     from ._store import Tx
 
 _MILLION = Decimal(1_000_000)
@@ -261,7 +261,7 @@ def rate_info(rate: Rate) -> RateInfo:
 
 
 async def record_usage(
-    e: Engine,
+    e: Context,
     tx: Tx,
     actor: Actor,
     ref: str,
@@ -273,7 +273,7 @@ async def record_usage(
     basis: str | None,
     lease: str | None,
 ) -> UsageInfo:
-    from ._engine import node_facts
+    from ._context import node_facts  # _store imports this module's records
 
     name = model.strip()
     if not name or len(name) > _MODEL_CHARS:
@@ -377,7 +377,7 @@ async def usage_infos(tx: Tx, records: Sequence[UsageRecord]) -> list[UsageInfo]
 
 
 async def _report(
-    e: Engine,
+    e: Context,
     tx: Tx,
     scope: UsageScope,
     *,
@@ -408,7 +408,7 @@ async def _report(
 
 
 async def node_usage(
-    e: Engine, tx: Tx, ref: str, project_ref: str | None, *, subtree: bool
+    e: Context, tx: Tx, ref: str, project_ref: str | None, *, subtree: bool
 ) -> UsageReport:
     node = await e.node_in(tx, ref, project_ref)
     project = await tx.project_by_id(node.project_id)
@@ -424,7 +424,7 @@ async def node_usage(
     )
 
 
-async def project_usage(e: Engine, tx: Tx, project_ref: str) -> UsageReport:
+async def project_usage(e: Context, tx: Tx, project_ref: str) -> UsageReport:
     project = await e.resolve_project(tx, project_ref)
     budgets = await tx.budgets([project.id])
     return await _report(
@@ -438,7 +438,7 @@ async def project_usage(e: Engine, tx: Tx, project_ref: str) -> UsageReport:
 
 
 async def set_rate(
-    e: Engine,
+    e: Context,
     tx: Tx,
     actor: Actor,
     model: str,

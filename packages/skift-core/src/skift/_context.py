@@ -1,0 +1,483 @@
+"""The transaction context every rule runs in, and the bottom layer of the rules.
+
+Who is acting (:class:`Actor`), size checks, the policy question
+(:meth:`Context.authorize`), event construction, the organization's effective size
+limits for one transaction, and resolution of project and node references. The
+concerns above it (the patch, the work protocol, holds and focus, reads, projects,
+principals, and the content rules: comments, artifacts, usage, organization limits)
+use it and never each other's internals. It talks to a store only through
+:class:`~skift._store.Tx`, so the in-memory store and PostgreSQL obey the same code.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import attrs
+
+from ._errors import (
+    FencingError,
+    Invalid,
+    LimitExceeded,
+    NotFound,
+    Refused,
+)
+from ._intent import intent
+from ._limits import Limits
+from ._models import (
+    Event,
+    Hold,
+    Lease,
+    Node,
+    Principal,
+    PrincipalKind,
+    Project,
+    ReleaseReason,
+    Status,
+)
+from ._org_limits import effective as org_effective
+from ._origins import node_by_external_id
+from ._policy import Policy
+from ._refs import (
+    format_ref,
+    new_id,
+    parse_node_ref,
+    parse_ulid,
+    ulid_str,
+)
+from ._store import Authors, Tx
+from ._views import (
+    EventInfo,
+    NodeInfo,
+    Resolved,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Actor:
+    """Who is acting, and through which identity scheme."""
+
+    principal: Principal
+    identity_scheme: str = "local"
+
+    @property
+    def id(self) -> UUID:
+        return self.principal.id
+
+    @property
+    def kind(self) -> PrincipalKind:
+        return self.principal.kind
+
+    @property
+    def is_user(self) -> bool:
+        return self.principal.kind is PrincipalKind.USER
+
+
+def jsonable(value: object) -> Any:
+    if isinstance(value, UUID):
+        return ulid_str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        items: tuple[object, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        return [jsonable(v) for v in items]
+    if isinstance(value, Hold):
+        return {"at": value.at.isoformat(), "by": ulid_str(value.by), "reason": value.reason}
+    return value
+
+
+def node_fields(node: Node, names: Iterable[str] | None = None) -> dict[str, Any]:
+    keys = names or (
+        "number",
+        "title",
+        "kind",
+        "status",
+        "priority",
+        "parent_id",
+        "labels",
+        "assignee_kind",
+        "assignee",
+    )
+    return {k: jsonable(getattr(node, k)) for k in keys}
+
+
+def changed_fields(before: Node, after: Node) -> tuple[dict[str, Any], dict[str, Any]]:
+    names = [
+        f.name
+        for f in attrs.fields(Node)
+        if f.name not in ("updated_at",) and getattr(before, f.name) != getattr(after, f.name)
+    ]
+    return node_fields(before, names), node_fields(after, names)
+
+
+def check_size(what: str, text: str, limit: int, *, chars: bool = False) -> None:
+    size = len(text) if chars else len(text.encode())
+    if size > limit:
+        unit = "characters" if chars else "bytes"
+        raise LimitExceeded(
+            f"{what} is {size} {unit}; the limit is {limit}",
+            next=f"Shorten the {what}, or put the bulk in an artifact.",
+            limit=what,
+            bound=limit,
+        )
+
+
+def check_vcs_url(url: str) -> str:
+    """An absolute URL, or empty. skift never reads it."""
+    url = url.strip()
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if not parts.scheme or not (parts.netloc or (parts.scheme == "file" and parts.path)):
+        raise Invalid(
+            f"{url!r} is not an absolute URL",
+            next="Give the clone URL with its scheme, e.g. https://github.com/acme/api.git, or leave it empty.",
+        )
+    return url
+
+
+def node_facts(
+    node: Node,
+    ref: str,
+    project_slug: str,
+    actor: Actor,
+    *,
+    new: bool = False,
+    in_my_lease: bool = False,
+) -> dict[str, Any]:
+    """What the policy knows about a node: whose it is and what it is, not its whole record."""
+    return {
+        "ref": ref,
+        "project": project_slug,
+        "gate": node.is_gate,
+        "status": node.status.value,
+        "kind": node.kind,
+        "filed_by_me": node.created_by == actor.id,
+        "new": new,
+        "in_my_lease": in_my_lease,
+    }
+
+
+def ref_of(node: Node, project: Project) -> str:
+    return format_ref(project.slug, node.number)
+
+
+def lease_gone(lease: Lease) -> dict[str, Any]:
+    """The next move after writing under a lease that ended: a gated node waits for its person."""
+    if lease.release_reason is ReleaseReason.GATE:
+        return {
+            "next": "You gated this node: it is ready again when the person completes the gate "
+            "(its result is then an input); take other work meanwhile.",
+            "move": {"do": "await_gate"},
+        }
+    if lease.release_reason is ReleaseReason.COMPLETE:
+        return {"next": "The node is complete; nothing to do.", "move": {"do": "nothing"}}
+    return lease_gone_default
+
+
+lease_gone_default: dict[str, Any] = {
+    "next": "Stop work on this attempt; claim the node again if it is still ready.",
+    "move": {"do": "stop_attempt"},
+}
+
+
+class Context:
+    """What every rule needs inside a store transaction: limits, policy, events, resolution."""
+
+    def __init__(
+        self, limits: Limits, *, org: str = "default", policy: Policy | None = None
+    ) -> None:
+        self.limits = limits
+        self.org = org
+        self.policy = policy or Policy.default()
+        # the effective size limits, read once per transaction (see sizes)
+        self._sizes: weakref.WeakKeyDictionary[Tx, Limits] = weakref.WeakKeyDictionary()
+
+    async def sizes(self, tx: Tx) -> Limits:
+        """The limits with the organization's size limits in force (the server's, lowered).
+
+        Read from the store once per transaction; every size check of the
+        request uses this one reading.
+        """
+        got = self._sizes.get(tx)
+        if got is None:
+            own = await tx.org_limits()
+            got = self._sizes[tx] = org_effective(self.limits, own) if own else self.limits
+        return got
+
+    def forget_sizes(self, tx: Tx) -> None:
+        """Drop a transaction's reading after it changed the organization's limits."""
+        self._sizes.pop(tx, None)
+
+    # ------------------------------------------------------------------ events
+
+    async def _event(
+        self,
+        tx: Tx,
+        actor: Actor,
+        op: str,
+        *,
+        project_id: UUID | None = None,
+        node_id: UUID | None = None,
+        reason: str | None = None,
+        request_id: str | None = None,
+        before: dict[str, Any] | None = None,
+        after: dict[str, Any] | None = None,
+    ) -> Event:
+        return Event(
+            id=new_id(),
+            org_id=tx.org_id,
+            project_id=project_id,
+            node_id=node_id,
+            principal_id=actor.id,
+            principal_kind=actor.kind,
+            identity_scheme=actor.identity_scheme,
+            request_id=request_id,
+            op=op,
+            reason=reason,
+            before=before,
+            after=after,
+            occurred_at=await tx.now(),
+        )
+
+    # ---------------------------------------------------------------- projects
+
+    async def resolve_project(self, tx: Tx, ref: str) -> Project:
+        text = ref.strip()
+        org: str | None = None
+        if "/" in text:
+            org, text = text.split("/", 1)
+        project: Project | None = None
+        if org is None or org == self.org:  # another organization's project is nothing
+            ident = parse_ulid(text)
+            if ident is not None:
+                project = await tx.project_by_id(ident)
+            if project is None:
+                project = await tx.project_by_slug(text.lower())
+        if project is None:
+            raise NotFound(
+                f"no project {ref!r}",
+                next="List projects with 'skift project list', or create one with 'skift project create TITLE'.",
+            )
+        return project
+
+    def _writable_project(self, project: Project) -> None:
+        if project.archived_at is not None:
+            raise Refused(
+                f"{project.slug} is archived and read-only",
+                next="Archived projects take no patches, claims or new edges; file the work in a live project.",
+            )
+
+    def _reason(self, reason: str | None, what: str) -> str:
+        text = (reason or "").strip()
+        if not text:
+            raise Invalid(
+                f"a {what} needs a reason",
+                next="Say why (--reason), because a change nobody can explain is one nobody dares undo.",
+            )
+        check_size("reason", text, self.limits.reason_chars, chars=True)
+        return text
+
+    def authorize(
+        self, actor: Actor, intents: Sequence[dict[str, Any]], lease: Lease | None = None
+    ) -> None:
+        """Ask the policy about a resolved request; one denial refuses all of it."""
+        request = {
+            "principal": {
+                "id": ulid_str(actor.id),
+                "name": actor.principal.name,
+                "kind": actor.kind.value,
+            },
+            "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
+            "intents": list(intents),
+        }
+        denials = self.policy.deny(request)
+        if denials:
+            first = denials[0]
+            raise Refused(first["msg"], next=first["next"], denials=denials)
+
+    def _may_hold(self, actor: Actor, action: str = "hold") -> None:
+        self.authorize(actor, [intent(action)])
+
+    # ------------------------------------------------------------------- nodes
+
+    async def resolve_node(
+        self, tx: Tx, ref: str, project: Project | None, *, lock: bool = False
+    ) -> Node:
+        try:
+            parsed = parse_node_ref(ref)
+        except Invalid:
+            imported = await node_by_external_id(tx, ref, project)  # a beads id (skift._origins)
+            if imported is None:
+                raise
+            return (await tx.nodes_by_id([imported.id], lock=lock))[imported.id]
+        node: Node | None = None
+        if parsed.org is not None and parsed.org != self.org:
+            pass  # a reference into another organization behaves exactly like a reference to nothing
+        elif parsed.id is not None:
+            node = (await tx.nodes_by_id([parsed.id], lock=lock)).get(parsed.id)
+        else:
+            assert parsed.number is not None
+            target = project
+            if parsed.project is not None:
+                target = await self.resolve_project(tx, parsed.project)
+            if target is None:
+                raise Invalid(
+                    f"{ref!r} names a node by number alone, and no project is given",
+                    next="Qualify it as slug#N, or name the project (-p/--project).",
+                    move={"do": "name_project", "ref": ref},
+                )
+            node = await tx.node_by_number(target.id, parsed.number, lock=lock)
+        if node is None:
+            raise NotFound(
+                f"no node {ref!r}",
+                next="Check the reference; 'skift list' shows a project's nodes.",
+            )
+        return node
+
+    async def node_in(
+        self, tx: Tx, ref: str, project_ref: str | None, *, lock: bool = False
+    ) -> Node:
+        """Resolve ``ref``, a bare ``#N`` against ``project_ref`` when one is given."""
+        project = await self.resolve_project(tx, project_ref) if project_ref else None
+        return await self.resolve_node(tx, ref, project, lock=lock)
+
+    async def infos(
+        self,
+        tx: Tx,
+        nodes: Sequence[Node],
+        *,
+        authors: Mapping[UUID, Authors] | None = None,
+    ) -> list[NodeInfo]:
+        """The nodes as callers see them; attributed when ``authors`` (``tx.authors``) is given."""
+        if not nodes:
+            return []
+        projects = await tx.projects_by_id({n.project_id for n in nodes})
+        parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
+        parents = await tx.nodes_by_id(parent_ids) if parent_ids else {}
+        derived = await tx.derive([n.id for n in nodes])
+        out: list[NodeInfo] = []
+        for n in nodes:
+            slug = projects[n.project_id].slug
+            parent = parents.get(n.parent_id) if n.parent_id else None
+            d = derived[n.id]
+            who = authors.get(n.id) if authors is not None else None
+            body_by = who.body if who is not None else None
+            result_by = who.result if who is not None else None
+            out.append(
+                NodeInfo(
+                    ref=format_ref(slug, n.number),
+                    id=ulid_str(n.id),
+                    number=n.number,
+                    project=slug,
+                    title=n.title,
+                    body=n.body,
+                    kind=n.kind,
+                    status=n.status,
+                    priority=n.priority,
+                    parent=format_ref(slug, parent.number) if parent else None,
+                    labels=n.labels,
+                    assignee_kind=n.assignee_kind,
+                    assignee=n.assignee,
+                    context_id=str(n.context_id),
+                    created_at=n.created_at,
+                    blocked=d.blocked,
+                    held=d.held,
+                    claimed=d.claimed,
+                    ready=d.ready and n.status is Status.OPEN,
+                    result=n.result,
+                    human_written=d.human_written,
+                    body_author=body_by.name if body_by else None,
+                    body_author_kind=body_by.kind.value if body_by else None,
+                    result_author=result_by.name if result_by else None,
+                    result_author_kind=result_by.kind.value if result_by else None,
+                )
+            )
+        return out
+
+    async def attributed(self, tx: Tx, nodes: Sequence[Node]) -> list[NodeInfo]:
+        """The nodes with who wrote their body and result (one more read for all of them)."""
+        if not nodes:
+            return []
+        return await self.infos(tx, nodes, authors=await tx.authors([n.id for n in nodes]))
+
+    async def resolve(self, tx: Tx, ref: str, project_ref: str | None) -> Resolved:
+        node = await self.node_in(tx, ref, project_ref)
+        info = (await self.infos(tx, [node]))[0]
+        return Resolved(ref=info.ref, id=info.id, title=info.title)
+
+    def page_size(self, limit: int | None) -> int:
+        size = min(self.limits.default_page_size, self.limits.page_size) if limit is None else limit
+        if size <= 0:
+            raise Invalid("the page size must be positive", next="Give --limit 1 or more.")
+        if size > self.limits.page_size:
+            raise LimitExceeded(
+                f"a page of {size} is over the limit of {self.limits.page_size}",
+                next=f"Ask for at most {self.limits.page_size} and follow next_page.",
+                limit="page_size",
+                bound=self.limits.page_size,
+            )
+        return size
+
+    async def _fence(self, tx: Tx, actor: Actor, node: Node, lease_ref: str) -> Lease:
+        """The node's current live lease, if ``lease_ref`` names it; else FencingError."""
+        ident = parse_ulid(lease_ref.strip())
+        lease = await tx.lease_by_id(ident, lock=True) if ident else None
+        now = await tx.now()
+        if lease is None or lease.node_id != node.id:
+            raise FencingError(
+                f"lease {lease_ref} is not a lease on this node",
+                next="Use the lease id that Claim returned for this node, or claim it again.",
+            )
+        if lease.released_at is not None or lease.expires_at <= now:
+            state = (
+                f"released ({lease.release_reason.value if lease.release_reason else 'released'})"
+                if lease.released_at is not None
+                else f"expired at {lease.expires_at.isoformat()}"
+            )
+            raise FencingError(
+                f"lease {lease_ref} is {state}; writes under it are refused",
+                **lease_gone(lease),
+            )
+        if lease.holder != actor.id:
+            raise FencingError(
+                f"lease {lease_ref} belongs to another principal",
+                next="Only the holder writes under a lease; claim your own work.",
+            )
+        return lease
+
+    # ------------------------------------------------------------------ events
+
+    async def event_infos(self, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
+        principals = await tx.principals_by_id({e.principal_id for e in events})
+        projects = await tx.projects_by_id({e.project_id for e in events if e.project_id})
+        nodes = await tx.nodes_by_id({e.node_id for e in events if e.node_id})
+        out: list[EventInfo] = []
+        for e in events:
+            proj = projects.get(e.project_id) if e.project_id else None
+            node = nodes.get(e.node_id) if e.node_id else None
+            node_proj = projects.get(node.project_id) if node else None
+            out.append(
+                EventInfo(
+                    id=ulid_str(e.id),
+                    op=e.op,
+                    project=proj.slug if proj else None,
+                    node=format_ref(node_proj.slug, node.number) if node and node_proj else None,
+                    principal=principals[e.principal_id].name
+                    if e.principal_id in principals
+                    else "?",
+                    principal_kind=e.principal_kind.value,
+                    identity_scheme=e.identity_scheme,
+                    reason=e.reason,
+                    request_id=e.request_id,
+                    before=e.before,
+                    after=e.after,
+                    occurred_at=e.occurred_at,
+                )
+            )
+        return out
