@@ -127,7 +127,7 @@ async def with_cursors(engine: Context, tx: Tx, events: Sequence[Event]) -> list
 
 
 async def _check_window(
-    engine: Engine, tx: Tx, start: EventPosition, since: datetime, now: datetime
+    engine: Context, tx: Tx, start: EventPosition, since: datetime, now: datetime
 ) -> None:
     """Refuse a cursor whose next event has left the replay window.
 

@@ -1,0 +1,257 @@
+"""The API for projects and the graph: projects, patches, reads, drop and reopen."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import attrs
+
+from . import _leasing
+from ._edges import EdgeInfo
+from ._edges import edges as edges_around
+from ._engine import Actor, filter_from
+from ._errors import Invalid
+from ._models import Priority, ReleaseReason
+from ._ops import Cascade, CreateNode, DropNode, Op, ReopenNode, parse_op
+from ._refs import new_id, ulid_str
+from ._session import Session, no_delegation
+from ._store import Tx
+from ._surface import OpLike
+from ._views import Explanation, NodeInfo, PatchResult, ProjectInfo, ReadyPage, Resolved
+
+
+def _ops(ops: Sequence[OpLike]) -> list[Op]:
+    """Operations given as objects or as their JSON form (dicts)."""
+    return [parse_op(op, i) if isinstance(op, dict) else op for i, op in enumerate(ops)]
+
+
+class GraphApi(Session):
+    """Projects, patches and the reads (get, resolve, ready, list, explain)."""
+
+    # ---------------------------------------------------------------- projects
+
+    async def create_project(
+        self,
+        title: str,
+        *,
+        slug: str | None = None,
+        priority: Priority | str = Priority.P2,
+        vcs_url: str = "",
+    ) -> ProjectInfo:
+        prio = _priority(priority)
+
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.create_project(
+                tx, a, title, slug=slug, priority=prio, vcs_url=vcs_url
+            )
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def get_project(self, ref: str) -> ProjectInfo:
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.resolve_project(tx, ref)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def list_projects(
+        self, *, archived: bool = False, limit: int | None = None
+    ) -> list[ProjectInfo]:
+        size = self.engine.page_size(limit)
+
+        async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
+            rows = await tx.list_projects(archived=archived, limit=size, offset=0)
+            return await self.engine.project_infos(tx, rows)
+
+        return await self._run(go)
+
+    async def update_project(
+        self,
+        ref: str,
+        *,
+        title: str | None = None,
+        slug: str | None = None,
+        priority: Priority | str | None = None,
+        vcs_url: str | None = None,
+        budget: Decimal | int | str | None = None,
+    ) -> ProjectInfo:
+        """Change a project; ``budget`` (an amount, "" to clear) is reported beside its usage."""
+        prio = _priority(priority) if priority is not None else None
+
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.update_project(
+                tx, a, ref, title=title, slug=slug, priority=prio, vcs_url=vcs_url, budget=budget
+            )
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def rename_project(self, ref: str, title: str, *, slug: str | None = None) -> ProjectInfo:
+        return await self.update_project(ref, title=title, slug=slug)
+
+    async def archive_project(self, ref: str, *, reason: str = "archived") -> ProjectInfo:
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.archive_project(tx, a, ref, reason)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def hold_project(self, ref: str, *, reason: str) -> int:
+        """Park a whole project. Returns how many nodes the hold parks."""
+        return await self._run(
+            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=True)
+        )
+
+    async def unhold_project(self, ref: str, *, reason: str) -> int:
+        """Release a project's hold. Returns how many nodes became ready."""
+        return await self._run(
+            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=False)
+        )
+
+    # ------------------------------------------------------------------- graph
+
+    async def patch(
+        self,
+        project: str,
+        ops: Sequence[OpLike],
+        *,
+        request_id: str | None = None,
+        lease: str | None = None,
+        on_behalf_of: str | None = None,
+    ) -> PatchResult:
+        no_delegation(on_behalf_of)
+        parsed = _ops(ops)
+        rid = request_id or ulid_str(new_id())
+        if not rid.strip():
+            raise Invalid(
+                "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+            )
+        self.engine.check_patch_limits(parsed)
+        return await self._run(
+            lambda tx, a: self.engine.patch(tx, a, project, parsed, request_id=rid, lease=lease),
+            graph_lock=self.engine.needs_graph_lock(parsed),
+        )
+
+    async def create(self, project: str, title: str, **fields: Any) -> NodeInfo:
+        """Create one node (a one-operation patch) and return it."""
+        res = await self.patch(project, [CreateNode(title=title, **fields)])
+        return res.nodes[0]
+
+    async def get(self, ref: str, *, project: str | None = None) -> NodeInfo:
+        """One node, attributed, with its live lease while it is claimed (``lease``)."""
+
+        async def go(tx: Tx, a: Actor) -> NodeInfo:
+            node = await self.engine.node_in(tx, ref, project)
+            info = (await self.engine.attributed(tx, [node]))[0]
+            if not info.claimed:
+                return info
+            lease = await _leasing.live_lease_of(self.engine, tx, a, node.id, info.ref)
+            return attrs.evolve(info, lease=lease)
+
+        return await self._run(go)
+
+    async def resolve(self, ref: str, *, project: str | None = None) -> Resolved:
+        return await self._run(lambda tx, a: self.engine.resolve(tx, ref, project))
+
+    async def ready(
+        self, *, limit: int | None = None, page: str | None = None, **filters: Any
+    ) -> ReadyPage:
+        flt = filter_from(**filters)
+        return await self._run(lambda tx, a: self.engine.ready(tx, a, flt, limit=limit, page=page))
+
+    async def list_nodes(
+        self,
+        *,
+        limit: int | None = None,
+        page: str | None = None,
+        attributed: bool = False,
+        **filters: Any,
+    ) -> ReadyPage:
+        """Nodes in any state; ``attributed`` fills each one's body and result authors."""
+        flt = filter_from(**filters)
+        return await self._run(
+            lambda tx, a: self.engine.list_nodes(
+                tx, a, flt, limit=limit, page=page, attributed=attributed
+            )
+        )
+
+    async def edges(self, nodes: Sequence[str], *, project: str | None = None) -> list[EdgeInfo]:
+        """The ``blocks`` edges into and out of these nodes (references or ids), both ends named."""
+        return await self._run(lambda tx, a: edges_around(self.engine, tx, nodes, project))
+
+    async def explain(self, ref: str, *, project: str | None = None) -> Explanation:
+        return await self._run(lambda tx, a: self.engine.explain(tx, ref, project))
+
+    async def drop(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        cascade: int | None = None,
+        project: str | None = None,
+        lease: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        op = DropNode(
+            node=ref,
+            reason=reason,
+            cascade=Cascade(max_nodes=cascade) if cascade is not None else None,
+        )
+        return await self._node_patch(ref, project, [op], lease=lease, request_id=request_id)
+
+    async def reopen(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        lease: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        return await self._node_patch(
+            ref, project, [ReopenNode(node=ref, reason=reason)], lease=lease, request_id=request_id
+        )
+
+    async def _node_patch(
+        self,
+        ref: str,
+        project: str | None,
+        ops: list[Op],
+        *,
+        lease: str | None,
+        request_id: str | None,
+        release_after: ReleaseReason | None = None,
+    ) -> PatchResult:
+        rid = request_id or ulid_str(new_id())
+
+        async def go(tx: Tx, a: Actor) -> PatchResult:
+            proj = await self.engine.resolve_project(tx, project) if project else None
+            node = await self.engine.resolve_node(tx, ref, proj)
+            fixed = [
+                attrs.evolve(op, node=ulid_str(node.id)) if hasattr(op, "node") else op
+                for op in ops
+            ]  # pyright: ignore[reportArgumentType]
+            return await self.engine.patch(
+                tx,
+                a,
+                ulid_str(node.project_id),
+                fixed,
+                request_id=rid,
+                lease=lease,
+                release_after=release_after,
+            )
+
+        return await self._run(go, graph_lock=self.engine.needs_graph_lock(ops))
+
+
+def _priority(value: Priority | str) -> Priority:
+    try:
+        return Priority(value)
+    except ValueError:
+        raise Invalid(
+            f"priority {value!r} is not p0..p4",
+            next="Use p0 (most urgent) to p4; p2 is the default.",
+        ) from None

@@ -1,0 +1,69 @@
+"""The API for importing and exporting work from other trackers (beads, ``bd export`` JSONL)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+
+from . import _beads
+from ._engine import Actor
+from ._importer import BeadsImport, DryRun
+from ._importer import export_beads as importer_export_beads
+from ._importer import import_beads as importer_import_beads
+from ._session import Session
+from ._store import Tx
+
+
+class ImportApi(Session):
+    """Import and export of beads."""
+
+    # -------------------------------------------------------- import and export
+
+    async def import_beads(
+        self,
+        data: str | Iterable[str],
+        *,
+        project: str,
+        dry_run: bool = False,
+        break_cycles: bool = False,
+        skip_dangling: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> BeadsImport:
+        """Import a beads export (the text of ``bd export``'s JSONL, or its lines) into a project.
+
+        The project is created (with ``project`` as its slug) when absent. One
+        transaction, all or nothing; a second import of the same export changes
+        nothing, a newer one updates what changed (matched by beads id). See
+        docs/migrating-from-beads.md for the mapping.
+        """
+        lines = data.splitlines() if isinstance(data, str) else data
+        issues = _beads.parse(lines)
+
+        async def go(tx: Tx, a: Actor) -> BeadsImport:
+            return await importer_import_beads(
+                self.engine,
+                tx,
+                a,
+                project,
+                issues,
+                dry_run=dry_run,
+                break_cycles=break_cycles,
+                skip_dangling=skip_dangling,
+                progress=progress,
+            )
+
+        try:
+            return await self._run(go, graph_lock=True)
+        except DryRun as done:
+            return done.result
+
+    async def export_beads(
+        self, project: str, *, progress: Callable[[int, int], None] | None = None
+    ) -> str:
+        """A project as beads JSONL (``bd export``'s field names), one issue a line."""
+        rows = await self._run(
+            lambda tx, a: importer_export_beads(self.engine, tx, project, progress=progress)
+        )
+        return "".join(
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
+        )

@@ -1,0 +1,129 @@
+"""One caller's handle on a store: who it acts as, and running the engine in a transaction.
+
+Every method of the API runs through :meth:`Session._run`, which retries a
+transaction that lost a race (``TransientError``) a few times, jittered; a call
+that waits re-checks its caller's identity when it wakes (:meth:`Session._recheck`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import random
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self, TypeVar
+from uuid import UUID
+
+from ._engine import Actor, Engine
+from ._errors import Conflict, Refused, Unauthenticated
+from ._limits import DEFAULT_LIMITS, Limits
+from ._policy import Policy
+from ._store import Store, TransientError, Tx
+from ._surface import PrincipalSpec, User
+
+T = TypeVar("T")
+
+
+class Session:
+    """The store, the engine and the acting principal that the API's methods share."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        principal: PrincipalSpec | None = None,
+        org: str = "default",
+        limits: Limits = DEFAULT_LIMITS,
+        owns_store: bool = True,
+        identity_scheme: str = "local",
+        policy: Policy | None = None,
+        actor: Actor | None = None,
+    ) -> None:
+        self.store = store
+        self.spec = principal or User(getpass.getuser())
+        self.org_name = org
+        self.policy = policy or Policy.default()
+        self.engine = Engine(limits, org=org, policy=self.policy)
+        self.identity_scheme = identity_scheme
+        self._owns = owns_store
+        self._actor: Actor | None = actor
+        self._org_id: UUID | None = actor.principal.org_id if actor else None
+        # set by authenticate: the identity to re-check when a long poll wakes
+        self._credential: tuple[str, str, datetime | None] | None = None
+
+    async def __aenter__(self) -> Self:
+        await self._whoami()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._owns:
+            await self.store.close()
+
+    async def _recheck(self) -> None:
+        """Refuse a waiting call whose identity was revoked or expired since it began."""
+        if self._credential is None or self._actor is None:
+            return
+        scheme, lookup, expires_at = self._credential
+        if expires_at is not None and expires_at <= datetime.now(UTC):
+            raise Unauthenticated(
+                f"the {scheme} credential of this call expired at {expires_at.isoformat()} "
+                "while it waited",
+                next="Get a fresh token from your identity provider and call again.",
+            )
+        principal = await self.store.principal_by_identity(scheme, lookup)
+        if principal is None or principal.id != self._actor.id:
+            raise Unauthenticated(
+                f"the {scheme} credential of this call was revoked while it waited",
+                next="Ask a skift admin for a new credential ('skift token create PRINCIPAL').",
+            )
+
+    async def _whoami(self) -> Actor:
+        if self._actor is None:
+            org = await self.store.ensure_org(self.org_name)
+            p = await self.store.ensure_principal(org.id, self.spec.name, self.spec.kind)
+            if p.kind is not self.spec.kind:
+                raise Conflict(
+                    f"{p.name!r} is a {p.kind.value} principal, not a {self.spec.kind.value}",
+                    next=f"Open as skift.{p.kind.value.title()}({p.name!r}), or choose another name.",
+                )
+            self._org_id = org.id
+            self._actor = Actor(principal=p, identity_scheme=self.identity_scheme)
+        return self._actor
+
+    async def _run(
+        self,
+        fn: Callable[[Tx, Actor], Awaitable[T]],
+        *,
+        graph_lock: bool = False,
+        attempts: int = 5,
+    ) -> T:
+        actor = await self._whoami()
+        assert self._org_id is not None
+        for attempt in range(attempts):
+            try:
+                async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
+                    return await fn(tx, actor)
+            except TransientError as exc:
+                if attempt == attempts - 1:
+                    raise Conflict(
+                        f"the request lost a race {attempts} times in a row ({exc})",
+                        next="Retry it; a patch is safe to retry with the same request id.",
+                    ) from exc
+                # jittered, so the losers of one race do not collide again in lockstep
+                await asyncio.sleep(random.uniform(0.5, 1.5) * 0.01 * min(attempt + 1, 10))
+        raise AssertionError("unreachable")
+
+
+def no_delegation(on_behalf_of: str | None) -> None:
+    if on_behalf_of:
+        raise Refused(
+            "acting on behalf of another principal is not supported yet",
+            next="Act as yourself: leave on_behalf_of unset. Delegation needs a server-known grant, planned after v1.",
+        )
