@@ -20,13 +20,7 @@ from uuid import UUID
 
 import attrs
 
-from ._errors import (
-    FencingError,
-    Invalid,
-    LimitExceeded,
-    NotFound,
-    Refused,
-)
+from ._errors import FencingError, Invalid, LimitExceeded, NotFound, Refused
 from ._intent import intent
 from ._limits import Limits
 from ._models import (
@@ -43,19 +37,9 @@ from ._models import (
 from ._org_limits import effective as org_effective
 from ._origins import node_by_external_id
 from ._policy import Policy
-from ._refs import (
-    format_ref,
-    new_id,
-    parse_node_ref,
-    parse_ulid,
-    ulid_str,
-)
+from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, ulid_str
 from ._store import Authors, Tx
-from ._views import (
-    EventInfo,
-    NodeInfo,
-    Resolved,
-)
+from ._views import EventInfo, NodeInfo, Resolved
 
 
 @attrs.frozen(kw_only=True)

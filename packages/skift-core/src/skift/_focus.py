@@ -12,30 +12,12 @@ from uuid import UUID
 
 import attrs
 
-from ._context import (
-    Actor,
-    Context,
-    ref_of,
-)
-from ._errors import (
-    Invalid,
-    LimitExceeded,
-    Refused,
-)
-from ._models import (
-    Event,
-    Hold,
-    Project,
-    Status,
-)
-from ._refs import (
-    new_id,
-    ulid_str,
-)
+from ._context import Actor, Context, ref_of
+from ._errors import Invalid, LimitExceeded, Refused
+from ._models import Event, Hold, Project, Status
+from ._refs import new_id, ulid_str
 from ._store import ReadyQuery, Tx
-from ._views import (
-    FocusResult,
-)
+from ._views import FocusResult
 
 
 class Focus(Context):

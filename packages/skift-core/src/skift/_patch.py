@@ -18,19 +18,9 @@ from uuid import UUID
 
 import attrs
 
-from ._artifacts import (
-    Artifact,
-    artifact_event,
-    prepare_artifacts,
-)
+from ._artifacts import Artifact, artifact_event, prepare_artifacts
 from ._comments import comment_event, new_comment
-from ._context import (
-    Actor,
-    Context,
-    changed_fields,
-    check_size,
-    node_fields,
-)
+from ._context import Actor, Context, changed_fields, check_size, node_fields
 from ._convert import from_json, to_json
 from ._errors import (
     CycleError,
@@ -42,15 +32,7 @@ from ._errors import (
     Refused,
     SkiftError,
 )
-from ._models import (
-    AssigneeKind,
-    Edge,
-    EdgeKind,
-    Hold,
-    Node,
-    ReleaseReason,
-    Status,
-)
+from ._models import AssigneeKind, Edge, EdgeKind, Hold, Node, ReleaseReason, Status
 from ._ops import (
     AddComment,
     AddEdge,
@@ -67,17 +49,10 @@ from ._ops import (
     fingerprint,
 )
 from ._patch_state import PatchState
-from ._refs import (
-    format_ref,
-    new_id,
-    parse_ulid,
-    ulid_str,
-)
+from ._refs import format_ref, new_id, parse_ulid, ulid_str
 from ._store import Tx
 from ._usage import set_budget
-from ._views import (
-    PatchResult,
-)
+from ._views import PatchResult
 
 _ALIAS_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 

@@ -16,32 +16,11 @@ from uuid import UUID
 
 import attrs
 
-from ._context import (
-    Actor,
-    Context,
-    lease_gone,
-    lease_gone_default,
-    node_facts,
-)
-from ._errors import (
-    Conflict,
-    CycleError,
-    FencingError,
-)
+from ._context import Actor, Context, lease_gone, lease_gone_default, node_facts
+from ._errors import Conflict, CycleError, FencingError
 from ._intent import intent
-from ._models import (
-    Edge,
-    Event,
-    Lease,
-    Node,
-    Project,
-    ReleaseReason,
-)
-from ._refs import (
-    format_ref,
-    parse_ulid,
-    ulid_str,
-)
+from ._models import Edge, Event, Lease, Node, Project, ReleaseReason
+from ._refs import format_ref, parse_ulid, ulid_str
 from ._store import Tx
 
 

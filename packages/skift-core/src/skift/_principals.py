@@ -6,34 +6,13 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 
-from ._context import (
-    Actor,
-    Context,
-)
-from ._errors import (
-    Conflict,
-    Invalid,
-    NotFound,
-    Refused,
-)
+from ._context import Actor, Context
+from ._errors import Conflict, Invalid, NotFound, Refused
 from ._intent import intent
-from ._models import (
-    Identity,
-    IdentityScheme,
-    Principal,
-    PrincipalKind,
-)
-from ._refs import (
-    new_id,
-    parse_ulid,
-    ulid_str,
-)
+from ._models import Identity, IdentityScheme, Principal, PrincipalKind
+from ._refs import new_id, parse_ulid, ulid_str
 from ._store import Tx
-from ._views import (
-    IdentityInfo,
-    PrincipalInfo,
-    TokenInfo,
-)
+from ._views import IdentityInfo, PrincipalInfo, TokenInfo
 
 
 class Principals(Context):

@@ -8,35 +8,14 @@ from typing import Any
 
 import attrs
 
-from ._context import (
-    Actor,
-    Context,
-    check_size,
-    check_vcs_url,
-    jsonable,
-)
-from ._errors import (
-    Conflict,
-    Invalid,
-    Refused,
-)
+from ._context import Actor, Context, check_size, check_vcs_url, jsonable
+from ._errors import Conflict, Invalid, Refused
 from ._intent import intent
-from ._models import (
-    Priority,
-    Project,
-)
-from ._refs import (
-    check_slug,
-    disambiguate,
-    new_id,
-    slugify,
-    ulid_str,
-)
+from ._models import Priority, Project
+from ._refs import check_slug, disambiguate, new_id, slugify, ulid_str
 from ._store import Tx
 from ._usage import set_budget
-from ._views import (
-    ProjectInfo,
-)
+from ._views import ProjectInfo
 
 
 class Projects(Context):

@@ -14,32 +14,13 @@ from uuid import UUID
 
 import attrs
 
-from ._context import (
-    Actor,
-    Context,
-)
-from ._errors import (
-    Invalid,
-)
+from ._context import Actor, Context
+from ._errors import Invalid
 from ._filter import NodeFilter
-from ._models import (
-    AssigneeKind,
-    Node,
-    Priority,
-    Project,
-    Status,
-)
-from ._refs import (
-    format_ref,
-    ulid_str,
-)
+from ._models import AssigneeKind, Node, Priority, Project, Status
+from ._refs import format_ref, ulid_str
 from ._store import Derived, ReadyQuery, Tx
-from ._views import (
-    Explanation,
-    NodeInfo,
-    ReadyPage,
-    Reason,
-)
+from ._views import Explanation, NodeInfo, ReadyPage, Reason
 
 
 class Reads(Context):

@@ -16,47 +16,18 @@ from uuid import UUID
 
 import attrs
 
-from ._artifacts import (
-    ArtifactInfo,
-    artifact_infos,
-)
-from ._context import (
-    Actor,
-    node_facts,
-    ref_of,
-)
+from ._artifacts import ArtifactInfo, artifact_infos
+from ._context import Actor, node_facts, ref_of
 from ._convert import to_json
-from ._errors import (
-    Invalid,
-    NothingReady,
-    Refused,
-)
+from ._errors import Invalid, NothingReady, Refused
 from ._filter import NodeFilter
 from ._intent import intent
-from ._models import (
-    Event,
-    Lease,
-    Node,
-    Project,
-    ReleaseReason,
-    Status,
-)
+from ._models import Event, Lease, Node, Project, ReleaseReason, Status
 from ._reads import Reads
-from ._refs import (
-    format_ref,
-    new_id,
-    ulid_str,
-)
+from ._refs import format_ref, new_id, ulid_str
 from ._store import Authors, TransientError, Tx
 from ._usage import capped_out, check_cap
-from ._views import (
-    Claim,
-    CommentsHint,
-    Input,
-    LeaseInfo,
-    NodeInfo,
-    Reason,
-)
+from ._views import Claim, CommentsHint, Input, LeaseInfo, NodeInfo, Reason
 
 
 class Work(Reads):
