@@ -5,8 +5,11 @@
 
 UV ?= $(if $(shell command -v uv 2>/dev/null),uv,python3 -m uv)
 ARGS ?=
+BUF = node_modules/.bin/buf
+PROTO = packages/skift-server/proto
+CONTRACT = packages/skift-server/contract/skift.v1.binpb
 
-.PHONY: run walkthrough test check generate bench bench-full sync uv
+.PHONY: run walkthrough test check generate contract bench bench-full sync npm uv
 
 ## run: serve skift on the embedded PostgreSQL (no database to configure); prints how to connect
 run: sync
@@ -20,16 +23,26 @@ walkthrough: sync
 test: sync
 	$(UV) run pytest -q -p no:cacheprovider $(ARGS)
 
-## check: lint, formatting, types, and that the generated protobuf code is up to date
-check: sync
+## check: lint, formatting, types, the generated protobuf code up to date, and the proto
+## clean under buf lint (STANDARD + COMMENTS) and not breaking the committed contract
+check: sync npm
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run pyright
 	$(UV) run python packages/skift-server/tools/generate_proto.py --check
+	$(BUF) lint $(PROTO)
+	$(BUF) breaking $(PROTO) --against $(CONTRACT)
 
 ## generate: regenerate skift_server._proto from packages/skift-server/proto (betterproto2)
 generate: sync
 	$(UV) run python packages/skift-server/tools/generate_proto.py
+
+## contract: accept the proto as the new baseline buf breaking compares against (after an
+## additive change, so later changes cannot break what it added; never to let a break through)
+contract: npm
+	$(BUF) lint $(PROTO)
+	$(BUF) breaking $(PROTO) --against $(CONTRACT)
+	$(BUF) build $(PROTO) --exclude-source-info -o $(CONTRACT)
 
 ## bench: the benchmarks, quick mode (10k nodes, short runs; a few minutes); see docs/benchmarks.md
 bench: sync
@@ -42,6 +55,12 @@ bench-full: sync
 ## sync: install exactly what uv.lock pins into .venv
 sync: uv
 	$(UV) sync --locked
+
+## npm: install exactly what package-lock.json pins (buf, the interop suite's Node gRPC client)
+npm: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package-lock.json package.json
+	npm ci --no-audit --no-fund --loglevel=error
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || { \

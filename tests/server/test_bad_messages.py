@@ -33,7 +33,7 @@ async def send_raw(url_path: str, method: str, payload: bytes, reply: type) -> o
     channel = Channel(path=url_path, status_details_codec=ErrorDetailsCodec())
     try:
         async with channel.request(
-            f"/skift.v1.Skift/{method}", Cardinality.UNARY_UNARY, Raw, reply, timeout=10
+            f"/skift.v1.SkiftService/{method}", Cardinality.UNARY_UNARY, Raw, reply, timeout=10
         ) as stream:
             await stream.send_message(Raw(payload), end=True)
             return await stream.recv_message()
@@ -59,7 +59,7 @@ async def test_malformed_protobuf_is_invalid_argument(serve: Serve, payload: byt
     server keeps serving."""
     server = await serve("--memory")
     with pytest.raises(GRPCError) as ei:
-        await send_raw(str(server.socket), "Patch", payload, v1.PatchResult)
+        await send_raw(str(server.socket), "Patch", payload, v1.PatchResponse)
     assert ei.value.status is Status.INVALID_ARGUMENT
     err = skift_server._errors.from_grpc(ei.value)
     assert isinstance(err, skift.Invalid)
@@ -101,7 +101,7 @@ async def test_operation_with_no_op_set_is_invalid(serve: Serve) -> None:
         await sk.create_project("P")
     request = v1.PatchRequest(project="p", ops=[v1.PatchOp()], request_id="r1")
     with pytest.raises(GRPCError) as ei:
-        await send_raw(str(server.socket), "Patch", bytes(request), v1.PatchResult)
+        await send_raw(str(server.socket), "Patch", bytes(request), v1.PatchResponse)
     assert ei.value.status is Status.INVALID_ARGUMENT
     err = skift_server._errors.from_grpc(ei.value)
     assert "ops[0] sets no operation" in err.message

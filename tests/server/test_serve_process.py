@@ -45,7 +45,7 @@ async def test_health_and_metrics(serve: Serve) -> None:
     channel = Channel(path=str(server.socket))
     try:
         health = HealthStub(channel)
-        for service in ("", "skift.v1.Skift"):
+        for service in ("", "skift.v1.SkiftService"):
             got = await health.check(HealthCheckRequest(service=service))
             assert got.status == HealthCheckResponseServingStatus.SERVING
     finally:
@@ -62,7 +62,7 @@ async def test_health_and_metrics(serve: Serve) -> None:
     status, text = await asyncio.to_thread(_get, f"{base}/metrics")
     assert status == 200
     assert 'skift_rpc_requests_total{code="OK",method="CreateProject"} 1.0' in text
-    assert 'skift_rpc_requests_total{code="NOT_FOUND",method="Get"} 1.0' in text
+    assert 'skift_rpc_requests_total{code="NOT_FOUND",method="GetNode"} 1.0' in text
     assert "skift_claims_total 1.0" in text
     assert "skift_live_leases 1.0" in text
     assert 'skift_rpc_request_seconds_count{method="Patch"} 1.0' in text
@@ -119,9 +119,9 @@ async def test_sigterm_under_load_loses_nothing_committed(serve: Serve, pg_dsn: 
     assert set(counts) <= sent
 
 
-async def test_in_flight_call_finishes_during_drain(serve: Serve) -> None:
-    """A call in flight when SIGTERM arrives gets its real answer; new calls are refused as
-    Unavailable while the server drains."""
+async def test_drain_refuses_new_calls_and_wakes_long_polls(serve: Serve) -> None:
+    """A long poll waiting when SIGTERM arrives is woken with Unavailable (not held until the
+    drain timeout); new calls are refused as Unavailable while the server drains."""
     server = await serve("--memory", "--test-hooks")
     async with skift_server.connect(server.url, principal=skift.Agent("bot"), attempts=1) as bot:
         waiting = asyncio.create_task(bot.claim_next(wait=timedelta(seconds=1.5)))
@@ -130,7 +130,7 @@ async def test_in_flight_call_finishes_during_drain(serve: Serve) -> None:
         await asyncio.sleep(0.3)
         with pytest.raises(skift.Unavailable):
             await bot.ready()
-        with pytest.raises(skift.NothingReady):
+        with pytest.raises(skift.Unavailable, match="shutting down"):
             await waiting
         assert await stopping == 0
 

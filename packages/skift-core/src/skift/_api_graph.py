@@ -58,12 +58,16 @@ class GraphApi(Session):
         return await self._run(go)
 
     async def list_projects(
-        self, *, archived: bool = False, limit: int | None = None
+        self, *, archived: bool = False, limit: int | None = None, offset: int = 0
     ) -> list[ProjectInfo]:
+        """The org's projects, most recently active first: ``limit`` of them after
+        skipping ``offset`` (what a paging caller has already read)."""
         size = self.engine.page_size(limit)
+        if offset < 0:
+            raise Invalid("offset must be 0 or more", next="Give the number of projects to skip.")
 
         async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
-            rows = await tx.list_projects(archived=archived, limit=size, offset=0)
+            rows = await tx.list_projects(archived=archived, limit=size, offset=offset)
             return await self.engine.project_infos(tx, rows)
 
         return await self._run(go)

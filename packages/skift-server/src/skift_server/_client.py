@@ -38,8 +38,11 @@ from h2.exceptions import ProtocolError as H2ProtocolError
 
 import skift
 
-from . import _convert as c
+from . import _convert_graph as g
+from . import _convert_ops as o
+from . import _convert_records as rc
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
+from ._convert import enum_pb
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._paths import check_socket_owner, find_socket, starting_pid
 from ._proto.skift import v1
@@ -211,11 +214,11 @@ class RemoteSkift:
             raise skift.Unavailable(
                 "this skift connection is closed", next="Connect again with skift_server.connect."
             )
-        route = f"/skift.v1.Skift/{method}"
+        route = f"/skift.v1.SkiftService/{method}"
         last: skift.SkiftError | None = None
         for attempt in range(self.attempts):
             channel = self._shared.channel()
-            stub = v1.SkiftStub(channel, metadata=self._metadata())
+            stub = v1.SkiftServiceStub(channel, metadata=self._metadata())
             try:
                 return await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
                     route, request, reply, timeout=timeout or self.timeout
@@ -253,20 +256,33 @@ class RemoteSkift:
         vcs_url: str = "",
     ) -> skift.ProjectInfo:
         req = v1.CreateProjectRequest(
-            title=title, slug=slug, priority=_enum(priority), vcs_url=vcs_url
+            title=title, slug=slug, priority=enum_pb(v1.Priority, priority), vcs_url=vcs_url
         )
-        return c.project_view(await self._call("CreateProject", req, v1.Project, safe=False))
+        got = await self._call("CreateProject", req, v1.CreateProjectResponse, safe=False)
+        return g.project_view(got.project)
 
     async def get_project(self, ref: str) -> skift.ProjectInfo:
         req = v1.GetProjectRequest(ref=ref)
-        return c.project_view(await self._call("GetProject", req, v1.Project, safe=True))
+        got = await self._call("GetProject", req, v1.GetProjectResponse, safe=True)
+        return g.project_view(got.project)
 
     async def list_projects(
-        self, *, archived: bool = False, limit: int | None = None
+        self, *, archived: bool = False, limit: int | None = None, offset: int = 0
     ) -> list[skift.ProjectInfo]:
-        req = v1.ListProjectsRequest(archived=archived, limit=limit)
-        got = await self._call("ListProjects", req, v1.ListProjectsResponse, safe=True)
-        return [c.project_view(p) for p in got.projects]
+        out: list[skift.ProjectInfo] = []
+        token = ""
+        if offset:
+            token = _skip_token("ListProjects", offset, limit)
+        while True:
+            req = v1.ListProjectsRequest(
+                show_archived=archived, page_size=_page_size(limit), page_token=token
+            )
+            got = await self._call("ListProjects", req, v1.ListProjectsResponse, safe=True)
+            out += [g.project_view(p) for p in got.projects]
+            token = got.next_page_token
+            # one page, as the local API answers; more only where bytes cut it short
+            if not token or limit is None or len(out) >= limit:
+                return out
 
     async def update_project(
         self,
@@ -282,11 +298,12 @@ class RemoteSkift:
             ref=ref,
             title=title,
             slug=slug,
-            priority=_enum(priority) if priority is not None else None,
+            priority=enum_pb(v1.Priority, priority),
             vcs_url=vcs_url,
             budget=str(budget) if budget is not None else None,
         )
-        return c.project_view(await self._call("UpdateProject", req, v1.Project, safe=False))
+        got = await self._call("UpdateProject", req, v1.UpdateProjectResponse, safe=False)
+        return g.project_view(got.project)
 
     async def rename_project(
         self, ref: str, title: str, *, slug: str | None = None
@@ -295,17 +312,18 @@ class RemoteSkift:
 
     async def archive_project(self, ref: str, *, reason: str = "archived") -> skift.ProjectInfo:
         req = v1.ArchiveProjectRequest(ref=ref, reason=reason)
-        return c.project_view(await self._call("ArchiveProject", req, v1.Project, safe=False))
+        got = await self._call("ArchiveProject", req, v1.ArchiveProjectResponse, safe=False)
+        return g.project_view(got.project)
 
     async def hold_project(self, ref: str, *, reason: str) -> int:
-        req = v1.ProjectHoldRequest(ref=ref, reason=reason)
-        got = await self._call("HoldProject", req, v1.ProjectHoldResponse, safe=False)
-        return got.nodes
+        req = v1.HoldProjectRequest(ref=ref, reason=reason)
+        got = await self._call("HoldProject", req, v1.HoldProjectResponse, safe=False)
+        return got.parked
 
     async def unhold_project(self, ref: str, *, reason: str) -> int:
-        req = v1.ProjectHoldRequest(ref=ref, reason=reason)
-        got = await self._call("UnholdProject", req, v1.ProjectHoldResponse, safe=False)
-        return got.nodes
+        req = v1.UnholdProjectRequest(ref=ref, reason=reason)
+        got = await self._call("UnholdProject", req, v1.UnholdProjectResponse, safe=False)
+        return got.released
 
     # ------------------------------------------------------------ graph
 
@@ -321,12 +339,13 @@ class RemoteSkift:
         parsed = _pick_ops(ops)
         req = v1.PatchRequest(
             project=project,
-            ops=[c.op_pb(op) for op in parsed],
+            ops=[o.op_pb(op) for op in parsed],
             request_id=_request_id(request_id),
             lease=lease,
             on_behalf_of=on_behalf_of,
         )
-        return c.patch_result_view(await self._call("Patch", req, v1.PatchResult, safe=True))
+        got = await self._call("Patch", req, v1.PatchResponse, safe=True)
+        return g.patch_result_view(got.result)
 
     async def create(self, project: str, title: str, **fields: Any) -> skift.NodeInfo:
         """Create one node (a one-operation patch) and return it."""
@@ -334,18 +353,23 @@ class RemoteSkift:
         return res.nodes[0]
 
     async def get(self, ref: str, *, project: str | None = None) -> skift.NodeInfo:
-        req = v1.NodeRequest(ref=ref, project=project)
-        return c.node_view(await self._call("Get", req, v1.Node, safe=True))
+        req = v1.GetNodeRequest(ref=ref, project=project)
+        got = await self._call("GetNode", req, v1.GetNodeResponse, safe=True)
+        return g.node_view(got.node or v1.Node())
 
     async def resolve(self, ref: str, *, project: str | None = None) -> skift.Resolved:
-        req = v1.NodeRequest(ref=ref, project=project)
-        return c.resolved_view(await self._call("Resolve", req, v1.Resolved, safe=True))
+        req = v1.ResolveNodeRequest(ref=ref, project=project)
+        got = await self._call("ResolveNode", req, v1.ResolveNodeResponse, safe=True)
+        return skift.Resolved(ref=got.ref, id=got.id, title=got.title)
 
     async def ready(
         self, *, limit: int | None = None, page: str | None = None, **filters: Any
     ) -> skift.ReadyPage:
-        req = v1.ListNodesRequest(filter=_filter(filters), limit=limit, page=page)
-        return c.page_view(await self._call("Ready", req, v1.ReadyPage, safe=True))
+        req = v1.ReadyRequest(
+            filter=_filter(filters), page_size=_page_size(limit), page_token=page or ""
+        )
+        got = await self._call("Ready", req, v1.ReadyResponse, safe=True)
+        return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
 
     async def list_nodes(
         self,
@@ -356,13 +380,17 @@ class RemoteSkift:
         **filters: Any,
     ) -> skift.ReadyPage:
         req = v1.ListNodesRequest(
-            filter=_filter(filters), limit=limit, page=page, attributed=attributed
+            filter=_filter(filters),
+            page_size=_page_size(limit),
+            page_token=page or "",
+            attributed=attributed,
         )
-        return c.page_view(await self._call("ListNodes", req, v1.ReadyPage, safe=True))
+        got = await self._call("ListNodes", req, v1.ListNodesResponse, safe=True)
+        return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
 
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:
-        req = v1.NodeRequest(ref=ref, project=project)
-        return c.explanation_view(await self._call("Explain", req, v1.Explanation, safe=True))
+        req = v1.ExplainRequest(ref=ref, project=project)
+        return g.explanation_view(await self._call("Explain", req, v1.ExplainResponse, safe=True))
 
     async def drop(
         self,
@@ -374,7 +402,7 @@ class RemoteSkift:
         lease: str | None = None,
         request_id: str | None = None,
     ) -> skift.PatchResult:
-        req = v1.DropRequest(
+        req = v1.DropNodeRequest(
             ref=ref,
             reason=reason,
             cascade=cascade,
@@ -382,7 +410,8 @@ class RemoteSkift:
             lease=lease,
             request_id=_request_id(request_id),
         )
-        return c.patch_result_view(await self._call("Drop", req, v1.PatchResult, safe=True))
+        got = await self._call("DropNode", req, v1.DropNodeResponse, safe=True)
+        return g.patch_result_view(got.result)
 
     async def reopen(
         self,
@@ -393,34 +422,39 @@ class RemoteSkift:
         lease: str | None = None,
         request_id: str | None = None,
     ) -> skift.PatchResult:
-        req = v1.ReopenRequest(
+        req = v1.ReopenNodeRequest(
             ref=ref,
             reason=reason,
             project=project,
             lease=lease,
             request_id=_request_id(request_id),
         )
-        return c.patch_result_view(await self._call("Reopen", req, v1.PatchResult, safe=True))
+        got = await self._call("ReopenNode", req, v1.ReopenNodeResponse, safe=True)
+        return g.patch_result_view(got.result)
 
     async def hold(self, ref: str, *, reason: str, project: str | None = None) -> skift.PatchResult:
-        req = v1.NodeHoldRequest(ref=ref, reason=reason, project=project)
-        return c.patch_result_view(await self._call("Hold", req, v1.PatchResult, safe=False))
+        req = v1.HoldNodeRequest(ref=ref, reason=reason, project=project)
+        got = await self._call("HoldNode", req, v1.HoldNodeResponse, safe=False)
+        return g.patch_result_view(got.result)
 
     async def unhold(
         self, ref: str, *, reason: str, project: str | None = None
     ) -> skift.PatchResult:
-        req = v1.NodeHoldRequest(ref=ref, reason=reason, project=project)
-        return c.patch_result_view(await self._call("Unhold", req, v1.PatchResult, safe=False))
+        req = v1.UnholdNodeRequest(ref=ref, reason=reason, project=project)
+        got = await self._call("UnholdNode", req, v1.UnholdNodeResponse, safe=False)
+        return g.patch_result_view(got.result)
 
     async def focus(
         self, keep: Sequence[str], *, reason: str, project: str | None = None
     ) -> skift.FocusResult:
         req = v1.FocusRequest(keep=list(keep), reason=reason, project=project)
-        return c.focus_view(await self._call("Focus", req, v1.FocusResult, safe=False))
+        got = await self._call("Focus", req, v1.FocusResponse, safe=False)
+        return g.focus_view(got.result)
 
     async def clear_focus(self, *, reason: str, project: str | None = None) -> skift.FocusResult:
         req = v1.ClearFocusRequest(reason=reason, project=project)
-        return c.focus_view(await self._call("ClearFocus", req, v1.FocusResult, safe=False))
+        got = await self._call("ClearFocus", req, v1.ClearFocusResponse, safe=False)
+        return g.focus_view(got.result)
 
     # ------------------------------------------------------------ work protocol
 
@@ -444,7 +478,8 @@ class RemoteSkift:
             session_ref=session_ref,
             on_behalf_of=on_behalf_of,
         )
-        return c.claim_view(await self._call("Claim", req, v1.Claim, safe=False))
+        got = await self._call("Claim", req, v1.ClaimResponse, safe=False)
+        return g.claim_view(got.claim)
 
     async def claim_next(
         self,
@@ -467,8 +502,8 @@ class RemoteSkift:
             on_behalf_of=on_behalf_of,
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
-        got = await self._call("ClaimNext", req, v1.Claim, safe=False, timeout=timeout)
-        return c.claim_view(got)
+        got = await self._call("ClaimNext", req, v1.ClaimNextResponse, safe=False, timeout=timeout)
+        return g.claim_view(got.claim)
 
     async def heartbeat(
         self,
@@ -480,7 +515,8 @@ class RemoteSkift:
     ) -> skift.LeaseInfo:
         # Renewing twice sets the same kind of expiry: safe to retry.
         req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
-        return c.lease_view(await self._call("Heartbeat", req, v1.Lease, safe=True))
+        got = await self._call("Heartbeat", req, v1.HeartbeatResponse, safe=True)
+        return g.lease_view(got.lease)
 
     async def complete(
         self,
@@ -496,11 +532,12 @@ class RemoteSkift:
             ref=ref,
             lease=lease,
             result=result,
-            artifacts=[c.artifact_pb(_artifact(a)) for a in artifacts],
+            artifacts=[o.artifact_pb(_artifact(a)) for a in artifacts],
             project=project,
             request_id=_request_id(request_id),
         )
-        return c.patch_result_view(await self._call("Complete", req, v1.PatchResult, safe=True))
+        got = await self._call("Complete", req, v1.CompleteResponse, safe=True)
+        return g.patch_result_view(got.result)
 
     async def release(
         self,
@@ -510,8 +547,11 @@ class RemoteSkift:
         reason: skift.ReleaseReason | str = skift.ReleaseReason.CRASH,
         project: str | None = None,
     ) -> skift.NodeInfo:
-        req = v1.ReleaseRequest(ref=ref, lease=lease, reason=_enum(reason), project=project)
-        return c.node_view(await self._call("Release", req, v1.Node, safe=False))
+        req = v1.ReleaseRequest(
+            ref=ref, lease=lease, reason=enum_pb(v1.ReleaseReason, reason), project=project
+        )
+        got = await self._call("Release", req, v1.ReleaseResponse, safe=False)
+        return g.node_view(got.node or v1.Node())
 
     async def gate(
         self,
@@ -531,12 +571,18 @@ class RemoteSkift:
             project=project,
             request_id=_request_id(request_id),
         )
-        return c.patch_result_view(await self._call("Gate", req, v1.PatchResult, safe=True))
+        got = await self._call("Gate", req, v1.GateResponse, safe=True)
+        return g.patch_result_view(got.result)
 
     async def leases(self, ref: str, *, project: str | None = None) -> list[skift.LeaseInfo]:
-        req = v1.NodeRequest(ref=ref, project=project)
-        got = await self._call("Leases", req, v1.LeasesResponse, safe=True)
-        return [c.lease_view(x) for x in got.leases]
+        out: list[skift.LeaseInfo] = []
+        token = ""
+        while True:
+            req = v1.ListLeasesRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListLeases", req, v1.ListLeasesResponse, safe=True)
+            out += [g.lease_view(x) for x in got.leases]
+            if not (token := got.next_page_token):
+                return out
 
     async def sweep_expired(self, limit: int = 500) -> int:
         req = v1.SweepExpiredRequest(limit=limit)
@@ -548,9 +594,28 @@ class RemoteSkift:
     async def events(
         self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
     ) -> list[skift.EventInfo]:
-        req = v1.EventsRequest(ref=ref, project=project, limit=limit)
-        got = await self._call("Events", req, v1.EventsResponse, safe=True)
-        return [c.event_view(e) for e in got.events]
+        pages: list[list[skift.EventInfo]] = []
+        got_count = 0
+        token = ""
+        most = 500
+        while got_count < limit:
+            req = v1.ListEventsRequest(
+                ref=ref, project=project, page_size=min(limit - got_count, most), page_token=token
+            )
+            try:
+                got = await self._call("ListEvents", req, v1.ListEventsResponse, safe=True)
+            except skift.LimitExceeded as exc:
+                bound = exc.details.get("bound")
+                if exc.details.get("limit") != "page_size" or not isinstance(bound, int):
+                    raise
+                most = bound  # this server pages smaller: ask for its largest page
+                continue
+            pages.append([rc.event_view(e) for e in got.events])
+            got_count += len(got.events)
+            if not (token := got.next_page_token):
+                break
+        # each page is older than the one before it, oldest first within itself
+        return [e for page in reversed(pages) for e in page]
 
     async def watch_events(
         self,
@@ -562,13 +627,19 @@ class RemoteSkift:
         wait: timedelta | None = None,
     ) -> skift.EventPage:
         req = v1.WatchEventsRequest(
-            after=after, projects=list(projects or ()), ops=list(ops or ()), limit=limit, wait=wait
+            page_token=after or "",
+            projects=list(projects or ()),
+            ops=list(ops or ()),
+            page_size=_page_size(limit),
+            wait=wait,
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
         got = await self._call(
             "WatchEvents", req, v1.WatchEventsResponse, safe=True, timeout=timeout
         )
-        return skift.EventPage(events=tuple(c.event_view(e) for e in got.events), cursor=got.cursor)
+        return skift.EventPage(
+            events=tuple(rc.event_view(e) for e in got.events), cursor=got.next_page_token
+        )
 
     # ------------------------------------------------------------ principals and tokens
 
@@ -590,21 +661,29 @@ class RemoteSkift:
             project=project,
             request_id=_request_id(request_id),
         )
-        return c.comment_view(await self._call("AddComment", req, v1.Comment, safe=True))
+        got = await self._call("AddComment", req, v1.AddCommentResponse, safe=True)
+        return rc.comment_view(got.comment)
 
     async def edit_comment(self, comment_id: str, body: str) -> skift.CommentInfo:
         req = v1.EditCommentRequest(id=comment_id, body=body)
-        return c.comment_view(await self._call("EditComment", req, v1.Comment, safe=False))
+        got = await self._call("EditComment", req, v1.EditCommentResponse, safe=False)
+        return rc.comment_view(got.comment)
 
     async def resolve_comment(self, comment_id: str) -> skift.CommentInfo:
         # resolving a resolved comment changes nothing, so a retry is harmless
         req = v1.ResolveCommentRequest(id=comment_id)
-        return c.comment_view(await self._call("ResolveComment", req, v1.Comment, safe=True))
+        got = await self._call("ResolveComment", req, v1.ResolveCommentResponse, safe=True)
+        return rc.comment_view(got.comment)
 
     async def comments(self, ref: str, *, project: str | None = None) -> list[skift.CommentInfo]:
-        req = v1.NodeRequest(ref=ref, project=project)
-        got = await self._call("ListComments", req, v1.ListCommentsResponse, safe=True)
-        return [c.comment_view(x) for x in got.comments]
+        out: list[skift.CommentInfo] = []
+        token = ""
+        while True:
+            req = v1.ListCommentsRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListComments", req, v1.ListCommentsResponse, safe=True)
+            out += [rc.comment_view(x) for x in got.comments]
+            if not (token := got.next_page_token):
+                return out
 
     # ------------------------------------------------------------ search
 
@@ -616,14 +695,22 @@ class RemoteSkift:
         limit: int = 20,
         include_archived: bool = False,
     ) -> list[skift.SearchHit]:
-        req = v1.SearchRequest(
-            query=query,
-            projects=list(projects or ()),
-            limit=limit,
-            include_archived=include_archived,
-        )
-        got = await self._call("Search", req, v1.SearchResponse, safe=True)
-        return [c.search_hit_view(h) for h in got.hits]
+        out: list[skift.SearchHit] = []
+        token = ""
+        while True:
+            req = v1.SearchRequest(
+                query=query,
+                projects=list(projects or ()),
+                page_size=_page_size(limit),
+                include_archived=include_archived,
+                page_token=token,
+            )
+            got = await self._call("Search", req, v1.SearchResponse, safe=True)
+            out += [rc.search_hit_view(h) for h in got.hits]
+            token = got.next_page_token
+            # a page holds `limit` hits unless bytes cut it short: read on only then
+            if not token or len(out) >= limit:
+                return out[:limit]
 
     # ------------------------------------------------------------ usage and cost
 
@@ -654,17 +741,20 @@ class RemoteSkift:
             lease=lease,
         )
         # not retried: a second attempt could append a second record
-        return c.usage_view(await self._call("RecordUsage", req, v1.UsageRecord, safe=False))
+        got = await self._call("RecordUsage", req, v1.RecordUsageResponse, safe=False)
+        return rc.usage_view(got.record)
 
     async def usage(
         self, ref: str, *, subtree: bool = False, project: str | None = None
     ) -> skift.UsageReport:
-        req = v1.UsageRequest(ref=ref, project=project, subtree=subtree)
-        return c.report_view(await self._call("GetUsage", req, v1.UsageReport, safe=True))
+        req = v1.GetUsageRequest(ref=ref, project=project, subtree=subtree)
+        got = await self._call("GetUsage", req, v1.GetUsageResponse, safe=True)
+        return rc.report_view(got.report)
 
     async def project_usage(self, project: str) -> skift.UsageReport:
-        req = v1.ProjectUsageRequest(project=project)
-        return c.report_view(await self._call("GetProjectUsage", req, v1.UsageReport, safe=True))
+        req = v1.GetProjectUsageRequest(project=project)
+        got = await self._call("GetProjectUsage", req, v1.GetProjectUsageResponse, safe=True)
+        return rc.report_view(got.report)
 
     async def set_rate(
         self,
@@ -684,22 +774,31 @@ class RemoteSkift:
             cache_write=str(cache_write),
             currency=currency,
         )
-        return c.rate_view(await self._call("SetRate", req, v1.Rate, safe=True))
+        got = await self._call("SetRate", req, v1.SetRateResponse, safe=True)
+        return rc.rate_view(got.rate)
 
     async def rates(self) -> list[skift.RateInfo]:
-        got = await self._call("ListRates", v1.ListRatesRequest(), v1.ListRatesResponse, safe=True)
-        return [c.rate_view(r) for r in got.rates]
+        out: list[skift.RateInfo] = []
+        token = ""
+        while True:
+            req = v1.ListRatesRequest(page_token=token)
+            got = await self._call("ListRates", req, v1.ListRatesResponse, safe=True)
+            out += [rc.rate_view(r) for r in got.rates]
+            if not (token := got.next_page_token):
+                return out
 
     async def set_org_limits(self, **sizes: int | None) -> skift.OrgLimits:
         req = v1.SetOrgLimitsRequest(
             set={k: v for k, v in sizes.items() if v is not None},
             unset=[k for k, v in sizes.items() if v is None],
         )
-        return c.org_limits_view(await self._call("SetOrgLimits", req, v1.OrgLimits, safe=True))
+        got = await self._call("SetOrgLimits", req, v1.SetOrgLimitsResponse, safe=True)
+        return rc.org_limits_view(got.limits)
 
     async def org_limits(self) -> skift.OrgLimits:
         req = v1.GetOrgLimitsRequest()
-        return c.org_limits_view(await self._call("GetOrgLimits", req, v1.OrgLimits, safe=True))
+        got = await self._call("GetOrgLimits", req, v1.GetOrgLimitsResponse, safe=True)
+        return rc.org_limits_view(got.limits)
 
     # ------------------------------------------------------------ artifacts and blobs
 
@@ -708,7 +807,7 @@ class RemoteSkift:
     ) -> skift.BlobInfo:
         req = v1.PutBlobRequest(data=bytes(data), media_type=media_type, digest=digest)
         # content-addressed: sending the same bytes twice stores them once
-        return c.blob_view(await self._call("PutBlob", req, v1.Blob, safe=True))
+        return o.blob_view((await self._call("PutBlob", req, v1.PutBlobResponse, safe=True)).blob)
 
     async def get_blob(self, digest: str) -> bytes:
         req = v1.GetBlobRequest(digest=digest)
@@ -725,18 +824,23 @@ class RemoteSkift:
     ) -> skift.PatchResult:
         req = v1.AttachArtifactRequest(
             ref=ref,
-            artifact=c.artifact_pb(_artifact(artifact)),
+            artifact=o.artifact_pb(_artifact(artifact)),
             lease=lease,
             project=project,
             request_id=_request_id(request_id),
         )
-        got = await self._call("AttachArtifact", req, v1.PatchResult, safe=True)
-        return c.patch_result_view(got)
+        got = await self._call("AttachArtifact", req, v1.AttachArtifactResponse, safe=True)
+        return g.patch_result_view(got.result)
 
     async def artifacts(self, ref: str, *, project: str | None = None) -> list[skift.ArtifactInfo]:
-        req = v1.NodeRequest(ref=ref, project=project)
-        got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse, safe=True)
-        return [c.artifact_info_view(a) for a in got.artifacts]
+        out: list[skift.ArtifactInfo] = []
+        token = ""
+        while True:
+            req = v1.ListArtifactsRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse, safe=True)
+            out += [o.artifact_info_view(a) for a in got.artifacts]
+            if not (token := got.next_page_token):
+                return out
 
     async def add_principal(
         self,
@@ -746,24 +850,30 @@ class RemoteSkift:
         uid: int | None = None,
     ) -> skift.PrincipalInfo:
         """Register a principal (admin), with a unix identity when ``uid`` is given."""
-        req = v1.AddPrincipalRequest(name=name, kind=_enum(kind), uid=uid)
-        return c.principal_view(await self._call("AddPrincipal", req, v1.Principal, safe=False))
+        req = v1.AddPrincipalRequest(name=name, kind=enum_pb(v1.PrincipalKind, kind), uid=uid)
+        got = await self._call("AddPrincipal", req, v1.AddPrincipalResponse, safe=False)
+        return rc.principal_view(got.principal)
 
     async def list_principals(self) -> list[skift.PrincipalInfo]:
-        got = await self._call(
-            "ListPrincipals", v1.ListPrincipalsRequest(), v1.ListPrincipalsResponse, safe=True
-        )
-        return [c.principal_view(p) for p in got.principals]
+        out: list[skift.PrincipalInfo] = []
+        token = ""
+        while True:
+            req = v1.ListPrincipalsRequest(page_token=token)
+            got = await self._call("ListPrincipals", req, v1.ListPrincipalsResponse, safe=True)
+            out += [rc.principal_view(p) for p in got.principals]
+            if not (token := got.next_page_token):
+                return out
 
     async def attach_identity(self, principal: str, scheme: str, value: str) -> skift.PrincipalInfo:
         """Give a principal another way in (unix uid, oidc subject, tailscale node)."""
         req = v1.AttachIdentityRequest(principal=principal, scheme=scheme, value=value)
-        return c.principal_view(await self._call("AttachIdentity", req, v1.Principal, safe=False))
+        got = await self._call("AttachIdentity", req, v1.AttachIdentityResponse, safe=False)
+        return rc.principal_view(got.principal)
 
     async def create_token(self, principal: str) -> skift.TokenInfo:
         """A new bearer token for a principal; its secret is in the result and nowhere else."""
         req = v1.CreateTokenRequest(principal=principal)
-        return c.token_view(
+        return rc.token_view(
             await self._call("CreateToken", req, v1.CreateTokenResponse, safe=False)
         )
 
@@ -772,8 +882,22 @@ class RemoteSkift:
         await self._call("RevokeToken", req, v1.RevokeTokenResponse, safe=False)
 
 
-def _enum(value: Any) -> str:
-    return str(getattr(value, "value", value))
+def _page_size(limit: int | None) -> int:
+    """``limit`` as a wire page size: None is 0 (the server's default); an explicit 0,
+    which the wire cannot tell from "default", is sent as -1 so the server refuses it
+    as the local API does."""
+    if limit is None:
+        return 0
+    return limit if limit != 0 else -1
+
+
+def _skip_token(rpc: str, offset: int, size: int | None) -> str:
+    """A page token that starts ``offset`` items in (the server's own token format)."""
+    from ._paging import Token, encode
+
+    if offset < 0:
+        raise skift.Invalid("offset must be 0 or more", next="Give the number of items to skip.")
+    return encode(Token(rpc, offset=offset, size=size))
 
 
 def _request_id(value: str | None) -> str:
@@ -788,7 +912,7 @@ def _request_id(value: str | None) -> str:
 
 
 def _filter(filters: dict[str, Any]) -> v1.NodeFilter:
-    return c.filter_pb(_node_filter(**filters))
+    return g.filter_pb(_node_filter(**filters))
 
 
 def _node_filter(

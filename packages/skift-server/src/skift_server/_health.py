@@ -1,6 +1,6 @@
 """The standard gRPC health service (grpc.health.v1), fed by the server's own state.
 
-``""`` (the server as a whole) and ``skift.v1.Skift`` are SERVING while the
+``""`` (the server as a whole) and ``skift.v1.SkiftService`` are SERVING while the
 server accepts calls and its store answers, NOT_SERVING while it drains or
 the store is unreachable.
 """
@@ -20,7 +20,7 @@ from ._proto.grpc.health.v1 import (
     HealthCheckResponseServingStatus,
 )
 
-SERVICES = ("", "skift.v1.Skift")
+SERVICES = ("", "skift.v1.SkiftService")
 
 
 class Health(HealthBase):

@@ -3,7 +3,7 @@
 It opens the store (PostgreSQL at ``--dsn``, else the embedded cluster under
 the user's data directory, or ``--memory``), applies migrations, and serves:
 
-- gRPC (skift.v1.Skift and grpc.health.v1.Health) on a unix socket, where
+- gRPC (skift.v1.SkiftService, grpc.health.v1.Health and server reflection) on a unix socket, where
   the kernel names the caller (SO_PEERCRED), and optionally on TCP
   (``--listen``) where a bearer token does, with TLS when given a
   certificate and key;
@@ -13,7 +13,8 @@ the user's data directory, or ``--memory``), applies migrations, and serves:
   turns it off).
 
 SIGTERM (or SIGINT) drains: the server stops accepting connections, answers
-new calls on open ones UNAVAILABLE (clients retry them elsewhere), waits up to
+new calls on open ones UNAVAILABLE (clients retry them elsewhere), wakes the
+long polls (ClaimNext and WatchEvents waiting for work) with UNAVAILABLE, waits up to
 ``--drain-timeout`` for calls in flight to finish, then closes. A call cut off
 at that point is rolled back by PostgreSQL, never half-applied.
 
@@ -376,7 +377,9 @@ class SkiftServer:
         """Drain and close everything :meth:`start` opened (safe after a failed start)."""
         o = self.options
         if self.service is not None:
-            self.service.draining = True
+            woken = self.service.drain()
+            if woken:
+                _log.info("long polls woken", extra={"fields": {"count": woken}})
         await self._set_health()
         for server in self._grpc:
             if server._server is not None:  # pyright: ignore[reportPrivateUsage]
@@ -472,9 +475,8 @@ def connect_hint(server: SkiftServer) -> str:
     lines.append("Connect from Python:")
     lines.append("  import skift_server")
     lines.append(f'  sk = skift_server.connect("unix://{server.socket_path}")')
-    lines.append("or with any gRPC client (the contract is packages/skift-server/proto):")
+    lines.append("or with any gRPC client (the server offers reflection; see docs/grpc.md):")
     lines.append(
-        f"  grpcurl -plaintext -unix -import-path packages/skift-server/proto -proto skift/v1/skift.proto "
-        f"{server.socket_path} skift.v1.Skift/ListProjects"
+        f"  grpcurl -plaintext -unix {server.socket_path} skift.v1.SkiftService/ListProjects"
     )
     return "\n".join(lines)

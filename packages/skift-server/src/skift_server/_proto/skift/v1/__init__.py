@@ -7,57 +7,90 @@
 # This file has been @generated
 
 __all__ = (
-    "AddComment",
+    "AddCommentOp",
     "AddCommentRequest",
-    "AddEdge",
+    "AddCommentResponse",
+    "AddEdgeOp",
     "AddPrincipalRequest",
+    "AddPrincipalResponse",
     "ArchiveProjectRequest",
+    "ArchiveProjectResponse",
     "Artifact",
     "ArtifactInfo",
-    "AttachArtifact",
+    "AssigneeKind",
+    "AttachArtifactOp",
     "AttachArtifactRequest",
+    "AttachArtifactResponse",
     "AttachIdentityRequest",
+    "AttachIdentityResponse",
     "Blob",
     "BlobPart",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
+    "ClaimNextResponse",
     "ClaimRequest",
+    "ClaimResponse",
     "ClearFocusRequest",
+    "ClearFocusResponse",
     "Comment",
     "CommentRevision",
     "CommentsHint",
-    "CompleteNode",
+    "CompleteNodeOp",
     "CompleteRequest",
-    "CreateNode",
+    "CompleteResponse",
+    "CreateNodeOp",
     "CreateProjectRequest",
+    "CreateProjectResponse",
     "CreateTokenRequest",
     "CreateTokenResponse",
-    "DropNode",
-    "DropRequest",
+    "DropNodeOp",
+    "DropNodeRequest",
+    "DropNodeResponse",
     "EditCommentRequest",
+    "EditCommentResponse",
     "Error",
     "Event",
-    "EventsRequest",
-    "EventsResponse",
-    "Explanation",
+    "ExplainRequest",
+    "ExplainResponse",
     "FocusRequest",
+    "FocusResponse",
     "FocusResult",
     "GateRequest",
+    "GateResponse",
     "GetBlobRequest",
     "GetBlobResponse",
+    "GetNodeRequest",
+    "GetNodeResponse",
     "GetOrgLimitsRequest",
+    "GetOrgLimitsResponse",
     "GetProjectRequest",
+    "GetProjectResponse",
+    "GetProjectUsageRequest",
+    "GetProjectUsageResponse",
+    "GetUsageRequest",
+    "GetUsageResponse",
     "HeartbeatRequest",
-    "HoldNode",
+    "HeartbeatResponse",
+    "HoldNodeOp",
+    "HoldNodeRequest",
+    "HoldNodeResponse",
+    "HoldProjectRequest",
+    "HoldProjectResponse",
     "Identity",
     "Input",
     "Labels",
     "Lease",
-    "LeasesResponse",
+    "ListArtifactsRequest",
     "ListArtifactsResponse",
+    "ListCommentsRequest",
     "ListCommentsResponse",
+    "ListEventsRequest",
+    "ListEventsResponse",
+    "ListLeasesRequest",
+    "ListLeasesResponse",
     "ListNodesRequest",
+    "ListNodesResponse",
     "ListPrincipalsRequest",
     "ListPrincipalsResponse",
     "ListProjectsRequest",
@@ -66,49 +99,63 @@ __all__ = (
     "ListRatesResponse",
     "Node",
     "NodeFilter",
-    "NodeHoldRequest",
-    "NodeRequest",
+    "NodeStatus",
     "OrgLimits",
     "Part",
     "PatchOp",
     "PatchRequest",
+    "PatchResponse",
     "PatchResult",
     "Principal",
+    "PrincipalKind",
+    "Priority",
     "Project",
-    "ProjectHoldRequest",
-    "ProjectHoldResponse",
-    "ProjectUsageRequest",
     "PutBlobRequest",
+    "PutBlobResponse",
     "Rate",
-    "ReadyPage",
+    "ReadyRequest",
+    "ReadyResponse",
     "Reason",
     "RecordUsageRequest",
+    "RecordUsageResponse",
     "ReferencePart",
+    "ReleaseReason",
     "ReleaseRequest",
-    "RemoveEdge",
-    "ReopenNode",
-    "ReopenRequest",
+    "ReleaseResponse",
+    "RemoveEdgeOp",
+    "ReopenNodeOp",
+    "ReopenNodeRequest",
+    "ReopenNodeResponse",
     "ResolveCommentRequest",
-    "Resolved",
+    "ResolveCommentResponse",
+    "ResolveNodeRequest",
+    "ResolveNodeResponse",
     "RevokeTokenRequest",
     "RevokeTokenResponse",
     "SearchHit",
     "SearchRequest",
     "SearchResponse",
     "SetOrgLimitsRequest",
+    "SetOrgLimitsResponse",
     "SetRateRequest",
-    "SkiftBase",
-    "SkiftStub",
+    "SetRateResponse",
+    "SkiftServiceBase",
+    "SkiftServiceStub",
     "SweepExpiredRequest",
     "SweepExpiredResponse",
     "TextPart",
     "TokenTotals",
-    "UnholdNode",
-    "UpdateNode",
+    "UnholdNodeOp",
+    "UnholdNodeRequest",
+    "UnholdNodeResponse",
+    "UnholdProjectRequest",
+    "UnholdProjectResponse",
+    "UpdateNodeOp",
     "UpdateProjectRequest",
+    "UpdateProjectResponse",
+    "UsageKind",
     "UsageRecord",
     "UsageReport",
-    "UsageRequest",
     "WatchEventsRequest",
     "WatchEventsResponse",
 )
@@ -132,10 +179,298 @@ _COMPILER_VERSION = "0.10.1"
 betterproto2.check_compiler_version(_COMPILER_VERSION)
 
 
-@dataclass(eq=False, repr=False)
-class AddComment(betterproto2.Message):
+class AssigneeKind(betterproto2.Enum):
     """
-    Comment on a node: the `add_comment` patch operation.
+    Who may take a node.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given: anyone may take it (in a filter: any node; in an update that
+    sets the field: make it anyone's again).
+    """
+
+    AGENT = 1
+    """
+    An agent.
+    """
+
+    USER = 2
+    """
+    A person: the node is a gate an agent cannot take.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "ASSIGNEE_KIND_UNSPECIFIED",
+            1: "ASSIGNEE_KIND_AGENT",
+            2: "ASSIGNEE_KIND_USER",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "ASSIGNEE_KIND_UNSPECIFIED": 0,
+            "ASSIGNEE_KIND_AGENT": 1,
+            "ASSIGNEE_KIND_USER": 2,
+        }
+
+
+class NodeStatus(betterproto2.Enum):
+    """
+    ============================================================== enums
+
+    A node's stored status. Readiness is derived from it and the graph.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given: in a filter, any status.
+    """
+
+    OPEN = 1
+    """
+    Still to be done.
+    """
+
+    DONE = 2
+    """
+    Completed.
+    """
+
+    DROPPED = 3
+    """
+    Will not be done.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "NODE_STATUS_UNSPECIFIED",
+            1: "NODE_STATUS_OPEN",
+            2: "NODE_STATUS_DONE",
+            3: "NODE_STATUS_DROPPED",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "NODE_STATUS_UNSPECIFIED": 0,
+            "NODE_STATUS_OPEN": 1,
+            "NODE_STATUS_DONE": 2,
+            "NODE_STATUS_DROPPED": 3,
+        }
+
+
+class PrincipalKind(betterproto2.Enum):
+    """
+    What kind of principal acts.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given (AddPrincipal: an agent).
+    """
+
+    USER = 1
+    """
+    A person.
+    """
+
+    AGENT = 2
+    """
+    An AI agent.
+    """
+
+    SERVICE = 3
+    """
+    A service (an orchestrator, a bot, CI).
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "PRINCIPAL_KIND_UNSPECIFIED",
+            1: "PRINCIPAL_KIND_USER",
+            2: "PRINCIPAL_KIND_AGENT",
+            3: "PRINCIPAL_KIND_SERVICE",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "PRINCIPAL_KIND_UNSPECIFIED": 0,
+            "PRINCIPAL_KIND_USER": 1,
+            "PRINCIPAL_KIND_AGENT": 2,
+            "PRINCIPAL_KIND_SERVICE": 3,
+        }
+
+
+class Priority(betterproto2.Enum):
+    """
+    How urgent work is, comparable within a project. P0 is the most urgent.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given: the default (P2) on create, unchanged on update, any in a filter.
+    """
+
+    P0 = 1
+    """
+    Most urgent.
+    """
+
+    P1 = 2
+    """
+    Urgent.
+    """
+
+    P2 = 3
+    """
+    Normal (the default).
+    """
+
+    P3 = 4
+    """
+    Less urgent.
+    """
+
+    P4 = 5
+    """
+    Least urgent.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "PRIORITY_UNSPECIFIED",
+            1: "PRIORITY_P0",
+            2: "PRIORITY_P1",
+            3: "PRIORITY_P2",
+            4: "PRIORITY_P3",
+            5: "PRIORITY_P4",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "PRIORITY_UNSPECIFIED": 0,
+            "PRIORITY_P0": 1,
+            "PRIORITY_P1": 2,
+            "PRIORITY_P2": 3,
+            "PRIORITY_P3": 4,
+            "PRIORITY_P4": 5,
+        }
+
+
+class ReleaseReason(betterproto2.Enum):
+    """
+    Why a lease ended.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given (Release: crash).
+    """
+
+    COMPLETE = 1
+    """
+    The node was completed (set by skift).
+    """
+
+    GATE = 2
+    """
+    The holder filed a gate and stepped back (set by skift).
+    """
+
+    CRASH = 3
+    """
+    The holder crashed or gave up.
+    """
+
+    BUDGET = 4
+    """
+    The holder ran out of budget.
+    """
+
+    EXPIRED = 5
+    """
+    The lease's time ran out (set by skift).
+    """
+
+    PREEMPTED = 6
+    """
+    The holder was preempted for other work.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "RELEASE_REASON_UNSPECIFIED",
+            1: "RELEASE_REASON_COMPLETE",
+            2: "RELEASE_REASON_GATE",
+            3: "RELEASE_REASON_CRASH",
+            4: "RELEASE_REASON_BUDGET",
+            5: "RELEASE_REASON_EXPIRED",
+            6: "RELEASE_REASON_PREEMPTED",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "RELEASE_REASON_UNSPECIFIED": 0,
+            "RELEASE_REASON_COMPLETE": 1,
+            "RELEASE_REASON_GATE": 2,
+            "RELEASE_REASON_CRASH": 3,
+            "RELEASE_REASON_BUDGET": 4,
+            "RELEASE_REASON_EXPIRED": 5,
+            "RELEASE_REASON_PREEMPTED": 6,
+        }
+
+
+class UsageKind(betterproto2.Enum):
+    """
+    Whether a usage record measures or estimates.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given.
+    """
+
+    ACTUAL = 1
+    """
+    Measured tokens of an attempt.
+    """
+
+    ESTIMATE = 2
+    """
+    An estimate of what the work will take.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "USAGE_KIND_UNSPECIFIED",
+            1: "USAGE_KIND_ACTUAL",
+            2: "USAGE_KIND_ESTIMATE",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "USAGE_KIND_UNSPECIFIED": 0,
+            "USAGE_KIND_ACTUAL": 1,
+            "USAGE_KIND_ESTIMATE": 2,
+        }
+
+
+@dataclass(eq=False, repr=False)
+class AddCommentOp(betterproto2.Message):
+    """
+    Comment on a node.
     """
 
     node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -154,12 +489,14 @@ class AddComment(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "AddComment", AddComment)
+default_message_pool.register_message("skift.v1", "AddCommentOp", AddCommentOp)
 
 
 @dataclass(eq=False, repr=False)
 class AddCommentRequest(betterproto2.Message):
     """
+    ============================================================== requests and responses: comments and search
+
     AddComment's request.
     """
 
@@ -193,17 +530,33 @@ default_message_pool.register_message("skift.v1", "AddCommentRequest", AddCommen
 
 
 @dataclass(eq=False, repr=False)
-class AddEdge(betterproto2.Message):
+class AddCommentResponse(betterproto2.Message):
     """
-    Add an edge: `from` blocks `to` (to waits until from is done or dropped).
+    AddComment's response.
     """
 
-    from_: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The new comment.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AddCommentResponse", AddCommentResponse)
+
+
+@dataclass(eq=False, repr=False)
+class AddEdgeOp(betterproto2.Message):
+    """
+    Add an edge: `from_node` blocks `to_node` (which waits until from_node is
+    done or dropped).
+    """
+
+    from_node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
     The blocking node (a reference or an alias).
     """
 
-    to: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    to_node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
     The waiting node (a reference or an alias).
     """
@@ -214,12 +567,14 @@ class AddEdge(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "AddEdge", AddEdge)
+default_message_pool.register_message("skift.v1", "AddEdgeOp", AddEdgeOp)
 
 
 @dataclass(eq=False, repr=False)
 class AddPrincipalRequest(betterproto2.Message):
     """
+    ============================================================== requests and responses: principals
+
     AddPrincipal's request (admin).
     """
 
@@ -228,9 +583,11 @@ class AddPrincipalRequest(betterproto2.Message):
     The principal's name.
     """
 
-    kind: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    kind: "PrincipalKind" = betterproto2.field(
+        2, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    user, agent or service; agent when empty.
+    Its kind; AGENT when UNSPECIFIED.
     """
 
     uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
@@ -240,6 +597,21 @@ class AddPrincipalRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "AddPrincipalRequest", AddPrincipalRequest)
+
+
+@dataclass(eq=False, repr=False)
+class AddPrincipalResponse(betterproto2.Message):
+    """
+    AddPrincipal's response.
+    """
+
+    principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The new principal.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AddPrincipalResponse", AddPrincipalResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -263,8 +635,25 @@ default_message_pool.register_message("skift.v1", "ArchiveProjectRequest", Archi
 
 
 @dataclass(eq=False, repr=False)
+class ArchiveProjectResponse(betterproto2.Message):
+    """
+    ArchiveProject's response.
+    """
+
+    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The archived project.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ArchiveProjectResponse", ArchiveProjectResponse)
+
+
+@dataclass(eq=False, repr=False)
 class Artifact(betterproto2.Message):
     """
+    ============================================================== artifacts
+
     What work produced, shaped after A2A: a name, a description, parts and
     metadata. skift never fetches what a part references.
     """
@@ -338,9 +727,11 @@ class ArtifactInfo(betterproto2.Message):
     The principal that attached it.
     """
 
-    author_kind: "str" = betterproto2.field(8, betterproto2.TYPE_STRING)
+    author_kind: "PrincipalKind" = betterproto2.field(
+        8, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    user, agent or service.
+    The author's kind.
     """
 
     created_at: "datetime.datetime | None" = betterproto2.field(
@@ -355,9 +746,9 @@ default_message_pool.register_message("skift.v1", "ArtifactInfo", ArtifactInfo)
 
 
 @dataclass(eq=False, repr=False)
-class AttachArtifact(betterproto2.Message):
+class AttachArtifactOp(betterproto2.Message):
     """
-    Attach an artifact to a node: the `attach_artifact` patch operation.
+    Attach an artifact to a node.
     """
 
     node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -371,7 +762,7 @@ class AttachArtifact(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "AttachArtifact", AttachArtifact)
+default_message_pool.register_message("skift.v1", "AttachArtifactOp", AttachArtifactOp)
 
 
 @dataclass(eq=False, repr=False)
@@ -410,6 +801,21 @@ default_message_pool.register_message("skift.v1", "AttachArtifactRequest", Attac
 
 
 @dataclass(eq=False, repr=False)
+class AttachArtifactResponse(betterproto2.Message):
+    """
+    AttachArtifact's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What attaching did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AttachArtifactResponse", AttachArtifactResponse)
+
+
+@dataclass(eq=False, repr=False)
 class AttachIdentityRequest(betterproto2.Message):
     """
     AttachIdentity's request (admin).
@@ -432,6 +838,21 @@ class AttachIdentityRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "AttachIdentityRequest", AttachIdentityRequest)
+
+
+@dataclass(eq=False, repr=False)
+class AttachIdentityResponse(betterproto2.Message):
+    """
+    AttachIdentity's response.
+    """
+
+    principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The principal with its new identity.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AttachIdentityResponse", AttachIdentityResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -575,8 +996,7 @@ class ClaimNextRequest(betterproto2.Message):
 
     on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
     """
-    Delegation: claim on behalf of another principal; refused in v1 (see
-    PatchRequest.on_behalf_of).
+    Delegation: refused in v1 (see PatchRequest.on_behalf_of).
     """
 
 
@@ -584,8 +1004,25 @@ default_message_pool.register_message("skift.v1", "ClaimNextRequest", ClaimNextR
 
 
 @dataclass(eq=False, repr=False)
+class ClaimNextResponse(betterproto2.Message):
+    """
+    ClaimNext's response.
+    """
+
+    claim: "Claim | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The node, its lease and what to read.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ClaimNextResponse", ClaimNextResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ClaimRequest(betterproto2.Message):
     """
+    ============================================================== requests and responses: the work protocol
+
     Claim's request: take one named node.
     """
 
@@ -624,12 +1061,26 @@ class ClaimRequest(betterproto2.Message):
 
     on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
     """
-    Delegation: claim on behalf of another principal; refused in v1 (see
-    PatchRequest.on_behalf_of).
+    Delegation: refused in v1 (see PatchRequest.on_behalf_of).
     """
 
 
 default_message_pool.register_message("skift.v1", "ClaimRequest", ClaimRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ClaimResponse(betterproto2.Message):
+    """
+    Claim's response.
+    """
+
+    claim: "Claim | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The node, its lease and what to read.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ClaimResponse", ClaimResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -650,6 +1101,21 @@ class ClearFocusRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ClearFocusRequest", ClearFocusRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ClearFocusResponse(betterproto2.Message):
+    """
+    ClearFocus' response.
+    """
+
+    result: "FocusResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What clearing did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ClearFocusResponse", ClearFocusResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -679,9 +1145,11 @@ class Comment(betterproto2.Message):
     The principal that wrote it.
     """
 
-    author_kind: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    author_kind: "PrincipalKind" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    user, agent or service.
+    The author's kind.
     """
 
     body: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
@@ -749,9 +1217,11 @@ class CommentRevision(betterproto2.Message):
     The principal that wrote it.
     """
 
-    author_kind: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    author_kind: "PrincipalKind" = betterproto2.field(
+        3, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    user, agent or service.
+    The author's kind.
     """
 
     at: "datetime.datetime | None" = betterproto2.field(
@@ -788,7 +1258,7 @@ default_message_pool.register_message("skift.v1", "CommentsHint", CommentsHint)
 
 
 @dataclass(eq=False, repr=False)
-class CompleteNode(betterproto2.Message):
+class CompleteNodeOp(betterproto2.Message):
     """
     Mark a node done (under its lease when it is leased).
     """
@@ -809,7 +1279,7 @@ class CompleteNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "CompleteNode", CompleteNode)
+default_message_pool.register_message("skift.v1", "CompleteNodeOp", CompleteNodeOp)
 
 
 @dataclass(eq=False, repr=False)
@@ -853,7 +1323,22 @@ default_message_pool.register_message("skift.v1", "CompleteRequest", CompleteReq
 
 
 @dataclass(eq=False, repr=False)
-class CreateNode(betterproto2.Message):
+class CompleteResponse(betterproto2.Message):
+    """
+    Complete's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What completing did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "CompleteResponse", CompleteResponse)
+
+
+@dataclass(eq=False, repr=False)
+class CreateNodeOp(betterproto2.Message):
     """
     ============================================================== patches
 
@@ -881,9 +1366,11 @@ class CreateNode(betterproto2.Message):
     The kind; `task` when absent.
     """
 
-    priority: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+    priority: "Priority" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    p0 .. p4; `p2` when absent.
+    The priority; P2 when UNSPECIFIED.
     """
 
     parent: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
@@ -896,9 +1383,11 @@ class CreateNode(betterproto2.Message):
     Labels.
     """
 
-    assignee_kind: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+    assignee_kind: "AssigneeKind" = betterproto2.field(
+        8, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
+    )
     """
-    `user` (a gate) or `agent`; absent means anyone.
+    USER (a gate) or AGENT; UNSPECIFIED means anyone.
     """
 
     assignee: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
@@ -913,13 +1402,13 @@ class CreateNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateNode", CreateNode)
+default_message_pool.register_message("skift.v1", "CreateNodeOp", CreateNodeOp)
 
 
 @dataclass(eq=False, repr=False)
 class CreateProjectRequest(betterproto2.Message):
     """
-    ============================================================== requests
+    ============================================================== requests and responses: projects
 
     CreateProject's request.
     """
@@ -934,9 +1423,11 @@ class CreateProjectRequest(betterproto2.Message):
     The slug; derived from the title when absent.
     """
 
-    priority: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    priority: "Priority" = betterproto2.field(
+        3, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    p0 .. p4; p2 when absent.
+    The priority; P2 when UNSPECIFIED.
     """
 
     vcs_url: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
@@ -946,6 +1437,21 @@ class CreateProjectRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "CreateProjectRequest", CreateProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class CreateProjectResponse(betterproto2.Message):
+    """
+    CreateProject's response.
+    """
+
+    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The new project.
+    """
+
+
+default_message_pool.register_message("skift.v1", "CreateProjectResponse", CreateProjectResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -997,7 +1503,7 @@ default_message_pool.register_message("skift.v1", "CreateTokenResponse", CreateT
 
 
 @dataclass(eq=False, repr=False)
-class DropNode(betterproto2.Message):
+class DropNodeOp(betterproto2.Message):
     """
     Drop a node: it will not be done. Its blocked successors stop waiting on it.
     """
@@ -1019,13 +1525,13 @@ class DropNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "DropNode", DropNode)
+default_message_pool.register_message("skift.v1", "DropNodeOp", DropNodeOp)
 
 
 @dataclass(eq=False, repr=False)
-class DropRequest(betterproto2.Message):
+class DropNodeRequest(betterproto2.Message):
     """
-    Drop's request.
+    DropNode's request.
     """
 
     ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -1059,7 +1565,22 @@ class DropRequest(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "DropRequest", DropRequest)
+default_message_pool.register_message("skift.v1", "DropNodeRequest", DropNodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class DropNodeResponse(betterproto2.Message):
+    """
+    DropNode's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What the drop did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "DropNodeResponse", DropNodeResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1083,16 +1604,27 @@ default_message_pool.register_message("skift.v1", "EditCommentRequest", EditComm
 
 
 @dataclass(eq=False, repr=False)
+class EditCommentResponse(betterproto2.Message):
+    """
+    EditComment's response.
+    """
+
+    comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The comment, with its prior body among its revisions.
+    """
+
+
+default_message_pool.register_message("skift.v1", "EditCommentResponse", EditCommentResponse)
+
+
+@dataclass(eq=False, repr=False)
 class Error(betterproto2.Message):
     """
     ============================================================== errors
 
-    The details of every error status: what went wrong, and what to do instead.
-
-    Packed as the only entry of `google.rpc.Status.details`. A client re-raises
-    the skift exception named by `error_class` (or, when it does not know that
-    class, the one named by `code`) with the same message, next move and
-    details.
+    skift's own detail on every error status, beside `google.rpc.ErrorInfo`:
+    what went wrong, what to do instead, and the skift exception class.
     """
 
     code: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -1162,14 +1694,11 @@ class Event(betterproto2.Message):
     The principal that acted.
     """
 
-    principal_kind: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    principal_kind: "PrincipalKind" = betterproto2.field(
+        6, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    Its kind: user, agent or service.
-    """
-
-    identity_scheme: "str" = betterproto2.field(12, betterproto2.TYPE_STRING)
-    """
-    How the actor was identified: unix, token, local, ...
+    Its kind.
     """
 
     reason: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
@@ -1203,10 +1732,15 @@ class Event(betterproto2.Message):
     When it happened.
     """
 
+    identity_scheme: "str" = betterproto2.field(12, betterproto2.TYPE_STRING)
+    """
+    How the actor was identified: unix, token, local, ...
+    """
+
     cursor: "str" = betterproto2.field(13, betterproto2.TYPE_STRING)
     """
-    Its place in the change stream: WatchEvents with `after` set to it returns
-    what committed after it. Opaque; good for the server's replay window.
+    Its place in the change stream: WatchEvents with `page_token` set to it
+    returns what committed after it. Opaque; good for the replay window.
     """
 
 
@@ -1214,14 +1748,14 @@ default_message_pool.register_message("skift.v1", "Event", Event)
 
 
 @dataclass(eq=False, repr=False)
-class EventsRequest(betterproto2.Message):
+class ExplainRequest(betterproto2.Message):
     """
-    Events' request.
+    Explain's request.
     """
 
-    ref: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
-    Only the events of this node.
+    The node.
     """
 
     project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
@@ -1229,34 +1763,14 @@ class EventsRequest(betterproto2.Message):
     The project a bare `#N` is read in.
     """
 
-    limit: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
-    """
-    At most this many; 1000 when absent.
-    """
 
-
-default_message_pool.register_message("skift.v1", "EventsRequest", EventsRequest)
+default_message_pool.register_message("skift.v1", "ExplainRequest", ExplainRequest)
 
 
 @dataclass(eq=False, repr=False)
-class EventsResponse(betterproto2.Message):
+class ExplainResponse(betterproto2.Message):
     """
-    Events' response.
-    """
-
-    events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
-    The events, oldest first.
-    """
-
-
-default_message_pool.register_message("skift.v1", "EventsResponse", EventsResponse)
-
-
-@dataclass(eq=False, repr=False)
-class Explanation(betterproto2.Message):
-    """
-    Why a node is or is not ready.
+    Explain's response: why a node is or is not ready.
     """
 
     ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -1280,13 +1794,13 @@ class Explanation(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "Explanation", Explanation)
+default_message_pool.register_message("skift.v1", "ExplainResponse", ExplainResponse)
 
 
 @dataclass(eq=False, repr=False)
 class FocusRequest(betterproto2.Message):
     """
-    Focus's request: hold everything outside `keep`.
+    Focus' request: hold everything outside `keep`.
     """
 
     keep: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
@@ -1309,10 +1823,23 @@ default_message_pool.register_message("skift.v1", "FocusRequest", FocusRequest)
 
 
 @dataclass(eq=False, repr=False)
+class FocusResponse(betterproto2.Message):
+    """
+    Focus' response.
+    """
+
+    result: "FocusResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What the sweep did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "FocusResponse", FocusResponse)
+
+
+@dataclass(eq=False, repr=False)
 class FocusResult(betterproto2.Message):
     """
-    ============================================================== focus
-
     What a focus sweep (or clearing one) did in its scope.
     """
 
@@ -1387,6 +1914,21 @@ default_message_pool.register_message("skift.v1", "GateRequest", GateRequest)
 
 
 @dataclass(eq=False, repr=False)
+class GateResponse(betterproto2.Message):
+    """
+    Gate's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What gating did (the gate node is among `nodes`).
+    """
+
+
+default_message_pool.register_message("skift.v1", "GateResponse", GateResponse)
+
+
+@dataclass(eq=False, repr=False)
 class GetBlobRequest(betterproto2.Message):
     """
     GetBlob's request.
@@ -1417,6 +1959,41 @@ default_message_pool.register_message("skift.v1", "GetBlobResponse", GetBlobResp
 
 
 @dataclass(eq=False, repr=False)
+class GetNodeRequest(betterproto2.Message):
+    """
+    GetNode's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetNodeRequest", GetNodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetNodeResponse(betterproto2.Message):
+    """
+    GetNode's response.
+    """
+
+    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The node, with its content's authors.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetNodeResponse", GetNodeResponse)
+
+
+@dataclass(eq=False, repr=False)
 class GetOrgLimitsRequest(betterproto2.Message):
     """
     GetOrgLimits' request.
@@ -1426,6 +2003,21 @@ class GetOrgLimitsRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "GetOrgLimitsRequest", GetOrgLimitsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetOrgLimitsResponse(betterproto2.Message):
+    """
+    GetOrgLimits' response.
+    """
+
+    limits: "OrgLimits | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The limits in force.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetOrgLimitsResponse", GetOrgLimitsResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1441,6 +2033,93 @@ class GetProjectRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "GetProjectRequest", GetProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetProjectResponse(betterproto2.Message):
+    """
+    GetProject's response.
+    """
+
+    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The project.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetProjectResponse", GetProjectResponse)
+
+
+@dataclass(eq=False, repr=False)
+class GetProjectUsageRequest(betterproto2.Message):
+    """
+    GetProjectUsage's request.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetProjectUsageRequest", GetProjectUsageRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetProjectUsageResponse(betterproto2.Message):
+    """
+    GetProjectUsage's response.
+    """
+
+    report: "UsageReport | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The rollup.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "GetProjectUsageResponse", GetProjectUsageResponse
+)
+
+
+@dataclass(eq=False, repr=False)
+class GetUsageRequest(betterproto2.Message):
+    """
+    GetUsage's request: a node, or with subtree its descendants too.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    Include its descendants.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetUsageRequest", GetUsageRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetUsageResponse(betterproto2.Message):
+    """
+    GetUsage's response.
+    """
+
+    report: "UsageReport | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The rollup.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetUsageResponse", GetUsageResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1476,7 +2155,22 @@ default_message_pool.register_message("skift.v1", "HeartbeatRequest", HeartbeatR
 
 
 @dataclass(eq=False, repr=False)
-class HoldNode(betterproto2.Message):
+class HeartbeatResponse(betterproto2.Message):
+    """
+    Heartbeat's response.
+    """
+
+    lease: "Lease | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The renewed lease.
+    """
+
+
+default_message_pool.register_message("skift.v1", "HeartbeatResponse", HeartbeatResponse)
+
+
+@dataclass(eq=False, repr=False)
+class HoldNodeOp(betterproto2.Message):
     """
     Park a node (and its subtree) with a hold.
     """
@@ -1492,7 +2186,82 @@ class HoldNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "HoldNode", HoldNode)
+default_message_pool.register_message("skift.v1", "HoldNodeOp", HoldNodeOp)
+
+
+@dataclass(eq=False, repr=False)
+class HoldNodeRequest(betterproto2.Message):
+    """
+    HoldNode's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+
+default_message_pool.register_message("skift.v1", "HoldNodeRequest", HoldNodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class HoldNodeResponse(betterproto2.Message):
+    """
+    HoldNode's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What the hold did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "HoldNodeResponse", HoldNodeResponse)
+
+
+@dataclass(eq=False, repr=False)
+class HoldProjectRequest(betterproto2.Message):
+    """
+    HoldProject's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project.
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+
+default_message_pool.register_message("skift.v1", "HoldProjectRequest", HoldProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class HoldProjectResponse(betterproto2.Message):
+    """
+    HoldProject's response.
+    """
+
+    parked: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+    """
+    How many open nodes the hold parks.
+    """
+
+
+default_message_pool.register_message("skift.v1", "HoldProjectResponse", HoldProjectResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1560,16 +2329,18 @@ class Input(betterproto2.Message):
     The principal that completed it.
     """
 
+    author_kind: "PrincipalKind" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
+    """
+    The kind of the principal that completed it.
+    """
+
     artifacts: "list[ArtifactInfo]" = betterproto2.field(
         6, betterproto2.TYPE_MESSAGE, repeated=True
     )
     """
     Its artifacts, oldest first.
-    """
-
-    author_kind: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
-    The kind of the principal that completed it: agent, user or service.
     """
 
 
@@ -1595,7 +2366,7 @@ default_message_pool.register_message("skift.v1", "Labels", Labels)
 @dataclass(eq=False, repr=False)
 class Lease(betterproto2.Message):
     """
-    ============================================================== leases
+    ============================================================== leases and claims
 
     A lease: one attempt on a node. Its id is the fencing token every write
     under it must carry.
@@ -1652,9 +2423,11 @@ class Lease(betterproto2.Message):
     When it ended, once released, completed, expired or gated.
     """
 
-    release_reason: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+    release_reason: "ReleaseReason" = betterproto2.field(
+        10, betterproto2.TYPE_ENUM, default_factory=lambda: ReleaseReason(0)
+    )
     """
-    Why it ended: crash, budget, preempted, complete, expired or gate.
+    Why it ended; UNSPECIFIED while it is live.
     """
 
 
@@ -1662,18 +2435,33 @@ default_message_pool.register_message("skift.v1", "Lease", Lease)
 
 
 @dataclass(eq=False, repr=False)
-class LeasesResponse(betterproto2.Message):
+class ListArtifactsRequest(betterproto2.Message):
     """
-    Leases' response: every attempt on a node, oldest first.
-    """
-
-    leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
-    The leases.
+    ListArtifacts' request.
     """
 
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
 
-default_message_pool.register_message("skift.v1", "LeasesResponse", LeasesResponse)
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListArtifactsRequest", ListArtifactsRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -1689,8 +2477,43 @@ class ListArtifactsResponse(betterproto2.Message):
     The node's artifacts, oldest first.
     """
 
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
 
 default_message_pool.register_message("skift.v1", "ListArtifactsResponse", ListArtifactsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListCommentsRequest(betterproto2.Message):
+    """
+    ListComments' request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListCommentsRequest", ListCommentsRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -1704,14 +2527,122 @@ class ListCommentsResponse(betterproto2.Message):
     The node's comments, oldest first.
     """
 
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
 
 default_message_pool.register_message("skift.v1", "ListCommentsResponse", ListCommentsResponse)
 
 
 @dataclass(eq=False, repr=False)
+class ListEventsRequest(betterproto2.Message):
+    """
+    ============================================================== requests and responses: events
+
+    ListEvents' request: recent events.
+    """
+
+    ref: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+    """
+    Only the events of this node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0. The first page
+    is the newest events; each next page goes further back.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListEventsRequest", ListEventsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListEventsResponse(betterproto2.Message):
+    """
+    ListEvents' response.
+    """
+
+    events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The events, oldest first within the page.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the page of older events; empty when there are none.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListEventsResponse", ListEventsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListLeasesRequest(betterproto2.Message):
+    """
+    ListLeases' request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListLeasesRequest", ListLeasesRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListLeasesResponse(betterproto2.Message):
+    """
+    ListLeases' response.
+    """
+
+    leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Every lease (attempt) on the node, oldest first.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListLeasesResponse", ListLeasesResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ListNodesRequest(betterproto2.Message):
     """
-    Ready's and ListNodes' request.
+    ListNodes' request.
     """
 
     filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
@@ -1719,24 +2650,53 @@ class ListNodesRequest(betterproto2.Message):
     Which nodes.
     """
 
-    limit: "int | None" = betterproto2.field(2, betterproto2.TYPE_INT64, optional=True)
+    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
     """
-    Page size; the server's default when absent, capped by its limit.
+    At most this many per page; the server's default when 0.
     """
 
-    page: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
     """
-    The `next_page` of the previous page.
+    The previous page's next_page_token; empty for the first page.
     """
 
     attributed: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
     """
-    ListNodes only: fill each node's body_author and result_author (one more
-    read). Ready ignores it.
+    Fill each node's body_author and result_author (one more read).
     """
 
 
 default_message_pool.register_message("skift.v1", "ListNodesRequest", ListNodesRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListNodesResponse(betterproto2.Message):
+    """
+    ListNodes' response.
+    """
+
+    nodes: "list[Node]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The nodes, in creation order.
+    """
+
+    held_count: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+    """
+    How many matching nodes holds park.
+    """
+
+    held_count_exact: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    False when the count stopped at the server's bound.
+    """
+
+    next_page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListNodesResponse", ListNodesResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1745,7 +2705,15 @@ class ListPrincipalsRequest(betterproto2.Message):
     ListPrincipals' request (admin).
     """
 
-    pass
+    page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
 
 
 default_message_pool.register_message("skift.v1", "ListPrincipalsRequest", ListPrincipalsRequest)
@@ -1762,6 +2730,11 @@ class ListPrincipalsResponse(betterproto2.Message):
     The org's principals.
     """
 
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
 
 default_message_pool.register_message("skift.v1", "ListPrincipalsResponse", ListPrincipalsResponse)
 
@@ -1772,14 +2745,19 @@ class ListProjectsRequest(betterproto2.Message):
     ListProjects' request.
     """
 
-    archived: "bool" = betterproto2.field(1, betterproto2.TYPE_BOOL)
+    show_archived: "bool" = betterproto2.field(1, betterproto2.TYPE_BOOL)
     """
     Include archived projects.
     """
 
-    limit: "int | None" = betterproto2.field(2, betterproto2.TYPE_INT64, optional=True)
+    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
     """
-    At most this many; the server's default page size when absent.
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
     """
 
 
@@ -1794,7 +2772,12 @@ class ListProjectsResponse(betterproto2.Message):
 
     projects: "list[Project]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
     """
-    The projects.
+    The projects, most recently active first.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
     """
 
 
@@ -1807,7 +2790,15 @@ class ListRatesRequest(betterproto2.Message):
     ListRates' request.
     """
 
-    pass
+    page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
 
 
 default_message_pool.register_message("skift.v1", "ListRatesRequest", ListRatesRequest)
@@ -1822,6 +2813,11 @@ class ListRatesResponse(betterproto2.Message):
     rates: "list[Rate]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
     """
     The organization's rates, by model.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
     """
 
 
@@ -1871,14 +2867,18 @@ class Node(betterproto2.Message):
     Free-form kind: task (default), bug, epic, question, ...
     """
 
-    status: "str" = betterproto2.field(8, betterproto2.TYPE_STRING)
+    status: "NodeStatus" = betterproto2.field(
+        8, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
+    )
     """
-    open, done or dropped.
+    Open, done or dropped.
     """
 
-    priority: "str" = betterproto2.field(9, betterproto2.TYPE_STRING)
+    priority: "Priority" = betterproto2.field(
+        9, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    p0 (most urgent) .. p4; priority orders work within a project.
+    P0 (most urgent) .. P4; priority orders work within a project.
     """
 
     parent: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
@@ -1891,10 +2891,12 @@ class Node(betterproto2.Message):
     Labels, in the order they were given.
     """
 
-    assignee_kind: "str | None" = betterproto2.field(12, betterproto2.TYPE_STRING, optional=True)
+    assignee_kind: "AssigneeKind" = betterproto2.field(
+        12, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
+    )
     """
-    Who may take the node: `user` (a gate: a person must act) or `agent`;
-    absent means anyone.
+    Who may take the node: USER (a gate: a person must act) or AGENT;
+    UNSPECIFIED means anyone.
     """
 
     assignee: "str | None" = betterproto2.field(13, betterproto2.TYPE_STRING, optional=True)
@@ -1948,22 +2950,29 @@ class Node(betterproto2.Message):
 
     body_author: "str | None" = betterproto2.field(22, betterproto2.TYPE_STRING, optional=True)
     """
-    Who created the node or last set its body, and that principal's kind
-    (agent, user or service). Present where a call returns the node's
-    content (Get, Claim, ListNodes with `attributed`); absent elsewhere.
+    Who created the node or last set its body. Present where a call returns
+    the node's content (GetNode, Claim, ListNodes with `attributed`).
     """
 
-    body_author_kind: "str | None" = betterproto2.field(23, betterproto2.TYPE_STRING, optional=True)
+    body_author_kind: "PrincipalKind" = betterproto2.field(
+        23, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
+    """
+    The kind of body_author; UNSPECIFIED where body_author is absent.
+    """
 
     result_author: "str | None" = betterproto2.field(24, betterproto2.TYPE_STRING, optional=True)
     """
-    Who completed it last, and that principal's kind; absent if it never was
-    completed or the call does not attribute (see body_author).
+    Who completed it last; absent if it never was completed or the call does
+    not attribute (see body_author).
     """
 
-    result_author_kind: "str | None" = betterproto2.field(
-        25, betterproto2.TYPE_STRING, optional=True
+    result_author_kind: "PrincipalKind" = betterproto2.field(
+        25, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
     )
+    """
+    The kind of result_author; UNSPECIFIED where result_author is absent.
+    """
 
 
 default_message_pool.register_message("skift.v1", "Node", Node)
@@ -1972,7 +2981,7 @@ default_message_pool.register_message("skift.v1", "Node", Node)
 @dataclass(eq=False, repr=False)
 class NodeFilter(betterproto2.Message):
     """
-    One filter for Ready, ClaimNext and ListNodes (seed 003).
+    One filter for Ready, ClaimNext and ListNodes.
 
     Every field narrows the selection; an empty filter selects every node of
     every project the caller can read, taken in turn across projects.
@@ -1999,14 +3008,18 @@ class NodeFilter(betterproto2.Message):
     Labels of which the node must carry at least one (OR).
     """
 
-    assignee_kind: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+    assignee_kind: "AssigneeKind" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
+    )
     """
-    `user` or `agent`: only nodes for that kind of assignee.
+    Only nodes for that kind of assignee; UNSPECIFIED for any.
     """
 
-    min_priority: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+    min_priority: "Priority" = betterproto2.field(
+        6, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    Only nodes at this priority or more urgent (p0 .. p4).
+    Only nodes at this priority or more urgent; UNSPECIFIED for any.
     """
 
     parent: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
@@ -2014,9 +3027,11 @@ class NodeFilter(betterproto2.Message):
     Only direct children of this node (a reference).
     """
 
-    status: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+    status: "NodeStatus" = betterproto2.field(
+        8, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
+    )
     """
-    ListNodes only: open, done or dropped. Ready and ClaimNext refuse it.
+    ListNodes only: only nodes in this status. Ready and ClaimNext refuse it.
     """
 
     held: "bool | None" = betterproto2.field(9, betterproto2.TYPE_BOOL, optional=True)
@@ -2026,51 +3041,6 @@ class NodeFilter(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "NodeFilter", NodeFilter)
-
-
-@dataclass(eq=False, repr=False)
-class NodeHoldRequest(betterproto2.Message):
-    """
-    Hold's and Unhold's request.
-    """
-
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
-    The node.
-    """
-
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
-    Why (required).
-    """
-
-    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
-    The project a bare `#N` is read in.
-    """
-
-
-default_message_pool.register_message("skift.v1", "NodeHoldRequest", NodeHoldRequest)
-
-
-@dataclass(eq=False, repr=False)
-class NodeRequest(betterproto2.Message):
-    """
-    Get's, Resolve's, Explain's and Leases' request: one node.
-    """
-
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
-    The node.
-    """
-
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
-    The project a bare `#N` is read in.
-    """
-
-
-default_message_pool.register_message("skift.v1", "NodeRequest", NodeRequest)
 
 
 @dataclass(eq=False, repr=False)
@@ -2149,77 +3119,77 @@ class PatchOp(betterproto2.Message):
         - op: Exactly one operation must be set.
     """
 
-    create_node: "CreateNode | None" = betterproto2.field(
+    create_node: "CreateNodeOp | None" = betterproto2.field(
         1, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Create a node.
     """
 
-    update_node: "UpdateNode | None" = betterproto2.field(
+    update_node: "UpdateNodeOp | None" = betterproto2.field(
         2, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Change a node's fields.
     """
 
-    drop_node: "DropNode | None" = betterproto2.field(
+    drop_node: "DropNodeOp | None" = betterproto2.field(
         3, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Drop a node (optionally with its descendants).
     """
 
-    complete_node: "CompleteNode | None" = betterproto2.field(
+    complete_node: "CompleteNodeOp | None" = betterproto2.field(
         4, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Complete a node.
     """
 
-    reopen_node: "ReopenNode | None" = betterproto2.field(
+    reopen_node: "ReopenNodeOp | None" = betterproto2.field(
         5, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Reopen a node.
     """
 
-    hold_node: "HoldNode | None" = betterproto2.field(
+    hold_node: "HoldNodeOp | None" = betterproto2.field(
         6, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Hold a node.
     """
 
-    unhold_node: "UnholdNode | None" = betterproto2.field(
+    unhold_node: "UnholdNodeOp | None" = betterproto2.field(
         7, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Release a node's hold.
     """
 
-    add_edge: "AddEdge | None" = betterproto2.field(
+    add_edge: "AddEdgeOp | None" = betterproto2.field(
         8, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Add a `blocks` edge.
     """
 
-    remove_edge: "RemoveEdge | None" = betterproto2.field(
+    remove_edge: "RemoveEdgeOp | None" = betterproto2.field(
         9, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Remove an edge.
     """
 
-    attach_artifact: "AttachArtifact | None" = betterproto2.field(
+    attach_artifact: "AttachArtifactOp | None" = betterproto2.field(
         10, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
     Attach an artifact to a node.
     """
 
-    add_comment: "AddComment | None" = betterproto2.field(
+    add_comment: "AddCommentOp | None" = betterproto2.field(
         11, betterproto2.TYPE_MESSAGE, optional=True, group="op"
     )
     """
@@ -2233,7 +3203,10 @@ default_message_pool.register_message("skift.v1", "PatchOp", PatchOp)
 @dataclass(eq=False, repr=False)
 class PatchRequest(betterproto2.Message):
     """
-    A flat list of operations applied in one transaction: all or nothing.
+    ============================================================== requests and responses: the graph
+
+    Patch's request: a flat list of operations applied in one transaction,
+    all or nothing.
     """
 
     project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -2250,7 +3223,7 @@ class PatchRequest(betterproto2.Message):
     """
     Client-chosen idempotency key: the same id with the same content returns
     the first response and applies nothing again; with different content it
-    is an ABORTED IdempotencyMismatch. When empty the server makes one (and
+    is ABORTED (IdempotencyMismatch). When empty the server makes one (and
     the patch is then not safe to retry).
     """
 
@@ -2262,11 +3235,26 @@ class PatchRequest(betterproto2.Message):
     on_behalf_of: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
     """
     Delegation: write on behalf of another principal. Reserved for a
-    server-known grant after v1: set, it is refused (FAILED_PRECONDITION).
+    server-known grant after v1: set, it is refused.
     """
 
 
 default_message_pool.register_message("skift.v1", "PatchRequest", PatchRequest)
+
+
+@dataclass(eq=False, repr=False)
+class PatchResponse(betterproto2.Message):
+    """
+    Patch's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What the patch did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "PatchResponse", PatchResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2324,9 +3312,11 @@ class Principal(betterproto2.Message):
     Its name, unique in its org.
     """
 
-    kind: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    kind: "PrincipalKind" = betterproto2.field(
+        3, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    user, agent or service.
+    Its kind.
     """
 
     identities: "list[Identity]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
@@ -2366,9 +3356,11 @@ class Project(betterproto2.Message):
     The project's title.
     """
 
-    priority: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    priority: "Priority" = betterproto2.field(
+        4, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    p0 .. p4.
+    P0 .. P4: orders projects' work when several are drawn from.
     """
 
     vcs_url: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
@@ -2422,59 +3414,9 @@ default_message_pool.register_message("skift.v1", "Project", Project)
 
 
 @dataclass(eq=False, repr=False)
-class ProjectHoldRequest(betterproto2.Message):
-    """
-    HoldProject's and UnholdProject's request.
-    """
-
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
-    The project.
-    """
-
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
-    Why (required).
-    """
-
-
-default_message_pool.register_message("skift.v1", "ProjectHoldRequest", ProjectHoldRequest)
-
-
-@dataclass(eq=False, repr=False)
-class ProjectHoldResponse(betterproto2.Message):
-    """
-    HoldProject's and UnholdProject's response.
-    """
-
-    nodes: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
-    How many nodes the hold parks (HoldProject) or made ready (UnholdProject).
-    """
-
-
-default_message_pool.register_message("skift.v1", "ProjectHoldResponse", ProjectHoldResponse)
-
-
-@dataclass(eq=False, repr=False)
-class ProjectUsageRequest(betterproto2.Message):
-    """
-    GetProjectUsage's request.
-    """
-
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
-    The project.
-    """
-
-
-default_message_pool.register_message("skift.v1", "ProjectUsageRequest", ProjectUsageRequest)
-
-
-@dataclass(eq=False, repr=False)
 class PutBlobRequest(betterproto2.Message):
     """
-    ============================================================== artifacts and blobs
+    ============================================================== requests and responses: artifacts and blobs
 
     PutBlob's request: the bytes travel in this one message, bounded by the
     server's blob limit (and its largest message).
@@ -2501,9 +3443,24 @@ default_message_pool.register_message("skift.v1", "PutBlobRequest", PutBlobReque
 
 
 @dataclass(eq=False, repr=False)
+class PutBlobResponse(betterproto2.Message):
+    """
+    PutBlob's response.
+    """
+
+    blob: "Blob | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The stored blob.
+    """
+
+
+default_message_pool.register_message("skift.v1", "PutBlobResponse", PutBlobResponse)
+
+
+@dataclass(eq=False, repr=False)
 class Rate(betterproto2.Message):
     """
-    A model's rate.
+    A model's rate: a price per million tokens of each class.
     """
 
     model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -2548,14 +3505,39 @@ default_message_pool.register_message("skift.v1", "Rate", Rate)
 
 
 @dataclass(eq=False, repr=False)
-class ReadyPage(betterproto2.Message):
+class ReadyRequest(betterproto2.Message):
     """
-    A page of nodes: what Ready and ListNodes return.
+    Ready's request.
+    """
+
+    filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    Which nodes (`status` and `held` are refused here).
+    """
+
+    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ReadyRequest", ReadyRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ReadyResponse(betterproto2.Message):
+    """
+    Ready's response: ready work in turn order.
     """
 
     nodes: "list[Node]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
     """
-    The nodes, in turn order (Ready) or creation order (ListNodes).
+    The nodes, in turn order.
     """
 
     held_count: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
@@ -2563,19 +3545,19 @@ class ReadyPage(betterproto2.Message):
     How many matching nodes holds park (so an empty page can say why).
     """
 
-    next_page: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    held_count_exact: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
     """
-    Pass as `page` to get the next page; absent on the last page.
-    """
-
-    held_count_exact: "bool | None" = betterproto2.field(4, betterproto2.TYPE_BOOL, optional=True)
-    """
-    False when the count stopped at Limits.held_count_bound: at least
-    held_count nodes are held. Absent (an older server) means exact.
+    False when the count stopped at the server's bound: at least held_count
+    nodes are held.
     """
 
+    next_page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
 
-default_message_pool.register_message("skift.v1", "ReadyPage", ReadyPage)
+
+default_message_pool.register_message("skift.v1", "ReadyResponse", ReadyResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2607,7 +3589,7 @@ default_message_pool.register_message("skift.v1", "Reason", Reason)
 @dataclass(eq=False, repr=False)
 class RecordUsageRequest(betterproto2.Message):
     """
-    ============================================================== usage and cost
+    ============================================================== requests and responses: usage and cost
 
     RecordUsage's request: one append-only record, in tokens.
     """
@@ -2667,6 +3649,21 @@ default_message_pool.register_message("skift.v1", "RecordUsageRequest", RecordUs
 
 
 @dataclass(eq=False, repr=False)
+class RecordUsageResponse(betterproto2.Message):
+    """
+    RecordUsage's response.
+    """
+
+    record: "UsageRecord | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The record.
+    """
+
+
+default_message_pool.register_message("skift.v1", "RecordUsageResponse", RecordUsageResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ReferencePart(betterproto2.Message):
     """
     A URI with the immutable identity it resolved to. git references
@@ -2714,9 +3711,11 @@ class ReleaseRequest(betterproto2.Message):
     The lease id.
     """
 
-    reason: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    reason: "ReleaseReason" = betterproto2.field(
+        3, betterproto2.TYPE_ENUM, default_factory=lambda: ReleaseReason(0)
+    )
     """
-    crash, budget or preempted.
+    CRASH, BUDGET or PREEMPTED; CRASH when UNSPECIFIED.
     """
 
     project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
@@ -2729,17 +3728,32 @@ default_message_pool.register_message("skift.v1", "ReleaseRequest", ReleaseReque
 
 
 @dataclass(eq=False, repr=False)
-class RemoveEdge(betterproto2.Message):
+class ReleaseResponse(betterproto2.Message):
+    """
+    Release's response.
+    """
+
+    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The node, released.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ReleaseResponse", ReleaseResponse)
+
+
+@dataclass(eq=False, repr=False)
+class RemoveEdgeOp(betterproto2.Message):
     """
     Remove an edge.
     """
 
-    from_: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    from_node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
     The blocking node.
     """
 
-    to: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    to_node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
     The waiting node.
     """
@@ -2750,11 +3764,11 @@ class RemoveEdge(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "RemoveEdge", RemoveEdge)
+default_message_pool.register_message("skift.v1", "RemoveEdgeOp", RemoveEdgeOp)
 
 
 @dataclass(eq=False, repr=False)
-class ReopenNode(betterproto2.Message):
+class ReopenNodeOp(betterproto2.Message):
     """
     Reopen a done or dropped node.
     """
@@ -2770,13 +3784,13 @@ class ReopenNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "ReopenNode", ReopenNode)
+default_message_pool.register_message("skift.v1", "ReopenNodeOp", ReopenNodeOp)
 
 
 @dataclass(eq=False, repr=False)
-class ReopenRequest(betterproto2.Message):
+class ReopenNodeRequest(betterproto2.Message):
     """
-    Reopen's request.
+    ReopenNode's request.
     """
 
     ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -2805,7 +3819,22 @@ class ReopenRequest(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "ReopenRequest", ReopenRequest)
+default_message_pool.register_message("skift.v1", "ReopenNodeRequest", ReopenNodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ReopenNodeResponse(betterproto2.Message):
+    """
+    ReopenNode's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What the reopen did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ReopenNodeResponse", ReopenNodeResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2824,9 +3853,45 @@ default_message_pool.register_message("skift.v1", "ResolveCommentRequest", Resol
 
 
 @dataclass(eq=False, repr=False)
-class Resolved(betterproto2.Message):
+class ResolveCommentResponse(betterproto2.Message):
     """
-    What a reference resolves to, with the title so a caller can check itself.
+    ResolveComment's response.
+    """
+
+    comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The resolved comment.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ResolveCommentResponse", ResolveCommentResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ResolveNodeRequest(betterproto2.Message):
+    """
+    ResolveNode's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The reference to resolve.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ResolveNodeRequest", ResolveNodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ResolveNodeResponse(betterproto2.Message):
+    """
+    ResolveNode's response: what the reference names, with the title so a
+    caller can check itself.
     """
 
     ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -2845,7 +3910,7 @@ class Resolved(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "Resolved", Resolved)
+default_message_pool.register_message("skift.v1", "ResolveNodeResponse", ResolveNodeResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2866,7 +3931,7 @@ default_message_pool.register_message("skift.v1", "RevokeTokenRequest", RevokeTo
 @dataclass(eq=False, repr=False)
 class RevokeTokenResponse(betterproto2.Message):
     """
-    RevokeToken's response.
+    RevokeToken's response (empty: the token no longer authenticates).
     """
 
     pass
@@ -2888,7 +3953,7 @@ class SearchHit(betterproto2.Message):
 
     rank: "float" = betterproto2.field(2, betterproto2.TYPE_DOUBLE)
     """
-    Its rank (higher is better; comparable only within one response).
+    Its rank (higher is better; comparable only within one search).
     """
 
     matched: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
@@ -2908,8 +3973,6 @@ default_message_pool.register_message("skift.v1", "SearchHit", SearchHit)
 @dataclass(eq=False, repr=False)
 class SearchRequest(betterproto2.Message):
     """
-    ============================================================== search
-
     Search's request.
     """
 
@@ -2924,14 +3987,20 @@ class SearchRequest(betterproto2.Message):
     Only these projects (slugs or ids); every project when empty.
     """
 
-    limit: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
     """
-    At most this many hits; 20 when absent, capped by the page size limit.
+    At most this many per page; 20 when 0. A search reaches at most the
+    server's page size limit of hits in all.
     """
 
     include_archived: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
     """
     Search archived projects too.
+    """
+
+    page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
     """
 
 
@@ -2947,6 +4016,11 @@ class SearchResponse(betterproto2.Message):
     hits: "list[SearchHit]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
     """
     The hits, best first.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
     """
 
 
@@ -2978,6 +4052,21 @@ class SetOrgLimitsRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "SetOrgLimitsRequest", SetOrgLimitsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class SetOrgLimitsResponse(betterproto2.Message):
+    """
+    SetOrgLimits' response.
+    """
+
+    limits: "OrgLimits | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The limits in force after the change.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SetOrgLimitsResponse", SetOrgLimitsResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -3018,6 +4107,21 @@ class SetRateRequest(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "SetRateRequest", SetRateRequest)
+
+
+@dataclass(eq=False, repr=False)
+class SetRateResponse(betterproto2.Message):
+    """
+    SetRate's response.
+    """
+
+    rate: "Rate | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The rate as set.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SetRateResponse", SetRateResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -3106,7 +4210,7 @@ default_message_pool.register_message("skift.v1", "TokenTotals", TokenTotals)
 
 
 @dataclass(eq=False, repr=False)
-class UnholdNode(betterproto2.Message):
+class UnholdNodeOp(betterproto2.Message):
     """
     Release a node's hold.
     """
@@ -3122,14 +4226,90 @@ class UnholdNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "UnholdNode", UnholdNode)
+default_message_pool.register_message("skift.v1", "UnholdNodeOp", UnholdNodeOp)
 
 
 @dataclass(eq=False, repr=False)
-class UpdateNode(betterproto2.Message):
+class UnholdNodeRequest(betterproto2.Message):
+    """
+    UnholdNode's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UnholdNodeRequest", UnholdNodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class UnholdNodeResponse(betterproto2.Message):
+    """
+    UnholdNode's response.
+    """
+
+    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    What the release did.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UnholdNodeResponse", UnholdNodeResponse)
+
+
+@dataclass(eq=False, repr=False)
+class UnholdProjectRequest(betterproto2.Message):
+    """
+    UnholdProject's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project.
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+
+default_message_pool.register_message("skift.v1", "UnholdProjectRequest", UnholdProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class UnholdProjectResponse(betterproto2.Message):
+    """
+    UnholdProject's response.
+    """
+
+    released: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+    """
+    How many open nodes the release makes ready again.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UnholdProjectResponse", UnholdProjectResponse)
+
+
+@dataclass(eq=False, repr=False)
+class UpdateNodeOp(betterproto2.Message):
     """
     Change a node's fields. An absent field is unchanged; an empty string
-    clears `parent`, `assignee` and `assignee_kind`.
+    clears `parent` and `assignee`; `assignee_kind` set to UNSPECIFIED makes
+    the node anyone's again.
     """
 
     node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
@@ -3152,9 +4332,11 @@ class UpdateNode(betterproto2.Message):
     New kind.
     """
 
-    priority: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+    priority: "Priority" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    New priority, p0 .. p4.
+    New priority; UNSPECIFIED leaves it unchanged.
     """
 
     parent: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
@@ -3167,9 +4349,11 @@ class UpdateNode(betterproto2.Message):
     New labels, replacing the old ones.
     """
 
-    assignee_kind: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+    assignee_kind: "AssigneeKind | None" = betterproto2.field(
+        8, betterproto2.TYPE_ENUM, optional=True
+    )
     """
-    New assignee kind (`user`, `agent`, or empty for anyone).
+    New assignee kind when set (UNSPECIFIED: anyone).
     """
 
     assignee: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
@@ -3190,7 +4374,7 @@ class UpdateNode(betterproto2.Message):
     """
 
 
-default_message_pool.register_message("skift.v1", "UpdateNode", UpdateNode)
+default_message_pool.register_message("skift.v1", "UpdateNodeOp", UpdateNodeOp)
 
 
 @dataclass(eq=False, repr=False)
@@ -3214,9 +4398,11 @@ class UpdateProjectRequest(betterproto2.Message):
     New slug; the old one keeps resolving.
     """
 
-    priority: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+    priority: "Priority" = betterproto2.field(
+        4, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+    )
     """
-    New priority.
+    New priority; UNSPECIFIED leaves it unchanged.
     """
 
     vcs_url: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
@@ -3235,8 +4421,25 @@ default_message_pool.register_message("skift.v1", "UpdateProjectRequest", Update
 
 
 @dataclass(eq=False, repr=False)
+class UpdateProjectResponse(betterproto2.Message):
+    """
+    UpdateProject's response.
+    """
+
+    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The project after the change.
+    """
+
+
+default_message_pool.register_message("skift.v1", "UpdateProjectResponse", UpdateProjectResponse)
+
+
+@dataclass(eq=False, repr=False)
 class UsageRecord(betterproto2.Message):
     """
+    ============================================================== usage and cost
+
     One usage record.
     """
 
@@ -3260,9 +4463,11 @@ class UsageRecord(betterproto2.Message):
     Who recorded it.
     """
 
-    principal_kind: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    principal_kind: "PrincipalKind" = betterproto2.field(
+        5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+    )
     """
-    user, agent or service.
+    Its kind.
     """
 
     model: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
@@ -3290,9 +4495,11 @@ class UsageRecord(betterproto2.Message):
     Cache-write tokens.
     """
 
-    kind: "str" = betterproto2.field(11, betterproto2.TYPE_STRING)
+    kind: "UsageKind" = betterproto2.field(
+        11, betterproto2.TYPE_ENUM, default_factory=lambda: UsageKind(0)
+    )
     """
-    actual or estimate.
+    Actual or estimate.
     """
 
     basis: "str | None" = betterproto2.field(12, betterproto2.TYPE_STRING, optional=True)
@@ -3382,40 +4589,16 @@ default_message_pool.register_message("skift.v1", "UsageReport", UsageReport)
 
 
 @dataclass(eq=False, repr=False)
-class UsageRequest(betterproto2.Message):
-    """
-    GetUsage's request: a node, or with subtree its descendants too.
-    """
-
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
-    The node.
-    """
-
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
-    The project a bare `#N` is read in.
-    """
-
-    subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
-    Include its descendants.
-    """
-
-
-default_message_pool.register_message("skift.v1", "UsageRequest", UsageRequest)
-
-
-@dataclass(eq=False, repr=False)
 class WatchEventsRequest(betterproto2.Message):
     """
     WatchEvents' request: a read of the change stream, in commit order.
     """
 
-    after: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+    page_token: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
     """
-    Only events after this cursor (an event's or a response's); from the
-    oldest event still in the replay window when absent.
+    Only events after this cursor (an event's `cursor` or a response's
+    next_page_token); from the oldest event still in the replay window when
+    empty.
     """
 
     projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
@@ -3428,9 +4611,9 @@ class WatchEventsRequest(betterproto2.Message):
     Only these operations (create_node, complete_node, ...); all when empty.
     """
 
-    limit: "int | None" = betterproto2.field(4, betterproto2.TYPE_INT64, optional=True)
+    page_size: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
     """
-    At most this many events; 100 when absent.
+    At most this many events; 100 when 0.
     """
 
     wait: "datetime.timedelta | None" = betterproto2.field(
@@ -3449,7 +4632,7 @@ default_message_pool.register_message("skift.v1", "WatchEventsRequest", WatchEve
 class WatchEventsResponse(betterproto2.Message):
     """
     WatchEvents' response. A cursor older than the replay window is ABORTED
-    with error_class CursorExpired and `oldest_cursor` in the details.
+    (reason CURSOR_EXPIRED, `oldest_cursor` in the details).
     """
 
     events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
@@ -3457,21 +4640,21 @@ class WatchEventsResponse(betterproto2.Message):
     The events after the cursor, in commit order, each carrying its cursor.
     """
 
-    cursor: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
     Where to read next: after the last event of a full page, else past
-    everything read (what the filters left out is not read again).
+    everything read. The stream has no last page, so this is always set.
     """
 
 
 default_message_pool.register_message("skift.v1", "WatchEventsResponse", WatchEventsResponse)
 
 
-class SkiftStub(betterproto2_grpclib.ServiceStub):
+class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
     """
     ============================================================== the service
 
-    The Skift API. Every RPC acts as the principal the transport identified.
+    The skift API. Every RPC acts as the principal the transport identified.
 
     ---- projects
     """
@@ -3483,15 +4666,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Project":
+    ) -> "CreateProjectResponse":
         """
-        Create a project. Returns it.
+        Create a project.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/CreateProject",
+            "/skift.v1.SkiftService/CreateProject",
             message,
-            Project,
+            CreateProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3504,15 +4687,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Project":
+    ) -> "GetProjectResponse":
         """
         One project by slug, retired slug or id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/GetProject",
+            "/skift.v1.SkiftService/GetProject",
             message,
-            Project,
+            GetProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3527,11 +4710,11 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         metadata: "MetadataLike | None" = None,
     ) -> "ListProjectsResponse":
         """
-        The org's projects.
+        The org's projects, most recently active first.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ListProjects",
+            "/skift.v1.SkiftService/ListProjects",
             message,
             ListProjectsResponse,
             timeout=timeout,
@@ -3546,15 +4729,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Project":
+    ) -> "UpdateProjectResponse":
         """
         Rename, re-slug, re-prioritise or re-point a project.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/UpdateProject",
+            "/skift.v1.SkiftService/UpdateProject",
             message,
-            Project,
+            UpdateProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3567,15 +4750,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Project":
+    ) -> "ArchiveProjectResponse":
         """
         Archive a project: none of its nodes is ready any more.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ArchiveProject",
+            "/skift.v1.SkiftService/ArchiveProject",
             message,
-            Project,
+            ArchiveProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3583,20 +4766,20 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def hold_project(
         self,
-        message: "ProjectHoldRequest",
+        message: "HoldProjectRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "ProjectHoldResponse":
+    ) -> "HoldProjectResponse":
         """
         Park a whole project.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/HoldProject",
+            "/skift.v1.SkiftService/HoldProject",
             message,
-            ProjectHoldResponse,
+            HoldProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3604,20 +4787,20 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def unhold_project(
         self,
-        message: "ProjectHoldRequest",
+        message: "UnholdProjectRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "ProjectHoldResponse":
+    ) -> "UnholdProjectResponse":
         """
         Release a project's hold.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/UnholdProject",
+            "/skift.v1.SkiftService/UnholdProject",
             message,
-            ProjectHoldResponse,
+            UnholdProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3630,7 +4813,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "PatchResponse":
         """
         ---- the graph
 
@@ -3638,51 +4821,51 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Patch",
+            "/skift.v1.SkiftService/Patch",
             message,
-            PatchResult,
+            PatchResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def get(
+    async def get_node(
         self,
-        message: "NodeRequest",
+        message: "GetNodeRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Node":
+    ) -> "GetNodeResponse":
         """
-        One node.
+        One node, with its content's authors.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Get",
+            "/skift.v1.SkiftService/GetNode",
             message,
-            Node,
+            GetNodeResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def resolve(
+    async def resolve_node(
         self,
-        message: "NodeRequest",
+        message: "ResolveNodeRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Resolved":
+    ) -> "ResolveNodeResponse":
         """
         What a reference resolves to.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Resolve",
+            "/skift.v1.SkiftService/ResolveNode",
             message,
-            Resolved,
+            ResolveNodeResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3690,21 +4873,21 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def ready(
         self,
-        message: "ListNodesRequest",
+        message: "ReadyRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "ReadyPage":
+    ) -> "ReadyResponse":
         """
         Ready work in turn order: round-robin across projects, priority then
         age within a project. Agents see only nodes an agent may take.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Ready",
+            "/skift.v1.SkiftService/Ready",
             message,
-            ReadyPage,
+            ReadyResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3717,15 +4900,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "ReadyPage":
+    ) -> "ListNodesResponse":
         """
         Nodes matching a filter, whatever their state.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ListNodes",
+            "/skift.v1.SkiftService/ListNodes",
             message,
-            ReadyPage,
+            ListNodesResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3733,104 +4916,104 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def explain(
         self,
-        message: "NodeRequest",
+        message: "ExplainRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Explanation":
+    ) -> "ExplainResponse":
         """
         Why a node is or is not ready.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Explain",
+            "/skift.v1.SkiftService/Explain",
             message,
-            Explanation,
+            ExplainResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def drop(
+    async def drop_node(
         self,
-        message: "DropRequest",
+        message: "DropNodeRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "DropNodeResponse":
         """
         Drop a node (optionally its subtree). Safe to retry with the same request id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Drop",
+            "/skift.v1.SkiftService/DropNode",
             message,
-            PatchResult,
+            DropNodeResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def reopen(
+    async def reopen_node(
         self,
-        message: "ReopenRequest",
+        message: "ReopenNodeRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "ReopenNodeResponse":
         """
         Reopen a node. Safe to retry with the same request id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Reopen",
+            "/skift.v1.SkiftService/ReopenNode",
             message,
-            PatchResult,
+            ReopenNodeResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def hold(
+    async def hold_node(
         self,
-        message: "NodeHoldRequest",
+        message: "HoldNodeRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "HoldNodeResponse":
         """
         Park a node.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Hold",
+            "/skift.v1.SkiftService/HoldNode",
             message,
-            PatchResult,
+            HoldNodeResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def unhold(
+    async def unhold_node(
         self,
-        message: "NodeHoldRequest",
+        message: "UnholdNodeRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "UnholdNodeResponse":
         """
         Release a node's hold.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Unhold",
+            "/skift.v1.SkiftService/UnholdNode",
             message,
-            PatchResult,
+            UnholdNodeResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3843,15 +5026,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "FocusResult":
+    ) -> "FocusResponse":
         """
         Hold everything outside a keep set (projects, or nodes of one project).
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Focus",
+            "/skift.v1.SkiftService/Focus",
             message,
-            FocusResult,
+            FocusResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3864,15 +5047,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "FocusResult":
+    ) -> "ClearFocusResponse":
         """
         Release what a focus sweep held.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ClearFocus",
+            "/skift.v1.SkiftService/ClearFocus",
             message,
-            FocusResult,
+            ClearFocusResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3885,18 +5068,18 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Claim":
+    ) -> "ClaimResponse":
         """
         ---- the work protocol
 
-        Take one named node. Refused (FAILED_PRECONDITION) when it is not
-        ready, saying why.
+        Take one named node. FAILED_PRECONDITION (reason NOT_READY) when it is
+        not ready, saying why.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Claim",
+            "/skift.v1.SkiftService/Claim",
             message,
-            Claim,
+            ClaimResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3909,16 +5092,16 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Claim":
+    ) -> "ClaimNextResponse":
         """
         Take the next ready node in turn order, waiting up to `wait` for one.
-        NOT_FOUND with code `nothing_ready` when none comes.
+        NOT_FOUND (reason NOTHING_READY) when none comes.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ClaimNext",
+            "/skift.v1.SkiftService/ClaimNext",
             message,
-            Claim,
+            ClaimNextResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3931,15 +5114,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Lease":
+    ) -> "HeartbeatResponse":
         """
         Renew a live lease.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Heartbeat",
+            "/skift.v1.SkiftService/Heartbeat",
             message,
-            Lease,
+            HeartbeatResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3952,15 +5135,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "CompleteResponse":
         """
         Complete a node (ends its lease). Safe to retry with the same request id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Complete",
+            "/skift.v1.SkiftService/Complete",
             message,
-            PatchResult,
+            CompleteResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3973,15 +5156,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Node":
+    ) -> "ReleaseResponse":
         """
         Give a leased node back without completing it.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Release",
+            "/skift.v1.SkiftService/Release",
             message,
-            Node,
+            ReleaseResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -3994,37 +5177,37 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "GateResponse":
         """
         File a user gate blocking a leased node and release the lease,
         atomically. Safe to retry with the same request id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Gate",
+            "/skift.v1.SkiftService/Gate",
             message,
-            PatchResult,
+            GateResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
         )
 
-    async def leases(
+    async def list_leases(
         self,
-        message: "NodeRequest",
+        message: "ListLeasesRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "LeasesResponse":
+    ) -> "ListLeasesResponse":
         """
         Every lease (attempt) on a node, oldest first.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Leases",
+            "/skift.v1.SkiftService/ListLeases",
             message,
-            LeasesResponse,
+            ListLeasesResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4044,7 +5227,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/SweepExpired",
+            "/skift.v1.SkiftService/SweepExpired",
             message,
             SweepExpiredResponse,
             timeout=timeout,
@@ -4052,24 +5235,24 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
-    async def events(
+    async def list_events(
         self,
-        message: "EventsRequest",
+        message: "ListEventsRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "EventsResponse":
+    ) -> "ListEventsResponse":
         """
         ---- events
 
-        Recent events, oldest first.
+        Recent events, newest page first, oldest first within a page.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Events",
+            "/skift.v1.SkiftService/ListEvents",
             message,
-            EventsResponse,
+            ListEventsResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4090,7 +5273,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/WatchEvents",
+            "/skift.v1.SkiftService/WatchEvents",
             message,
             WatchEventsResponse,
             timeout=timeout,
@@ -4105,17 +5288,18 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Principal":
+    ) -> "AddPrincipalResponse":
         """
         ---- principals and tokens (admin)
 
-        Add a principal, optionally with a unix uid. A name already taken is ABORTED.
+        Add a principal, optionally with a unix uid. A name already taken is
+        ALREADY_EXISTS.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/AddPrincipal",
+            "/skift.v1.SkiftService/AddPrincipal",
             message,
-            Principal,
+            AddPrincipalResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4123,7 +5307,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def list_principals(
         self,
-        message: "ListPrincipalsRequest | None" = None,
+        message: "ListPrincipalsRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
@@ -4133,11 +5317,8 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         The org's principals.
         """
 
-        if message is None:
-            message = ListPrincipalsRequest()
-
         return await self._unary_unary(
-            "/skift.v1.Skift/ListPrincipals",
+            "/skift.v1.SkiftService/ListPrincipals",
             message,
             ListPrincipalsResponse,
             timeout=timeout,
@@ -4152,15 +5333,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Principal":
+    ) -> "AttachIdentityResponse":
         """
         Give a principal another way in: a unix uid, an OIDC subject, a tailscale node.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/AttachIdentity",
+            "/skift.v1.SkiftService/AttachIdentity",
             message,
-            Principal,
+            AttachIdentityResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4179,7 +5360,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/CreateToken",
+            "/skift.v1.SkiftService/CreateToken",
             message,
             CreateTokenResponse,
             timeout=timeout,
@@ -4200,7 +5381,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/RevokeToken",
+            "/skift.v1.SkiftService/RevokeToken",
             message,
             RevokeTokenResponse,
             timeout=timeout,
@@ -4215,17 +5396,17 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Comment":
+    ) -> "AddCommentResponse":
         """
-        ---- comments
+        ---- comments and search
 
         Comment on a node. Safe to retry with the same request id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/AddComment",
+            "/skift.v1.SkiftService/AddComment",
             message,
-            Comment,
+            AddCommentResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4238,15 +5419,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Comment":
+    ) -> "EditCommentResponse":
         """
         Replace a comment's body (its author only); the prior body is kept.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/EditComment",
+            "/skift.v1.SkiftService/EditComment",
             message,
-            Comment,
+            EditCommentResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4259,15 +5440,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Comment":
+    ) -> "ResolveCommentResponse":
         """
         Resolve a comment, once; resolving it again returns it unchanged.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ResolveComment",
+            "/skift.v1.SkiftService/ResolveComment",
             message,
-            Comment,
+            ResolveCommentResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4275,7 +5456,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def list_comments(
         self,
-        message: "NodeRequest",
+        message: "ListCommentsRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
@@ -4286,7 +5467,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ListComments",
+            "/skift.v1.SkiftService/ListComments",
             message,
             ListCommentsResponse,
             timeout=timeout,
@@ -4303,13 +5484,11 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         metadata: "MetadataLike | None" = None,
     ) -> "SearchResponse":
         """
-        ---- search
-
         Nodes whose title, body, result and comments hold every word, best first.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/Search",
+            "/skift.v1.SkiftService/Search",
             message,
             SearchResponse,
             timeout=timeout,
@@ -4324,7 +5503,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "UsageRecord":
+    ) -> "RecordUsageResponse":
         """
         ---- usage and cost
 
@@ -4332,9 +5511,9 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/RecordUsage",
+            "/skift.v1.SkiftService/RecordUsage",
             message,
-            UsageRecord,
+            RecordUsageResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4342,20 +5521,20 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def get_usage(
         self,
-        message: "UsageRequest",
+        message: "GetUsageRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "UsageReport":
+    ) -> "GetUsageResponse":
         """
         A node's usage rollup (with subtree, its descendants' too), priced now.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/GetUsage",
+            "/skift.v1.SkiftService/GetUsage",
             message,
-            UsageReport,
+            GetUsageResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4363,20 +5542,20 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def get_project_usage(
         self,
-        message: "ProjectUsageRequest",
+        message: "GetProjectUsageRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "UsageReport":
+    ) -> "GetProjectUsageResponse":
         """
         A project's usage rollup, priced now, beside its budget.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/GetProjectUsage",
+            "/skift.v1.SkiftService/GetProjectUsage",
             message,
-            UsageReport,
+            GetProjectUsageResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4389,15 +5568,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Rate":
+    ) -> "SetRateResponse":
         """
         Set a model's rate (a person only).
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/SetRate",
+            "/skift.v1.SkiftService/SetRate",
             message,
-            Rate,
+            SetRateResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4405,7 +5584,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def list_rates(
         self,
-        message: "ListRatesRequest | None" = None,
+        message: "ListRatesRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
@@ -4415,11 +5594,8 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         The organization's rate table.
         """
 
-        if message is None:
-            message = ListRatesRequest()
-
         return await self._unary_unary(
-            "/skift.v1.Skift/ListRates",
+            "/skift.v1.SkiftService/ListRates",
             message,
             ListRatesResponse,
             timeout=timeout,
@@ -4434,15 +5610,15 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "OrgLimits":
+    ) -> "SetOrgLimitsResponse":
         """
         Lower some of the server's size limits for the organization (a person only).
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/SetOrgLimits",
+            "/skift.v1.SkiftService/SetOrgLimits",
             message,
-            OrgLimits,
+            SetOrgLimitsResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4455,7 +5631,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "OrgLimits":
+    ) -> "GetOrgLimitsResponse":
         """
         The size limits in force for the organization, and which it set itself.
         """
@@ -4464,9 +5640,9 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
             message = GetOrgLimitsRequest()
 
         return await self._unary_unary(
-            "/skift.v1.Skift/GetOrgLimits",
+            "/skift.v1.SkiftService/GetOrgLimits",
             message,
-            OrgLimits,
+            GetOrgLimitsResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4479,7 +5655,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "Blob":
+    ) -> "PutBlobResponse":
         """
         ---- artifacts and blobs
 
@@ -4487,9 +5663,9 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/PutBlob",
+            "/skift.v1.SkiftService/PutBlob",
             message,
-            Blob,
+            PutBlobResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4508,7 +5684,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/GetBlob",
+            "/skift.v1.SkiftService/GetBlob",
             message,
             GetBlobResponse,
             timeout=timeout,
@@ -4523,15 +5699,16 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
         metadata: "MetadataLike | None" = None,
-    ) -> "PatchResult":
+    ) -> "AttachArtifactResponse":
         """
-        Attach an artifact to a node (a one-operation patch).
+        Attach an artifact to a node (a one-operation patch). Safe to retry with
+        the same request id.
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/AttachArtifact",
+            "/skift.v1.SkiftService/AttachArtifact",
             message,
-            PatchResult,
+            AttachArtifactResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -4539,7 +5716,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 
     async def list_artifacts(
         self,
-        message: "NodeRequest",
+        message: "ListArtifactsRequest",
         *,
         timeout: "float | None" = None,
         deadline: "Deadline | None" = None,
@@ -4550,7 +5727,7 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
         """
 
         return await self._unary_unary(
-            "/skift.v1.Skift/ListArtifacts",
+            "/skift.v1.SkiftService/ListArtifacts",
             message,
             ListArtifactsResponse,
             timeout=timeout,
@@ -4562,23 +5739,23 @@ class SkiftStub(betterproto2_grpclib.ServiceStub):
 from ...google import protobuf as __google__protobuf__
 
 
-class SkiftBase(betterproto2_grpclib.ServiceBase):
+class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
     """
     ============================================================== the service
 
-    The Skift API. Every RPC acts as the principal the transport identified.
+    The skift API. Every RPC acts as the principal the transport identified.
 
     ---- projects
     """
 
-    async def create_project(self, message: "CreateProjectRequest") -> "Project":
+    async def create_project(self, message: "CreateProjectRequest") -> "CreateProjectResponse":
         """
-        Create a project. Returns it.
+        Create a project.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_project(self, message: "GetProjectRequest") -> "Project":
+    async def get_project(self, message: "GetProjectRequest") -> "GetProjectResponse":
         """
         One project by slug, retired slug or id.
         """
@@ -4587,40 +5764,40 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
     async def list_projects(self, message: "ListProjectsRequest") -> "ListProjectsResponse":
         """
-        The org's projects.
+        The org's projects, most recently active first.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def update_project(self, message: "UpdateProjectRequest") -> "Project":
+    async def update_project(self, message: "UpdateProjectRequest") -> "UpdateProjectResponse":
         """
         Rename, re-slug, re-prioritise or re-point a project.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def archive_project(self, message: "ArchiveProjectRequest") -> "Project":
+    async def archive_project(self, message: "ArchiveProjectRequest") -> "ArchiveProjectResponse":
         """
         Archive a project: none of its nodes is ready any more.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def hold_project(self, message: "ProjectHoldRequest") -> "ProjectHoldResponse":
+    async def hold_project(self, message: "HoldProjectRequest") -> "HoldProjectResponse":
         """
         Park a whole project.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def unhold_project(self, message: "ProjectHoldRequest") -> "ProjectHoldResponse":
+    async def unhold_project(self, message: "UnholdProjectRequest") -> "UnholdProjectResponse":
         """
         Release a project's hold.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def patch(self, message: "PatchRequest") -> "PatchResult":
+    async def patch(self, message: "PatchRequest") -> "PatchResponse":
         """
         ---- the graph
 
@@ -4629,21 +5806,21 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get(self, message: "NodeRequest") -> "Node":
+    async def get_node(self, message: "GetNodeRequest") -> "GetNodeResponse":
         """
-        One node.
+        One node, with its content's authors.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def resolve(self, message: "NodeRequest") -> "Resolved":
+    async def resolve_node(self, message: "ResolveNodeRequest") -> "ResolveNodeResponse":
         """
         What a reference resolves to.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def ready(self, message: "ListNodesRequest") -> "ReadyPage":
+    async def ready(self, message: "ReadyRequest") -> "ReadyResponse":
         """
         Ready work in turn order: round-robin across projects, priority then
         age within a project. Agents see only nodes an agent may take.
@@ -4651,102 +5828,102 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_nodes(self, message: "ListNodesRequest") -> "ReadyPage":
+    async def list_nodes(self, message: "ListNodesRequest") -> "ListNodesResponse":
         """
         Nodes matching a filter, whatever their state.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def explain(self, message: "NodeRequest") -> "Explanation":
+    async def explain(self, message: "ExplainRequest") -> "ExplainResponse":
         """
         Why a node is or is not ready.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def drop(self, message: "DropRequest") -> "PatchResult":
+    async def drop_node(self, message: "DropNodeRequest") -> "DropNodeResponse":
         """
         Drop a node (optionally its subtree). Safe to retry with the same request id.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def reopen(self, message: "ReopenRequest") -> "PatchResult":
+    async def reopen_node(self, message: "ReopenNodeRequest") -> "ReopenNodeResponse":
         """
         Reopen a node. Safe to retry with the same request id.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def hold(self, message: "NodeHoldRequest") -> "PatchResult":
+    async def hold_node(self, message: "HoldNodeRequest") -> "HoldNodeResponse":
         """
         Park a node.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def unhold(self, message: "NodeHoldRequest") -> "PatchResult":
+    async def unhold_node(self, message: "UnholdNodeRequest") -> "UnholdNodeResponse":
         """
         Release a node's hold.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def focus(self, message: "FocusRequest") -> "FocusResult":
+    async def focus(self, message: "FocusRequest") -> "FocusResponse":
         """
         Hold everything outside a keep set (projects, or nodes of one project).
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def clear_focus(self, message: "ClearFocusRequest") -> "FocusResult":
+    async def clear_focus(self, message: "ClearFocusRequest") -> "ClearFocusResponse":
         """
         Release what a focus sweep held.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def claim(self, message: "ClaimRequest") -> "Claim":
+    async def claim(self, message: "ClaimRequest") -> "ClaimResponse":
         """
         ---- the work protocol
 
-        Take one named node. Refused (FAILED_PRECONDITION) when it is not
-        ready, saying why.
+        Take one named node. FAILED_PRECONDITION (reason NOT_READY) when it is
+        not ready, saying why.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def claim_next(self, message: "ClaimNextRequest") -> "Claim":
+    async def claim_next(self, message: "ClaimNextRequest") -> "ClaimNextResponse":
         """
         Take the next ready node in turn order, waiting up to `wait` for one.
-        NOT_FOUND with code `nothing_ready` when none comes.
+        NOT_FOUND (reason NOTHING_READY) when none comes.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def heartbeat(self, message: "HeartbeatRequest") -> "Lease":
+    async def heartbeat(self, message: "HeartbeatRequest") -> "HeartbeatResponse":
         """
         Renew a live lease.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def complete(self, message: "CompleteRequest") -> "PatchResult":
+    async def complete(self, message: "CompleteRequest") -> "CompleteResponse":
         """
         Complete a node (ends its lease). Safe to retry with the same request id.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def release(self, message: "ReleaseRequest") -> "Node":
+    async def release(self, message: "ReleaseRequest") -> "ReleaseResponse":
         """
         Give a leased node back without completing it.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def gate(self, message: "GateRequest") -> "PatchResult":
+    async def gate(self, message: "GateRequest") -> "GateResponse":
         """
         File a user gate blocking a leased node and release the lease,
         atomically. Safe to retry with the same request id.
@@ -4754,7 +5931,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def leases(self, message: "NodeRequest") -> "LeasesResponse":
+    async def list_leases(self, message: "ListLeasesRequest") -> "ListLeasesResponse":
         """
         Every lease (attempt) on a node, oldest first.
         """
@@ -4769,11 +5946,11 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def events(self, message: "EventsRequest") -> "EventsResponse":
+    async def list_events(self, message: "ListEventsRequest") -> "ListEventsResponse":
         """
         ---- events
 
-        Recent events, oldest first.
+        Recent events, newest page first, oldest first within a page.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -4787,11 +5964,12 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def add_principal(self, message: "AddPrincipalRequest") -> "Principal":
+    async def add_principal(self, message: "AddPrincipalRequest") -> "AddPrincipalResponse":
         """
         ---- principals and tokens (admin)
 
-        Add a principal, optionally with a unix uid. A name already taken is ABORTED.
+        Add a principal, optionally with a unix uid. A name already taken is
+        ALREADY_EXISTS.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -4803,7 +5981,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def attach_identity(self, message: "AttachIdentityRequest") -> "Principal":
+    async def attach_identity(self, message: "AttachIdentityRequest") -> "AttachIdentityResponse":
         """
         Give a principal another way in: a unix uid, an OIDC subject, a tailscale node.
         """
@@ -4824,30 +6002,30 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def add_comment(self, message: "AddCommentRequest") -> "Comment":
+    async def add_comment(self, message: "AddCommentRequest") -> "AddCommentResponse":
         """
-        ---- comments
+        ---- comments and search
 
         Comment on a node. Safe to retry with the same request id.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def edit_comment(self, message: "EditCommentRequest") -> "Comment":
+    async def edit_comment(self, message: "EditCommentRequest") -> "EditCommentResponse":
         """
         Replace a comment's body (its author only); the prior body is kept.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def resolve_comment(self, message: "ResolveCommentRequest") -> "Comment":
+    async def resolve_comment(self, message: "ResolveCommentRequest") -> "ResolveCommentResponse":
         """
         Resolve a comment, once; resolving it again returns it unchanged.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_comments(self, message: "NodeRequest") -> "ListCommentsResponse":
+    async def list_comments(self, message: "ListCommentsRequest") -> "ListCommentsResponse":
         """
         A node's comments, oldest first.
         """
@@ -4856,14 +6034,12 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
     async def search(self, message: "SearchRequest") -> "SearchResponse":
         """
-        ---- search
-
         Nodes whose title, body, result and comments hold every word, best first.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def record_usage(self, message: "RecordUsageRequest") -> "UsageRecord":
+    async def record_usage(self, message: "RecordUsageRequest") -> "RecordUsageResponse":
         """
         ---- usage and cost
 
@@ -4872,21 +6048,23 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_usage(self, message: "UsageRequest") -> "UsageReport":
+    async def get_usage(self, message: "GetUsageRequest") -> "GetUsageResponse":
         """
         A node's usage rollup (with subtree, its descendants' too), priced now.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_project_usage(self, message: "ProjectUsageRequest") -> "UsageReport":
+    async def get_project_usage(
+        self, message: "GetProjectUsageRequest"
+    ) -> "GetProjectUsageResponse":
         """
         A project's usage rollup, priced now, beside its budget.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def set_rate(self, message: "SetRateRequest") -> "Rate":
+    async def set_rate(self, message: "SetRateRequest") -> "SetRateResponse":
         """
         Set a model's rate (a person only).
         """
@@ -4900,21 +6078,21 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def set_org_limits(self, message: "SetOrgLimitsRequest") -> "OrgLimits":
+    async def set_org_limits(self, message: "SetOrgLimitsRequest") -> "SetOrgLimitsResponse":
         """
         Lower some of the server's size limits for the organization (a person only).
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_org_limits(self, message: "GetOrgLimitsRequest") -> "OrgLimits":
+    async def get_org_limits(self, message: "GetOrgLimitsRequest") -> "GetOrgLimitsResponse":
         """
         The size limits in force for the organization, and which it set itself.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def put_blob(self, message: "PutBlobRequest") -> "Blob":
+    async def put_blob(self, message: "PutBlobRequest") -> "PutBlobResponse":
         """
         ---- artifacts and blobs
 
@@ -4930,14 +6108,15 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def attach_artifact(self, message: "AttachArtifactRequest") -> "PatchResult":
+    async def attach_artifact(self, message: "AttachArtifactRequest") -> "AttachArtifactResponse":
         """
-        Attach an artifact to a node (a one-operation patch).
+        Attach an artifact to a node (a one-operation patch). Safe to retry with
+        the same request id.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_artifacts(self, message: "NodeRequest") -> "ListArtifactsResponse":
+    async def list_artifacts(self, message: "ListArtifactsRequest") -> "ListArtifactsResponse":
         """
         A node's artifacts, oldest first.
         """
@@ -4945,7 +6124,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_create_project(
-        self, stream: "grpclib.server.Stream[CreateProjectRequest, Project]"
+        self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -4953,7 +6132,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_get_project(
-        self, stream: "grpclib.server.Stream[GetProjectRequest, Project]"
+        self, stream: "grpclib.server.Stream[GetProjectRequest, GetProjectResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -4969,7 +6148,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_update_project(
-        self, stream: "grpclib.server.Stream[UpdateProjectRequest, Project]"
+        self, stream: "grpclib.server.Stream[UpdateProjectRequest, UpdateProjectResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -4977,7 +6156,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_archive_project(
-        self, stream: "grpclib.server.Stream[ArchiveProjectRequest, Project]"
+        self, stream: "grpclib.server.Stream[ArchiveProjectRequest, ArchiveProjectResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -4985,7 +6164,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_hold_project(
-        self, stream: "grpclib.server.Stream[ProjectHoldRequest, ProjectHoldResponse]"
+        self, stream: "grpclib.server.Stream[HoldProjectRequest, HoldProjectResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -4993,33 +6172,39 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_unhold_project(
-        self, stream: "grpclib.server.Stream[ProjectHoldRequest, ProjectHoldResponse]"
+        self, stream: "grpclib.server.Stream[UnholdProjectRequest, UnholdProjectResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.unhold_project(request)
         await stream.send_message(response)
 
-    async def __rpc_patch(self, stream: "grpclib.server.Stream[PatchRequest, PatchResult]") -> None:
+    async def __rpc_patch(
+        self, stream: "grpclib.server.Stream[PatchRequest, PatchResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.patch(request)
         await stream.send_message(response)
 
-    async def __rpc_get(self, stream: "grpclib.server.Stream[NodeRequest, Node]") -> None:
+    async def __rpc_get_node(
+        self, stream: "grpclib.server.Stream[GetNodeRequest, GetNodeResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.get(request)
+        response = await self.get_node(request)
         await stream.send_message(response)
 
-    async def __rpc_resolve(self, stream: "grpclib.server.Stream[NodeRequest, Resolved]") -> None:
+    async def __rpc_resolve_node(
+        self, stream: "grpclib.server.Stream[ResolveNodeRequest, ResolveNodeResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.resolve(request)
+        response = await self.resolve_node(request)
         await stream.send_message(response)
 
     async def __rpc_ready(
-        self, stream: "grpclib.server.Stream[ListNodesRequest, ReadyPage]"
+        self, stream: "grpclib.server.Stream[ReadyRequest, ReadyResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5027,7 +6212,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_list_nodes(
-        self, stream: "grpclib.server.Stream[ListNodesRequest, ReadyPage]"
+        self, stream: "grpclib.server.Stream[ListNodesRequest, ListNodesResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5035,65 +6220,71 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_explain(
-        self, stream: "grpclib.server.Stream[NodeRequest, Explanation]"
+        self, stream: "grpclib.server.Stream[ExplainRequest, ExplainResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.explain(request)
         await stream.send_message(response)
 
-    async def __rpc_drop(self, stream: "grpclib.server.Stream[DropRequest, PatchResult]") -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.drop(request)
-        await stream.send_message(response)
-
-    async def __rpc_reopen(
-        self, stream: "grpclib.server.Stream[ReopenRequest, PatchResult]"
+    async def __rpc_drop_node(
+        self, stream: "grpclib.server.Stream[DropNodeRequest, DropNodeResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.reopen(request)
+        response = await self.drop_node(request)
         await stream.send_message(response)
 
-    async def __rpc_hold(
-        self, stream: "grpclib.server.Stream[NodeHoldRequest, PatchResult]"
+    async def __rpc_reopen_node(
+        self, stream: "grpclib.server.Stream[ReopenNodeRequest, ReopenNodeResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.hold(request)
+        response = await self.reopen_node(request)
         await stream.send_message(response)
 
-    async def __rpc_unhold(
-        self, stream: "grpclib.server.Stream[NodeHoldRequest, PatchResult]"
+    async def __rpc_hold_node(
+        self, stream: "grpclib.server.Stream[HoldNodeRequest, HoldNodeResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.unhold(request)
+        response = await self.hold_node(request)
         await stream.send_message(response)
 
-    async def __rpc_focus(self, stream: "grpclib.server.Stream[FocusRequest, FocusResult]") -> None:
+    async def __rpc_unhold_node(
+        self, stream: "grpclib.server.Stream[UnholdNodeRequest, UnholdNodeResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.unhold_node(request)
+        await stream.send_message(response)
+
+    async def __rpc_focus(
+        self, stream: "grpclib.server.Stream[FocusRequest, FocusResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.focus(request)
         await stream.send_message(response)
 
     async def __rpc_clear_focus(
-        self, stream: "grpclib.server.Stream[ClearFocusRequest, FocusResult]"
+        self, stream: "grpclib.server.Stream[ClearFocusRequest, ClearFocusResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.clear_focus(request)
         await stream.send_message(response)
 
-    async def __rpc_claim(self, stream: "grpclib.server.Stream[ClaimRequest, Claim]") -> None:
+    async def __rpc_claim(
+        self, stream: "grpclib.server.Stream[ClaimRequest, ClaimResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.claim(request)
         await stream.send_message(response)
 
     async def __rpc_claim_next(
-        self, stream: "grpclib.server.Stream[ClaimNextRequest, Claim]"
+        self, stream: "grpclib.server.Stream[ClaimNextRequest, ClaimNextResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5101,7 +6292,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_heartbeat(
-        self, stream: "grpclib.server.Stream[HeartbeatRequest, Lease]"
+        self, stream: "grpclib.server.Stream[HeartbeatRequest, HeartbeatResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5109,31 +6300,33 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_complete(
-        self, stream: "grpclib.server.Stream[CompleteRequest, PatchResult]"
+        self, stream: "grpclib.server.Stream[CompleteRequest, CompleteResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.complete(request)
         await stream.send_message(response)
 
-    async def __rpc_release(self, stream: "grpclib.server.Stream[ReleaseRequest, Node]") -> None:
+    async def __rpc_release(
+        self, stream: "grpclib.server.Stream[ReleaseRequest, ReleaseResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.release(request)
         await stream.send_message(response)
 
-    async def __rpc_gate(self, stream: "grpclib.server.Stream[GateRequest, PatchResult]") -> None:
+    async def __rpc_gate(self, stream: "grpclib.server.Stream[GateRequest, GateResponse]") -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.gate(request)
         await stream.send_message(response)
 
-    async def __rpc_leases(
-        self, stream: "grpclib.server.Stream[NodeRequest, LeasesResponse]"
+    async def __rpc_list_leases(
+        self, stream: "grpclib.server.Stream[ListLeasesRequest, ListLeasesResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.leases(request)
+        response = await self.list_leases(request)
         await stream.send_message(response)
 
     async def __rpc_sweep_expired(
@@ -5144,12 +6337,12 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         response = await self.sweep_expired(request)
         await stream.send_message(response)
 
-    async def __rpc_events(
-        self, stream: "grpclib.server.Stream[EventsRequest, EventsResponse]"
+    async def __rpc_list_events(
+        self, stream: "grpclib.server.Stream[ListEventsRequest, ListEventsResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
-        response = await self.events(request)
+        response = await self.list_events(request)
         await stream.send_message(response)
 
     async def __rpc_watch_events(
@@ -5161,7 +6354,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_add_principal(
-        self, stream: "grpclib.server.Stream[AddPrincipalRequest, Principal]"
+        self, stream: "grpclib.server.Stream[AddPrincipalRequest, AddPrincipalResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5177,7 +6370,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_attach_identity(
-        self, stream: "grpclib.server.Stream[AttachIdentityRequest, Principal]"
+        self, stream: "grpclib.server.Stream[AttachIdentityRequest, AttachIdentityResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5201,7 +6394,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_add_comment(
-        self, stream: "grpclib.server.Stream[AddCommentRequest, Comment]"
+        self, stream: "grpclib.server.Stream[AddCommentRequest, AddCommentResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5209,7 +6402,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_edit_comment(
-        self, stream: "grpclib.server.Stream[EditCommentRequest, Comment]"
+        self, stream: "grpclib.server.Stream[EditCommentRequest, EditCommentResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5217,7 +6410,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_resolve_comment(
-        self, stream: "grpclib.server.Stream[ResolveCommentRequest, Comment]"
+        self, stream: "grpclib.server.Stream[ResolveCommentRequest, ResolveCommentResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5225,7 +6418,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_list_comments(
-        self, stream: "grpclib.server.Stream[NodeRequest, ListCommentsResponse]"
+        self, stream: "grpclib.server.Stream[ListCommentsRequest, ListCommentsResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5241,7 +6434,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_record_usage(
-        self, stream: "grpclib.server.Stream[RecordUsageRequest, UsageRecord]"
+        self, stream: "grpclib.server.Stream[RecordUsageRequest, RecordUsageResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5249,7 +6442,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_get_usage(
-        self, stream: "grpclib.server.Stream[UsageRequest, UsageReport]"
+        self, stream: "grpclib.server.Stream[GetUsageRequest, GetUsageResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5257,14 +6450,16 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_get_project_usage(
-        self, stream: "grpclib.server.Stream[ProjectUsageRequest, UsageReport]"
+        self, stream: "grpclib.server.Stream[GetProjectUsageRequest, GetProjectUsageResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.get_project_usage(request)
         await stream.send_message(response)
 
-    async def __rpc_set_rate(self, stream: "grpclib.server.Stream[SetRateRequest, Rate]") -> None:
+    async def __rpc_set_rate(
+        self, stream: "grpclib.server.Stream[SetRateRequest, SetRateResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.set_rate(request)
@@ -5279,7 +6474,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_set_org_limits(
-        self, stream: "grpclib.server.Stream[SetOrgLimitsRequest, OrgLimits]"
+        self, stream: "grpclib.server.Stream[SetOrgLimitsRequest, SetOrgLimitsResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5287,14 +6482,16 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_get_org_limits(
-        self, stream: "grpclib.server.Stream[GetOrgLimitsRequest, OrgLimits]"
+        self, stream: "grpclib.server.Stream[GetOrgLimitsRequest, GetOrgLimitsResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.get_org_limits(request)
         await stream.send_message(response)
 
-    async def __rpc_put_blob(self, stream: "grpclib.server.Stream[PutBlobRequest, Blob]") -> None:
+    async def __rpc_put_blob(
+        self, stream: "grpclib.server.Stream[PutBlobRequest, PutBlobResponse]"
+    ) -> None:
         request = await stream.recv_message()
         assert request is not None
         response = await self.put_blob(request)
@@ -5309,7 +6506,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_attach_artifact(
-        self, stream: "grpclib.server.Stream[AttachArtifactRequest, PatchResult]"
+        self, stream: "grpclib.server.Stream[AttachArtifactRequest, AttachArtifactResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5317,7 +6514,7 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
         await stream.send_message(response)
 
     async def __rpc_list_artifacts(
-        self, stream: "grpclib.server.Stream[NodeRequest, ListArtifactsResponse]"
+        self, stream: "grpclib.server.Stream[ListArtifactsRequest, ListArtifactsResponse]"
     ) -> None:
         request = await stream.recv_message()
         assert request is not None
@@ -5326,304 +6523,304 @@ class SkiftBase(betterproto2_grpclib.ServiceBase):
 
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
-            "/skift.v1.Skift/CreateProject": grpclib.const.Handler(
+            "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
                 self.__rpc_create_project,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 CreateProjectRequest,
-                Project,
+                CreateProjectResponse,
             ),
-            "/skift.v1.Skift/GetProject": grpclib.const.Handler(
+            "/skift.v1.SkiftService/GetProject": grpclib.const.Handler(
                 self.__rpc_get_project,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 GetProjectRequest,
-                Project,
+                GetProjectResponse,
             ),
-            "/skift.v1.Skift/ListProjects": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ListProjects": grpclib.const.Handler(
                 self.__rpc_list_projects,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListProjectsRequest,
                 ListProjectsResponse,
             ),
-            "/skift.v1.Skift/UpdateProject": grpclib.const.Handler(
+            "/skift.v1.SkiftService/UpdateProject": grpclib.const.Handler(
                 self.__rpc_update_project,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 UpdateProjectRequest,
-                Project,
+                UpdateProjectResponse,
             ),
-            "/skift.v1.Skift/ArchiveProject": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ArchiveProject": grpclib.const.Handler(
                 self.__rpc_archive_project,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ArchiveProjectRequest,
-                Project,
+                ArchiveProjectResponse,
             ),
-            "/skift.v1.Skift/HoldProject": grpclib.const.Handler(
+            "/skift.v1.SkiftService/HoldProject": grpclib.const.Handler(
                 self.__rpc_hold_project,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                ProjectHoldRequest,
-                ProjectHoldResponse,
+                HoldProjectRequest,
+                HoldProjectResponse,
             ),
-            "/skift.v1.Skift/UnholdProject": grpclib.const.Handler(
+            "/skift.v1.SkiftService/UnholdProject": grpclib.const.Handler(
                 self.__rpc_unhold_project,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                ProjectHoldRequest,
-                ProjectHoldResponse,
+                UnholdProjectRequest,
+                UnholdProjectResponse,
             ),
-            "/skift.v1.Skift/Patch": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Patch": grpclib.const.Handler(
                 self.__rpc_patch,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 PatchRequest,
-                PatchResult,
+                PatchResponse,
             ),
-            "/skift.v1.Skift/Get": grpclib.const.Handler(
-                self.__rpc_get,
+            "/skift.v1.SkiftService/GetNode": grpclib.const.Handler(
+                self.__rpc_get_node,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeRequest,
-                Node,
+                GetNodeRequest,
+                GetNodeResponse,
             ),
-            "/skift.v1.Skift/Resolve": grpclib.const.Handler(
-                self.__rpc_resolve,
+            "/skift.v1.SkiftService/ResolveNode": grpclib.const.Handler(
+                self.__rpc_resolve_node,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeRequest,
-                Resolved,
+                ResolveNodeRequest,
+                ResolveNodeResponse,
             ),
-            "/skift.v1.Skift/Ready": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Ready": grpclib.const.Handler(
                 self.__rpc_ready,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                ListNodesRequest,
-                ReadyPage,
+                ReadyRequest,
+                ReadyResponse,
             ),
-            "/skift.v1.Skift/ListNodes": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ListNodes": grpclib.const.Handler(
                 self.__rpc_list_nodes,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListNodesRequest,
-                ReadyPage,
+                ListNodesResponse,
             ),
-            "/skift.v1.Skift/Explain": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Explain": grpclib.const.Handler(
                 self.__rpc_explain,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeRequest,
-                Explanation,
+                ExplainRequest,
+                ExplainResponse,
             ),
-            "/skift.v1.Skift/Drop": grpclib.const.Handler(
-                self.__rpc_drop,
+            "/skift.v1.SkiftService/DropNode": grpclib.const.Handler(
+                self.__rpc_drop_node,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                DropRequest,
-                PatchResult,
+                DropNodeRequest,
+                DropNodeResponse,
             ),
-            "/skift.v1.Skift/Reopen": grpclib.const.Handler(
-                self.__rpc_reopen,
+            "/skift.v1.SkiftService/ReopenNode": grpclib.const.Handler(
+                self.__rpc_reopen_node,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                ReopenRequest,
-                PatchResult,
+                ReopenNodeRequest,
+                ReopenNodeResponse,
             ),
-            "/skift.v1.Skift/Hold": grpclib.const.Handler(
-                self.__rpc_hold,
+            "/skift.v1.SkiftService/HoldNode": grpclib.const.Handler(
+                self.__rpc_hold_node,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeHoldRequest,
-                PatchResult,
+                HoldNodeRequest,
+                HoldNodeResponse,
             ),
-            "/skift.v1.Skift/Unhold": grpclib.const.Handler(
-                self.__rpc_unhold,
+            "/skift.v1.SkiftService/UnholdNode": grpclib.const.Handler(
+                self.__rpc_unhold_node,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeHoldRequest,
-                PatchResult,
+                UnholdNodeRequest,
+                UnholdNodeResponse,
             ),
-            "/skift.v1.Skift/Focus": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Focus": grpclib.const.Handler(
                 self.__rpc_focus,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 FocusRequest,
-                FocusResult,
+                FocusResponse,
             ),
-            "/skift.v1.Skift/ClearFocus": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ClearFocus": grpclib.const.Handler(
                 self.__rpc_clear_focus,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ClearFocusRequest,
-                FocusResult,
+                ClearFocusResponse,
             ),
-            "/skift.v1.Skift/Claim": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Claim": grpclib.const.Handler(
                 self.__rpc_claim,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ClaimRequest,
-                Claim,
+                ClaimResponse,
             ),
-            "/skift.v1.Skift/ClaimNext": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ClaimNext": grpclib.const.Handler(
                 self.__rpc_claim_next,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ClaimNextRequest,
-                Claim,
+                ClaimNextResponse,
             ),
-            "/skift.v1.Skift/Heartbeat": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Heartbeat": grpclib.const.Handler(
                 self.__rpc_heartbeat,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 HeartbeatRequest,
-                Lease,
+                HeartbeatResponse,
             ),
-            "/skift.v1.Skift/Complete": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Complete": grpclib.const.Handler(
                 self.__rpc_complete,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 CompleteRequest,
-                PatchResult,
+                CompleteResponse,
             ),
-            "/skift.v1.Skift/Release": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Release": grpclib.const.Handler(
                 self.__rpc_release,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ReleaseRequest,
-                Node,
+                ReleaseResponse,
             ),
-            "/skift.v1.Skift/Gate": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Gate": grpclib.const.Handler(
                 self.__rpc_gate,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 GateRequest,
-                PatchResult,
+                GateResponse,
             ),
-            "/skift.v1.Skift/Leases": grpclib.const.Handler(
-                self.__rpc_leases,
+            "/skift.v1.SkiftService/ListLeases": grpclib.const.Handler(
+                self.__rpc_list_leases,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeRequest,
-                LeasesResponse,
+                ListLeasesRequest,
+                ListLeasesResponse,
             ),
-            "/skift.v1.Skift/SweepExpired": grpclib.const.Handler(
+            "/skift.v1.SkiftService/SweepExpired": grpclib.const.Handler(
                 self.__rpc_sweep_expired,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 SweepExpiredRequest,
                 SweepExpiredResponse,
             ),
-            "/skift.v1.Skift/Events": grpclib.const.Handler(
-                self.__rpc_events,
+            "/skift.v1.SkiftService/ListEvents": grpclib.const.Handler(
+                self.__rpc_list_events,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                EventsRequest,
-                EventsResponse,
+                ListEventsRequest,
+                ListEventsResponse,
             ),
-            "/skift.v1.Skift/WatchEvents": grpclib.const.Handler(
+            "/skift.v1.SkiftService/WatchEvents": grpclib.const.Handler(
                 self.__rpc_watch_events,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 WatchEventsRequest,
                 WatchEventsResponse,
             ),
-            "/skift.v1.Skift/AddPrincipal": grpclib.const.Handler(
+            "/skift.v1.SkiftService/AddPrincipal": grpclib.const.Handler(
                 self.__rpc_add_principal,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 AddPrincipalRequest,
-                Principal,
+                AddPrincipalResponse,
             ),
-            "/skift.v1.Skift/ListPrincipals": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ListPrincipals": grpclib.const.Handler(
                 self.__rpc_list_principals,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListPrincipalsRequest,
                 ListPrincipalsResponse,
             ),
-            "/skift.v1.Skift/AttachIdentity": grpclib.const.Handler(
+            "/skift.v1.SkiftService/AttachIdentity": grpclib.const.Handler(
                 self.__rpc_attach_identity,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 AttachIdentityRequest,
-                Principal,
+                AttachIdentityResponse,
             ),
-            "/skift.v1.Skift/CreateToken": grpclib.const.Handler(
+            "/skift.v1.SkiftService/CreateToken": grpclib.const.Handler(
                 self.__rpc_create_token,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 CreateTokenRequest,
                 CreateTokenResponse,
             ),
-            "/skift.v1.Skift/RevokeToken": grpclib.const.Handler(
+            "/skift.v1.SkiftService/RevokeToken": grpclib.const.Handler(
                 self.__rpc_revoke_token,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 RevokeTokenRequest,
                 RevokeTokenResponse,
             ),
-            "/skift.v1.Skift/AddComment": grpclib.const.Handler(
+            "/skift.v1.SkiftService/AddComment": grpclib.const.Handler(
                 self.__rpc_add_comment,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 AddCommentRequest,
-                Comment,
+                AddCommentResponse,
             ),
-            "/skift.v1.Skift/EditComment": grpclib.const.Handler(
+            "/skift.v1.SkiftService/EditComment": grpclib.const.Handler(
                 self.__rpc_edit_comment,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 EditCommentRequest,
-                Comment,
+                EditCommentResponse,
             ),
-            "/skift.v1.Skift/ResolveComment": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ResolveComment": grpclib.const.Handler(
                 self.__rpc_resolve_comment,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ResolveCommentRequest,
-                Comment,
+                ResolveCommentResponse,
             ),
-            "/skift.v1.Skift/ListComments": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ListComments": grpclib.const.Handler(
                 self.__rpc_list_comments,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeRequest,
+                ListCommentsRequest,
                 ListCommentsResponse,
             ),
-            "/skift.v1.Skift/Search": grpclib.const.Handler(
+            "/skift.v1.SkiftService/Search": grpclib.const.Handler(
                 self.__rpc_search,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 SearchRequest,
                 SearchResponse,
             ),
-            "/skift.v1.Skift/RecordUsage": grpclib.const.Handler(
+            "/skift.v1.SkiftService/RecordUsage": grpclib.const.Handler(
                 self.__rpc_record_usage,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 RecordUsageRequest,
-                UsageRecord,
+                RecordUsageResponse,
             ),
-            "/skift.v1.Skift/GetUsage": grpclib.const.Handler(
+            "/skift.v1.SkiftService/GetUsage": grpclib.const.Handler(
                 self.__rpc_get_usage,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                UsageRequest,
-                UsageReport,
+                GetUsageRequest,
+                GetUsageResponse,
             ),
-            "/skift.v1.Skift/GetProjectUsage": grpclib.const.Handler(
+            "/skift.v1.SkiftService/GetProjectUsage": grpclib.const.Handler(
                 self.__rpc_get_project_usage,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                ProjectUsageRequest,
-                UsageReport,
+                GetProjectUsageRequest,
+                GetProjectUsageResponse,
             ),
-            "/skift.v1.Skift/SetRate": grpclib.const.Handler(
+            "/skift.v1.SkiftService/SetRate": grpclib.const.Handler(
                 self.__rpc_set_rate,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 SetRateRequest,
-                Rate,
+                SetRateResponse,
             ),
-            "/skift.v1.Skift/ListRates": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ListRates": grpclib.const.Handler(
                 self.__rpc_list_rates,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListRatesRequest,
                 ListRatesResponse,
             ),
-            "/skift.v1.Skift/SetOrgLimits": grpclib.const.Handler(
+            "/skift.v1.SkiftService/SetOrgLimits": grpclib.const.Handler(
                 self.__rpc_set_org_limits,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 SetOrgLimitsRequest,
-                OrgLimits,
+                SetOrgLimitsResponse,
             ),
-            "/skift.v1.Skift/GetOrgLimits": grpclib.const.Handler(
+            "/skift.v1.SkiftService/GetOrgLimits": grpclib.const.Handler(
                 self.__rpc_get_org_limits,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 GetOrgLimitsRequest,
-                OrgLimits,
+                GetOrgLimitsResponse,
             ),
-            "/skift.v1.Skift/PutBlob": grpclib.const.Handler(
+            "/skift.v1.SkiftService/PutBlob": grpclib.const.Handler(
                 self.__rpc_put_blob,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 PutBlobRequest,
-                Blob,
+                PutBlobResponse,
             ),
-            "/skift.v1.Skift/GetBlob": grpclib.const.Handler(
+            "/skift.v1.SkiftService/GetBlob": grpclib.const.Handler(
                 self.__rpc_get_blob,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 GetBlobRequest,
                 GetBlobResponse,
             ),
-            "/skift.v1.Skift/AttachArtifact": grpclib.const.Handler(
+            "/skift.v1.SkiftService/AttachArtifact": grpclib.const.Handler(
                 self.__rpc_attach_artifact,
                 grpclib.const.Cardinality.UNARY_UNARY,
                 AttachArtifactRequest,
-                PatchResult,
+                AttachArtifactResponse,
             ),
-            "/skift.v1.Skift/ListArtifacts": grpclib.const.Handler(
+            "/skift.v1.SkiftService/ListArtifacts": grpclib.const.Handler(
                 self.__rpc_list_artifacts,
                 grpclib.const.Cardinality.UNARY_UNARY,
-                NodeRequest,
+                ListArtifactsRequest,
                 ListArtifactsResponse,
             ),
         }

@@ -1,0 +1,589 @@
+"""The handlers of skift.v1.SkiftService: decode a request, call the skift API, encode.
+
+Each handler turns a request message into the arguments of one
+:class:`skift.LocalSkift` method, calls it on the caller's handle, and turns
+the view it returns into the response message. No rule lives here: the
+engine validates and decides. Lists are paged here (``_paging``): by count,
+and by bytes so that no response outgrows a default client's 4 MiB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import betterproto2
+
+import skift
+
+from . import _paging as paging
+from ._convert import enum_word
+from ._convert_graph import (
+    claim_pb,
+    filter_kwargs,
+    focus_pb,
+    lease_pb,
+    node_pb,
+    patch_result_pb,
+    project_pb,
+    reasons_pb,
+)
+from ._convert_ops import artifact_doc, artifact_info_pb, blob_pb, op_doc
+from ._convert_records import (
+    comment_pb,
+    event_pb,
+    org_limits_pb,
+    principal_pb,
+    rate_pb,
+    report_pb,
+    search_hit_pb,
+    token_pb,
+    usage_pb,
+)
+from ._proto.skift import v1
+
+Handler = Callable[[skift.LocalSkift, Any], Awaitable[betterproto2.Message]]
+
+
+def _opt(**kw: Any) -> dict[str, Any]:
+    """Keyword arguments without the ones the request left unset."""
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+def _int(value: int | None) -> int | None:
+    return int(value) if value is not None else None
+
+
+def _size(sk: skift.LocalSkift, page_size: int) -> int:
+    """The page size a request asks for (0: the server's default), checked by the engine."""
+    return sk.engine.page_size(page_size or None)
+
+
+# ------------------------------------------------------------------ projects
+
+
+async def _create_project(
+    sk: skift.LocalSkift, r: v1.CreateProjectRequest
+) -> v1.CreateProjectResponse:
+    priority = enum_word(r.priority, v1.Priority, "priority")
+    p = await sk.create_project(r.title, vcs_url=r.vcs_url, **_opt(slug=r.slug, priority=priority))
+    return v1.CreateProjectResponse(project=project_pb(p))
+
+
+async def _get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetProjectResponse:
+    return v1.GetProjectResponse(project=project_pb(await sk.get_project(r.ref)))
+
+
+async def _list_projects(
+    sk: skift.LocalSkift, r: v1.ListProjectsRequest
+) -> v1.ListProjectsResponse:
+    token = paging.decode("ListProjects", r.page_token)
+    size = token.size if token and token.size else _size(sk, r.page_size)
+    offset = token.offset if token else 0
+    got = await sk.list_projects(archived=r.show_archived, limit=size, offset=offset)
+    items = [project_pb(p) for p in got]
+    k = paging.fit(items)
+    more = k < len(items) or len(got) == size  # a full page: there may be more
+    nxt = paging.encode(paging.Token("ListProjects", offset=offset + k, size=size)) if more else ""
+    return v1.ListProjectsResponse(projects=items[:k], next_page_token=nxt)
+
+
+async def _update_project(
+    sk: skift.LocalSkift, r: v1.UpdateProjectRequest
+) -> v1.UpdateProjectResponse:
+    p = await sk.update_project(
+        r.ref,
+        title=r.title,
+        slug=r.slug,
+        priority=enum_word(r.priority, v1.Priority, "priority"),
+        vcs_url=r.vcs_url,
+        budget=r.budget,
+    )
+    return v1.UpdateProjectResponse(project=project_pb(p))
+
+
+async def _archive_project(
+    sk: skift.LocalSkift, r: v1.ArchiveProjectRequest
+) -> v1.ArchiveProjectResponse:
+    p = await sk.archive_project(r.ref, reason=r.reason or "archived")
+    return v1.ArchiveProjectResponse(project=project_pb(p))
+
+
+async def _hold_project(sk: skift.LocalSkift, r: v1.HoldProjectRequest) -> v1.HoldProjectResponse:
+    return v1.HoldProjectResponse(parked=await sk.hold_project(r.ref, reason=r.reason))
+
+
+async def _unhold_project(
+    sk: skift.LocalSkift, r: v1.UnholdProjectRequest
+) -> v1.UnholdProjectResponse:
+    return v1.UnholdProjectResponse(released=await sk.unhold_project(r.ref, reason=r.reason))
+
+
+# ------------------------------------------------------------------ graph
+
+
+async def _patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
+    ops = [op_doc(op, i) for i, op in enumerate(r.ops)]
+    res = await sk.patch(
+        r.project,
+        ops,
+        request_id=r.request_id or None,
+        lease=r.lease,
+        on_behalf_of=r.on_behalf_of,
+    )
+    return v1.PatchResponse(result=patch_result_pb(res))
+
+
+async def _get_node(sk: skift.LocalSkift, r: v1.GetNodeRequest) -> v1.GetNodeResponse:
+    return v1.GetNodeResponse(node=node_pb(await sk.get(r.ref, project=r.project)))
+
+
+async def _resolve_node(sk: skift.LocalSkift, r: v1.ResolveNodeRequest) -> v1.ResolveNodeResponse:
+    got = await sk.resolve(r.ref, project=r.project)
+    return v1.ResolveNodeResponse(ref=got.ref, id=got.id, title=got.title)
+
+
+async def _node_page(
+    rpc: str,
+    r: v1.ReadyRequest | v1.ListNodesRequest,
+    read: Callable[[int | None, str | None], Awaitable[skift.ReadyPage]],
+) -> tuple[list[v1.Node], skift.ReadyPage, str]:
+    """One byte-budgeted page of Ready or ListNodes over the engine's own pages.
+
+    The token keeps the engine's page token and how many of that page's nodes
+    were sent, so a page cut by bytes goes on inside the same engine page.
+    """
+    token = paging.decode(rpc, r.page_token)
+    size = token.size if token else (r.page_size or None)
+    core = token.core if token else None
+    sent = token.offset if token else 0
+    page = await read(size, core)
+    nodes = [node_pb(n) for n in page.nodes[sent:]]
+    k = paging.fit(nodes)
+    if k < len(nodes):
+        nxt = paging.encode(paging.Token(rpc, core=core, offset=sent + k, size=size))
+    elif page.next_page:
+        nxt = paging.encode(paging.Token(rpc, core=page.next_page, size=size))
+    else:
+        nxt = ""
+    return nodes[:k], page, nxt
+
+
+async def _ready(sk: skift.LocalSkift, r: v1.ReadyRequest) -> v1.ReadyResponse:
+    flt = filter_kwargs(r.filter)
+    nodes, page, nxt = await _node_page(
+        "Ready", r, lambda size, core: sk.ready(limit=size, page=core, **flt)
+    )
+    return v1.ReadyResponse(
+        nodes=nodes,
+        held_count=page.held_count,
+        held_count_exact=page.held_count_exact,
+        next_page_token=nxt,
+    )
+
+
+async def _list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNodesResponse:
+    flt = filter_kwargs(r.filter)
+    nodes, page, nxt = await _node_page(
+        "ListNodes",
+        r,
+        lambda size, core: sk.list_nodes(limit=size, page=core, attributed=r.attributed, **flt),
+    )
+    return v1.ListNodesResponse(
+        nodes=nodes,
+        held_count=page.held_count,
+        held_count_exact=page.held_count_exact,
+        next_page_token=nxt,
+    )
+
+
+async def _explain(sk: skift.LocalSkift, r: v1.ExplainRequest) -> v1.ExplainResponse:
+    e = await sk.explain(r.ref, project=r.project)
+    return v1.ExplainResponse(ref=e.ref, title=e.title, ready=e.ready, reasons=reasons_pb(e))
+
+
+async def _drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNodeResponse:
+    res = await sk.drop(
+        r.ref,
+        reason=r.reason,
+        cascade=_int(r.cascade),
+        project=r.project,
+        lease=r.lease,
+        request_id=r.request_id or None,
+    )
+    return v1.DropNodeResponse(result=patch_result_pb(res))
+
+
+async def _reopen_node(sk: skift.LocalSkift, r: v1.ReopenNodeRequest) -> v1.ReopenNodeResponse:
+    res = await sk.reopen(
+        r.ref, reason=r.reason, project=r.project, lease=r.lease, request_id=r.request_id or None
+    )
+    return v1.ReopenNodeResponse(result=patch_result_pb(res))
+
+
+async def _hold_node(sk: skift.LocalSkift, r: v1.HoldNodeRequest) -> v1.HoldNodeResponse:
+    res = await sk.hold(r.ref, reason=r.reason, project=r.project)
+    return v1.HoldNodeResponse(result=patch_result_pb(res))
+
+
+async def _unhold_node(sk: skift.LocalSkift, r: v1.UnholdNodeRequest) -> v1.UnholdNodeResponse:
+    res = await sk.unhold(r.ref, reason=r.reason, project=r.project)
+    return v1.UnholdNodeResponse(result=patch_result_pb(res))
+
+
+async def _focus(sk: skift.LocalSkift, r: v1.FocusRequest) -> v1.FocusResponse:
+    got = await sk.focus(list(r.keep), reason=r.reason, project=r.project)
+    return v1.FocusResponse(result=focus_pb(got))
+
+
+async def _clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.ClearFocusResponse:
+    got = await sk.clear_focus(reason=r.reason, project=r.project)
+    return v1.ClearFocusResponse(result=focus_pb(got))
+
+
+# ------------------------------------------------------------------ work protocol
+
+
+async def _claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.ClaimResponse:
+    got = await sk.claim(
+        r.ref,
+        project=r.project,
+        ttl=r.ttl,
+        harness=r.harness,
+        agent_ref=r.agent_ref,
+        session_ref=r.session_ref,
+        on_behalf_of=r.on_behalf_of,
+    )
+    return v1.ClaimResponse(claim=claim_pb(got))
+
+
+async def _claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimNextResponse:
+    got = await sk.claim_next(
+        ttl=r.ttl,
+        wait=r.wait,
+        harness=r.harness,
+        agent_ref=r.agent_ref,
+        session_ref=r.session_ref,
+        on_behalf_of=r.on_behalf_of,
+        **filter_kwargs(r.filter),
+    )
+    return v1.ClaimNextResponse(claim=claim_pb(got))
+
+
+async def _heartbeat(sk: skift.LocalSkift, r: v1.HeartbeatRequest) -> v1.HeartbeatResponse:
+    got = await sk.heartbeat(r.ref, lease=r.lease, ttl=r.ttl, project=r.project)
+    return v1.HeartbeatResponse(lease=lease_pb(got))
+
+
+async def _complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteResponse:
+    res = await sk.complete(
+        r.ref,
+        lease=r.lease,
+        result=r.result,
+        artifacts=[artifact_doc(a) for a in r.artifacts],
+        project=r.project,
+        request_id=r.request_id or None,
+    )
+    return v1.CompleteResponse(result=patch_result_pb(res))
+
+
+async def _release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:
+    reason = enum_word(r.reason, v1.ReleaseReason, "reason") or "crash"
+    got = await sk.release(r.ref, lease=r.lease, reason=reason, project=r.project)
+    return v1.ReleaseResponse(node=node_pb(got))
+
+
+async def _gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
+    res = await sk.gate(
+        r.ref,
+        lease=r.lease,
+        title=r.title,
+        body=r.body,
+        project=r.project,
+        request_id=r.request_id or None,
+    )
+    return v1.GateResponse(result=patch_result_pb(res))
+
+
+async def _list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
+    token = paging.decode("ListLeases", r.page_token)
+    got = [lease_pb(x) for x in await sk.leases(r.ref, project=r.project)]
+    items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size))
+    return v1.ListLeasesResponse(leases=items, next_page_token=nxt)
+
+
+async def _sweep_expired(
+    sk: skift.LocalSkift, r: v1.SweepExpiredRequest
+) -> v1.SweepExpiredResponse:
+    n = await sk.sweep_expired(**_opt(limit=_int(r.limit)))
+    return v1.SweepExpiredResponse(expired=n)
+
+
+# ------------------------------------------------------------------ events
+
+
+async def _list_events(sk: skift.LocalSkift, r: v1.ListEventsRequest) -> v1.ListEventsResponse:
+    """Pages walk back from the newest event; each page is oldest first."""
+    token = paging.decode("ListEvents", r.page_token)
+    size = token.size if token and token.size else _size(sk, r.page_size)
+    skip = token.offset if token else 0
+    got = await sk.events(ref=r.ref, project=r.project, limit=skip + size + 1)
+    end = max(len(got) - skip, 0)
+    window = [event_pb(e) for e in got[max(end - size, 0) : end]]
+    k = paging.fit_from_end(window)
+    more = k < len(window) or len(got) > skip + size
+    nxt = paging.encode(paging.Token("ListEvents", offset=skip + k, size=size)) if more else ""
+    return v1.ListEventsResponse(events=window[len(window) - k :], next_page_token=nxt)
+
+
+async def _watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.WatchEventsResponse:
+    page = await sk.watch_events(
+        after=r.page_token or None,
+        projects=list(r.projects),
+        ops=list(r.ops),
+        wait=r.wait,
+        **_opt(limit=r.page_size or None),
+    )
+    events = [event_pb(e) for e in page.events]
+    k = paging.fit(events)
+    cursor = page.cursor if k == len(events) else events[k - 1].cursor
+    return v1.WatchEventsResponse(events=events[:k], next_page_token=cursor)
+
+
+# ------------------------------------------------------------------ principals and tokens
+
+
+async def _add_principal(
+    sk: skift.LocalSkift, r: v1.AddPrincipalRequest
+) -> v1.AddPrincipalResponse:
+    kind = enum_word(r.kind, v1.PrincipalKind, "kind") or skift.PrincipalKind.AGENT
+    got = await sk.add_principal(r.name, kind, uid=_int(r.uid))
+    return v1.AddPrincipalResponse(principal=principal_pb(got))
+
+
+async def _list_principals(
+    sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
+) -> v1.ListPrincipalsResponse:
+    token = paging.decode("ListPrincipals", r.page_token)
+    got = [principal_pb(p) for p in await sk.list_principals()]
+    items, nxt = paging.slice_page("ListPrincipals", got, token, _size(sk, r.page_size))
+    return v1.ListPrincipalsResponse(principals=items, next_page_token=nxt)
+
+
+async def _attach_identity(
+    sk: skift.LocalSkift, r: v1.AttachIdentityRequest
+) -> v1.AttachIdentityResponse:
+    got = await sk.attach_identity(r.principal, r.scheme, r.value)
+    return v1.AttachIdentityResponse(principal=principal_pb(got))
+
+
+async def _create_token(sk: skift.LocalSkift, r: v1.CreateTokenRequest) -> v1.CreateTokenResponse:
+    return token_pb(await sk.create_token(r.principal))
+
+
+async def _revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.RevokeTokenResponse:
+    await sk.revoke_token(r.token_id)
+    return v1.RevokeTokenResponse()
+
+
+# ------------------------------------------------------------------ comments and search
+
+
+async def _add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.AddCommentResponse:
+    got = await sk.add_comment(
+        r.ref,
+        r.body,
+        reply_to=r.reply_to,
+        project=r.project,
+        request_id=r.request_id or None,
+    )
+    return v1.AddCommentResponse(comment=comment_pb(got))
+
+
+async def _edit_comment(sk: skift.LocalSkift, r: v1.EditCommentRequest) -> v1.EditCommentResponse:
+    return v1.EditCommentResponse(comment=comment_pb(await sk.edit_comment(r.id, r.body)))
+
+
+async def _resolve_comment(
+    sk: skift.LocalSkift, r: v1.ResolveCommentRequest
+) -> v1.ResolveCommentResponse:
+    return v1.ResolveCommentResponse(comment=comment_pb(await sk.resolve_comment(r.id)))
+
+
+async def _list_comments(
+    sk: skift.LocalSkift, r: v1.ListCommentsRequest
+) -> v1.ListCommentsResponse:
+    token = paging.decode("ListComments", r.page_token)
+    got = [comment_pb(x) for x in await sk.comments(r.ref, project=r.project)]
+    items, nxt = paging.slice_page("ListComments", got, token, _size(sk, r.page_size))
+    return v1.ListCommentsResponse(comments=items, next_page_token=nxt)
+
+
+async def _search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse:
+    """Pages of the best hits; a search reaches at most the engine's page-size limit."""
+    token = paging.decode("Search", r.page_token)
+    size = token.size if token and token.size else _size(sk, r.page_size or 20)
+    skip = token.offset if token else 0
+    reach = min(skip + size + 1, sk.engine.limits.page_size)
+    got = await sk.search(
+        r.query, projects=list(r.projects), include_archived=r.include_archived, limit=reach
+    )
+    window = [search_hit_pb(h) for h in got[skip : skip + size]]
+    k = paging.fit(window)
+    more = k < len(window) or len(got) > skip + size
+    nxt = paging.encode(paging.Token("Search", offset=skip + k, size=size)) if more else ""
+    return v1.SearchResponse(hits=window[:k], next_page_token=nxt)
+
+
+# ------------------------------------------------------------------ usage and cost
+
+
+async def _record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.RecordUsageResponse:
+    got = await sk.record_usage(
+        r.ref,
+        project=r.project,
+        model=r.model,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens,
+        cache_read_tokens=r.cache_read_tokens,
+        cache_write_tokens=r.cache_write_tokens,
+        estimate=r.estimate,
+        basis=r.basis,
+        lease=r.lease,
+    )
+    return v1.RecordUsageResponse(record=usage_pb(got))
+
+
+async def _get_usage(sk: skift.LocalSkift, r: v1.GetUsageRequest) -> v1.GetUsageResponse:
+    got = await sk.usage(r.ref, subtree=r.subtree, project=r.project)
+    return v1.GetUsageResponse(report=report_pb(got))
+
+
+async def _get_project_usage(
+    sk: skift.LocalSkift, r: v1.GetProjectUsageRequest
+) -> v1.GetProjectUsageResponse:
+    return v1.GetProjectUsageResponse(report=report_pb(await sk.project_usage(r.project)))
+
+
+async def _set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResponse:
+    got = await sk.set_rate(
+        r.model,
+        input=r.input,
+        output=r.output,
+        cache_read=r.cache_read or "0",
+        cache_write=r.cache_write or "0",
+        currency=r.currency or "USD",
+    )
+    return v1.SetRateResponse(rate=rate_pb(got))
+
+
+async def _list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
+    token = paging.decode("ListRates", r.page_token)
+    got = [rate_pb(x) for x in await sk.rates()]
+    items, nxt = paging.slice_page("ListRates", got, token, _size(sk, r.page_size))
+    return v1.ListRatesResponse(rates=items, next_page_token=nxt)
+
+
+async def _set_org_limits(
+    sk: skift.LocalSkift, r: v1.SetOrgLimitsRequest
+) -> v1.SetOrgLimitsResponse:
+    sizes: dict[str, int | None] = {**dict(r.set), **dict.fromkeys(r.unset)}
+    return v1.SetOrgLimitsResponse(limits=org_limits_pb(await sk.set_org_limits(**sizes)))
+
+
+async def _get_org_limits(
+    sk: skift.LocalSkift, r: v1.GetOrgLimitsRequest
+) -> v1.GetOrgLimitsResponse:
+    return v1.GetOrgLimitsResponse(limits=org_limits_pb(await sk.org_limits()))
+
+
+# ------------------------------------------------------------------ artifacts and blobs
+
+
+async def _put_blob(sk: skift.LocalSkift, r: v1.PutBlobRequest) -> v1.PutBlobResponse:
+    got = await sk.put_blob(r.data, media_type=r.media_type, digest=r.digest)
+    return v1.PutBlobResponse(blob=blob_pb(got))
+
+
+async def _get_blob(sk: skift.LocalSkift, r: v1.GetBlobRequest) -> v1.GetBlobResponse:
+    return v1.GetBlobResponse(data=await sk.get_blob(r.digest))
+
+
+async def _attach_artifact(
+    sk: skift.LocalSkift, r: v1.AttachArtifactRequest
+) -> v1.AttachArtifactResponse:
+    res = await sk.attach_artifact(
+        r.ref,
+        artifact_doc(r.artifact or v1.Artifact()),
+        lease=r.lease,
+        project=r.project,
+        request_id=r.request_id or None,
+    )
+    return v1.AttachArtifactResponse(result=patch_result_pb(res))
+
+
+async def _list_artifacts(
+    sk: skift.LocalSkift, r: v1.ListArtifactsRequest
+) -> v1.ListArtifactsResponse:
+    token = paging.decode("ListArtifacts", r.page_token)
+    got = [artifact_info_pb(a) for a in await sk.artifacts(r.ref, project=r.project)]
+    items, nxt = paging.slice_page("ListArtifacts", got, token, _size(sk, r.page_size))
+    return v1.ListArtifactsResponse(artifacts=items, next_page_token=nxt)
+
+
+HANDLERS: Final[dict[str, Handler]] = {
+    "CreateProject": _create_project,
+    "GetProject": _get_project,
+    "ListProjects": _list_projects,
+    "UpdateProject": _update_project,
+    "ArchiveProject": _archive_project,
+    "HoldProject": _hold_project,
+    "UnholdProject": _unhold_project,
+    "Patch": _patch,
+    "GetNode": _get_node,
+    "ResolveNode": _resolve_node,
+    "Ready": _ready,
+    "ListNodes": _list_nodes,
+    "Explain": _explain,
+    "DropNode": _drop_node,
+    "ReopenNode": _reopen_node,
+    "HoldNode": _hold_node,
+    "UnholdNode": _unhold_node,
+    "Focus": _focus,
+    "ClearFocus": _clear_focus,
+    "Claim": _claim,
+    "ClaimNext": _claim_next,
+    "Heartbeat": _heartbeat,
+    "Complete": _complete,
+    "Release": _release,
+    "Gate": _gate,
+    "ListLeases": _list_leases,
+    "SweepExpired": _sweep_expired,
+    "ListEvents": _list_events,
+    "WatchEvents": _watch_events,
+    "AddPrincipal": _add_principal,
+    "ListPrincipals": _list_principals,
+    "AttachIdentity": _attach_identity,
+    "CreateToken": _create_token,
+    "RevokeToken": _revoke_token,
+    "AddComment": _add_comment,
+    "EditComment": _edit_comment,
+    "ResolveComment": _resolve_comment,
+    "ListComments": _list_comments,
+    "Search": _search,
+    "RecordUsage": _record_usage,
+    "GetUsage": _get_usage,
+    "GetProjectUsage": _get_project_usage,
+    "SetRate": _set_rate,
+    "ListRates": _list_rates,
+    "SetOrgLimits": _set_org_limits,
+    "GetOrgLimits": _get_org_limits,
+    "PutBlob": _put_blob,
+    "GetBlob": _get_blob,
+    "AttachArtifact": _attach_artifact,
+    "ListArtifacts": _list_artifacts,
+}
+"""Every RPC of skift.v1.SkiftService, by its proto name."""
+
+LONG_POLLS: Final = frozenset({"ClaimNext", "WatchEvents"})
+"""RPCs that may wait for something to happen: drained at once on shutdown."""

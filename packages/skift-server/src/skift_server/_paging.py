@@ -1,0 +1,107 @@
+"""Pages on the wire: AIP-158 page tokens, and the byte budget that keeps every response
+under the smallest default gRPC client limit (4 MiB).
+
+A page token is opaque to clients: URL-safe base64 of a small JSON document
+naming the RPC that made it, the window it reads (the core's own page token
+for Ready and ListNodes, an offset for the lists the API returns whole) and
+how many items of that window were already sent. A token handed to another
+RPC, or one that was edited, is INVALID_ARGUMENT naming ``page_token``.
+
+Every page is cut by count (``page_size``, checked by the engine's page-size
+rule) and by bytes: items are taken while their encoded size stays within
+:data:`RESPONSE_BUDGET`; the rest is the next page. A page always carries at
+least one item, and no single item can reach the budget (skift's size limits
+keep a node, comment, event or artifact far below it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from typing import Any, Final, TypeVar
+
+import attrs
+import betterproto2
+
+import skift
+
+T = TypeVar("T", bound=betterproto2.Message)
+
+CLIENT_LIMIT: Final = 4 * 1024 * 1024
+"""The smallest default receive limit of the common gRPC clients."""
+
+RESPONSE_BUDGET: Final = CLIENT_LIMIT - 256 * 1024
+"""What a page's items may take: the limit less room for the response's other fields."""
+
+
+@attrs.frozen
+class Token:
+    """Where a page starts: the core window (``core``) and how much of it was sent."""
+
+    rpc: str
+    core: str | None = None
+    offset: int = 0
+    size: int | None = None
+
+
+def encode(token: Token) -> str:
+    doc = {"m": token.rpc, "c": token.core, "o": token.offset, "n": token.size}
+    raw = json.dumps(doc, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(rpc: str, value: str) -> Token | None:
+    """The token of ``rpc`` in ``value`` (None for the first page)."""
+    if not value:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        doc: Any = json.loads(raw)
+        token = Token(
+            rpc=str(doc["m"]),
+            core=None if doc["c"] is None else str(doc["c"]),
+            offset=int(doc["o"]),
+            size=None if doc["n"] is None else int(doc["n"]),
+        )
+    except (binascii.Error, ValueError, KeyError, TypeError):
+        token = None
+    if token is None or token.rpc != rpc or token.offset < 0:
+        raise skift.Invalid(
+            f"page_token is not a page token of {rpc}",
+            next="Pass next_page_token exactly as the previous page of the same call returned it.",
+            field="page_token",
+        )
+    return token
+
+
+def size_of(item: betterproto2.Message) -> int:
+    """The bytes ``item`` takes inside its response (the tag and length prefix included)."""
+    n = len(bytes(item))
+    return n + 1 + max(1, (n.bit_length() + 6) // 7)
+
+
+def fit(items: Sequence[betterproto2.Message], budget: int = RESPONSE_BUDGET) -> int:
+    """How many of ``items``, from the first, fit in ``budget`` bytes (at least one)."""
+    used = 0
+    for i, item in enumerate(items):
+        used += size_of(item)
+        if used > budget and i > 0:
+            return i
+    return len(items)
+
+
+def fit_from_end(items: Sequence[betterproto2.Message], budget: int = RESPONSE_BUDGET) -> int:
+    """How many of ``items``, from the last, fit in ``budget`` bytes (at least one)."""
+    return fit(list(reversed(items)), budget)
+
+
+def slice_page(rpc: str, items: Sequence[T], token: Token | None, size: int) -> tuple[list[T], str]:
+    """One page of a list the API returns whole: the items and the next page's token."""
+    start = token.offset if token else 0
+    window = list(items[start : start + size])
+    k = fit(window)
+    end = start + k
+    more = end < len(items)
+    return window[:k], encode(Token(rpc, offset=end)) if more else ""
