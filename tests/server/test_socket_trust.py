@@ -144,7 +144,7 @@ class _Recorder:
 
     def __mapping__(self) -> dict[str, Any]:
         return {
-            "/skift.v1.Skift/ListProjects": Handler(
+            "/skift.v1.SkiftService/ListProjects": Handler(
                 self.list_projects,
                 Cardinality.UNARY_UNARY,
                 v1.ListProjectsRequest,

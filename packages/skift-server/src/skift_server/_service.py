@@ -98,7 +98,7 @@ async def recv_request(
 
 
 class SkiftService:
-    """The grpclib servable for skift.v1.Skift over one base LocalSkift."""
+    """The grpclib servable for skift.v1.SkiftService over one base LocalSkift."""
 
     def __init__(
         self,
