@@ -68,13 +68,13 @@ async def test_malformed_protobuf_is_invalid_argument(serve: Serve, payload: byt
         assert await sk.list_projects() == []
 
 
-async def test_oversized_message_is_invalid_argument(serve: Serve) -> None:
-    """A message over the server's limit is refused from its length prefix, naming the limit;
-    one just under it is served."""
+async def test_oversized_message_is_resource_exhausted(serve: Serve) -> None:
+    """A message over the server's limit is refused (RESOURCE_EXHAUSTED) from its length
+    prefix, naming the limit; one just under it is served."""
     server = await serve("--memory", "--max-message-bytes", "20000")
     async with skift_server.connect(server.url, attempts=1) as sk:
         await sk.create_project("Big")
-        with pytest.raises(skift.Invalid) as ei:
+        with pytest.raises(skift.LimitExceeded) as ei:
             await sk.patch("big", [skift.CreateNode(title="x", body="b" * 30000)])
         assert "at most 20000" in ei.value.message
         assert ei.value.details["limit"] == "max_message_bytes"
@@ -88,7 +88,7 @@ async def test_default_limit_refuses_a_huge_message(serve: Serve) -> None:
     async with skift_server.connect(server.url, attempts=1) as sk:
         await sk.create_project("Huge")
         ops = [skift.CreateNode(title="t", body="b" * 60_000) for _ in range(90)]
-        with pytest.raises(skift.Invalid, match="takes at most"):
+        with pytest.raises(skift.LimitExceeded, match="takes at most"):
             await sk.patch("huge", ops)
         assert [p.slug for p in await sk.list_projects()] == ["huge"]
 

@@ -4,6 +4,8 @@ database, and the zero-setup default that keeps its data across a restart."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import random
 import shutil
 import tempfile
@@ -185,3 +187,30 @@ async def test_embedded_default_keeps_data_across_restart(serve: Serve) -> None:
         assert await again.stop() == 0
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+async def test_sigterm_ends_twenty_long_polls_at_once(serve: Serve) -> None:
+    """Twenty long polls (ten ClaimNext and ten WatchEvents, each waiting up to a minute)
+    are all answered Unavailable as soon as SIGTERM arrives, and the server exits 0: none is
+    held for the 30-second drain timeout."""
+    server = await serve("--memory", "--test-hooks", "--drain-timeout", "30")
+    async with skift_server.connect(server.url, principal=skift.User("ada"), attempts=1) as sk:
+        await sk.create_project("Quiet")
+        wait = timedelta(seconds=60)
+        cursor = (await sk.watch_events()).cursor  # past everything: the watches wait
+        polls = [
+            asyncio.create_task(sk.acting_as(skift.Agent(f"a{n}")).claim_next(wait=wait))
+            for n in range(10)
+        ] + [asyncio.create_task(sk.watch_events(after=cursor, wait=wait)) for _ in range(10)]
+        await asyncio.sleep(1.0)  # every poll is waiting in the server now
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        os.kill(server.pid, signal.SIGTERM)
+        results = await asyncio.gather(*polls, return_exceptions=True)
+        answered = loop.time() - started
+        code = await server.stop()
+        exited = loop.time() - started
+    assert code == 0, server.log()
+    assert [type(r).__name__ for r in results] == ["Unavailable"] * 20
+    assert exited < 30, f"the long polls held shutdown for {exited:.1f}s"
+    print(f"20 long polls answered in {answered:.2f}s; the server exited in {exited:.2f}s")

@@ -1,61 +1,127 @@
-"""skift's error tree on the wire: one gRPC status per class, the rest in the details.
+"""skift's error tree on the wire: one gRPC status per meaning, with standard details.
 
-Every :class:`skift.SkiftError` leaves the server as one gRPC status
-(``STATUS``) whose ``grpc-status-details-bin`` trailer is a standard
-``google.rpc.Status`` holding one packed ``skift.v1.Error``: the JSON code,
-the exception class, the message, the next move and the details. The client
-raises the same class with the same message, ``next`` and details; a client
-that knows nothing of skift still reads the status code and a message that
-ends with the next move.
+Every :class:`skift.SkiftError` leaves the server as one gRPC status chosen by
+:data:`MAPPING` (the one table of status codes; extend it there). Its
+``grpc-message`` is ``"<message> -- next: <next move>"``, and its
+``grpc-status-details-bin`` trailer is a standard ``google.rpc.Status``
+holding, in this order:
 
-``NothingReady`` is NOT_FOUND (with code ``nothing_ready``), not UNAVAILABLE:
+- ``google.rpc.ErrorInfo``: ``reason`` (e.g. ``NOT_READY``), ``domain``
+  ``skift.dev``, and ``metadata`` (the skift error class and code, the next
+  move, and each detail as a string), so a client that knows nothing of
+  skift can branch on ``reason``;
+- ``skift.v1.Error``: the message, the next move, the exception class and the
+  structured details, from which the Python client raises the very same
+  skift exception;
+- ``google.rpc.BadRequest`` for INVALID_ARGUMENT (the field at fault, as a
+  path into the request where the error names one);
+- ``google.rpc.RetryInfo`` for UNAVAILABLE (how long to wait before retrying).
+
+``NothingReady`` is NOT_FOUND (reason ``NOTHING_READY``), not UNAVAILABLE:
 gRPC clients and proxies treat UNAVAILABLE as "retry this call", and an empty
-queue is an answer, not a fault. It is not FAILED_PRECONDITION either, which
-is a refusal the caller must act on.
+queue is an answer, not a fault.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any, Final
 
+import attrs
+import betterproto2
 from grpclib.const import Status
 from grpclib.encoding.base import StatusDetailsCodecBase
 from grpclib.exceptions import GRPCError
 
 import skift
 
-from ._convert import from_struct, to_struct
+from ._convert import from_struct, jsonable, to_struct
 from ._proto.google.protobuf import Any as AnyPb
+from ._proto.google.rpc import BadRequest, BadRequestFieldViolation, ErrorInfo, RetryInfo
 from ._proto.google.rpc import Status as StatusPb
 from ._proto.skift import v1
 
 _log = logging.getLogger("skift_server")
 
-STATUS: Final[dict[type[skift.SkiftError], Status]] = {
-    skift.NotFound: Status.NOT_FOUND,
-    skift.Invalid: Status.INVALID_ARGUMENT,
-    skift.Refused: Status.FAILED_PRECONDITION,
-    skift.Conflict: Status.ABORTED,  # FencingError, CycleError, IdempotencyMismatch too
-    skift.LimitExceeded: Status.RESOURCE_EXHAUSTED,
-    skift.NothingReady: Status.NOT_FOUND,
-    skift.Unavailable: Status.UNAVAILABLE,
-    skift.Unauthenticated: Status.UNAUTHENTICATED,
+DOMAIN: Final = "skift.dev"
+"""ErrorInfo.domain of every skift error."""
+
+SEPARATOR: Final = " -- next: "
+"""Between the message and the next move in grpc-message."""
+
+RETRY_DELAY: Final = timedelta(seconds=1)
+"""RetryInfo.retry_delay of an UNAVAILABLE answer that names no delay of its own."""
+
+
+@attrs.frozen
+class Rule:
+    """One row of the mapping: errors of ``cls`` (for which ``when`` holds) leave as
+    ``status`` with ErrorInfo ``reason``."""
+
+    cls: type[skift.SkiftError]
+    status: Status
+    reason: str
+    when: Callable[[skift.SkiftError], bool] | None = None
+
+
+def _policy(exc: skift.SkiftError) -> bool:
+    return "denials" in exc.details
+
+
+def _not_ready(exc: skift.SkiftError) -> bool:
+    return "reasons" in exc.details
+
+
+MAPPING: Final[list[Rule]] = [
+    Rule(skift.Unauthenticated, Status.UNAUTHENTICATED, "UNAUTHENTICATED"),
+    Rule(skift.Unavailable, Status.UNAVAILABLE, "UNAVAILABLE"),
+    Rule(skift.NothingReady, Status.NOT_FOUND, "NOTHING_READY"),
+    Rule(skift.NotFound, Status.NOT_FOUND, "NOT_FOUND"),
+    Rule(skift.Invalid, Status.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
+    Rule(skift.Refused, Status.PERMISSION_DENIED, "POLICY_DENIED", _policy),
+    Rule(skift.Refused, Status.FAILED_PRECONDITION, "NOT_READY", _not_ready),
+    Rule(skift.Refused, Status.FAILED_PRECONDITION, "REFUSED"),
+    Rule(skift.FencingError, Status.ABORTED, "FENCED"),
+    Rule(skift.CycleError, Status.FAILED_PRECONDITION, "CYCLE"),
+    Rule(skift.IdempotencyMismatch, Status.ALREADY_EXISTS, "IDEMPOTENCY_MISMATCH"),
+    Rule(skift.CursorExpired, Status.ABORTED, "CURSOR_EXPIRED"),
+    Rule(skift.Conflict, Status.ABORTED, "CONFLICT"),
+    Rule(skift.LimitExceeded, Status.RESOURCE_EXHAUSTED, "LIMIT_EXCEEDED"),
+]
+"""How each error leaves: the first rule whose class the error is an instance of (and
+whose ``when`` holds) wins, so a subclass's rule goes before its parent's."""
+
+STATUS: Final[dict[type[skift.SkiftError], Status]] = {}
+"""The status of each error class with one status whatever its details (for readers)."""
+for _rule in MAPPING:
+    if _rule.when is None:
+        STATUS.setdefault(_rule.cls, _rule.status)
+
+_BY_CODE: Final[dict[str, type[skift.SkiftError]]] = {
+    rule.cls.code: rule.cls for rule in reversed(MAPPING) if rule.cls.code != "conflict"
+} | {"conflict": skift.Conflict}
+
+_TYPES: Final[dict[type[betterproto2.Message], str]] = {
+    v1.Error: "skift.v1.Error",
+    ErrorInfo: "google.rpc.ErrorInfo",
+    BadRequest: "google.rpc.BadRequest",
+    RetryInfo: "google.rpc.RetryInfo",
 }
-"""The gRPC status of each error class; a subclass takes its nearest mapped ancestor's."""
+_BY_URL: Final = {f"type.googleapis.com/{name}": cls for cls, name in _TYPES.items()}
 
-_BY_CODE: Final[dict[str, type[skift.SkiftError]]] = {cls.code: cls for cls in STATUS}
 
-_ERROR_URL: Final = "type.googleapis.com/skift.v1.Error"
+def rule_of(exc: skift.SkiftError) -> Rule:
+    for rule in MAPPING:
+        if isinstance(exc, rule.cls) and (rule.when is None or rule.when(exc)):
+            return rule
+    return Rule(skift.SkiftError, Status.UNKNOWN, "UNKNOWN")
 
 
 def status_of(exc: skift.SkiftError) -> Status:
-    for cls in type(exc).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]  # pyright: ignore[reportArgumentType]
-    return Status.UNKNOWN
+    return rule_of(exc).status
 
 
 def _class_name(exc: skift.SkiftError) -> str:
@@ -66,16 +132,56 @@ def _class_name(exc: skift.SkiftError) -> str:
     return type(exc).__name__
 
 
+def _text(value: Any) -> str:
+    v = jsonable(value)
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def _field_path(details: dict[str, Any]) -> str:
+    field = str(details.get("field", "") or "")
+    if "index" in details and isinstance(details["index"], int):
+        return f"ops[{details['index']}]" + (f".{field}" if field else "")
+    return field
+
+
+def message_of(exc: skift.SkiftError) -> str:
+    """grpc-message: what went wrong, then the next move after a separator."""
+    return f"{exc.message}{SEPARATOR}{exc.next}" if exc.next else exc.message
+
+
+def details_of(exc: skift.SkiftError) -> list[betterproto2.Message]:
+    """The detail messages of ``exc``, in the order the module docstring gives."""
+    rule = rule_of(exc)
+    cls = _class_name(exc)
+    metadata = {"error_class": cls, "code": exc.code}
+    if exc.next:
+        metadata["next"] = exc.next
+    metadata.update({str(k): _text(v) for k, v in exc.details.items()})
+    out: list[betterproto2.Message] = [
+        ErrorInfo(reason=rule.reason, domain=DOMAIN, metadata=metadata),
+        v1.Error(
+            code=exc.code,
+            error_class=cls,
+            message=exc.message,
+            next=exc.next,
+            details=to_struct(exc.details),
+        ),
+    ]
+    if rule.status is Status.INVALID_ARGUMENT:
+        violation = BadRequestFieldViolation(
+            field=_field_path(exc.details), description=exc.message, reason=rule.reason
+        )
+        out.append(BadRequest(field_violations=[violation]))
+    if rule.status is Status.UNAVAILABLE:
+        after = exc.details.get("retry_after")
+        delay = timedelta(seconds=float(after)) if isinstance(after, int | float) else RETRY_DELAY
+        out.append(RetryInfo(retry_delay=delay))
+    return out
+
+
 def to_grpc(exc: skift.SkiftError) -> GRPCError:
     """The GRPCError a handler raises for ``exc``."""
-    err = v1.Error(
-        code=exc.code,
-        error_class=_class_name(exc),
-        message=exc.message,
-        next=exc.next,
-        details=to_struct(exc.details),
-    )
-    return GRPCError(status_of(exc), str(exc), [err])
+    return GRPCError(status_of(exc), message_of(exc), details_of(exc))
 
 
 def invalid(message: str, next: str = "", **details: Any) -> GRPCError:
@@ -115,19 +221,22 @@ def from_grpc(err: GRPCError) -> skift.SkiftError:
 
 
 class ErrorDetailsCodec(StatusDetailsCodecBase):
-    """grpclib's status details as a ``google.rpc.Status`` holding ``skift.v1.Error``s."""
+    """grpclib's status details as a ``google.rpc.Status`` of ErrorInfo, skift.v1.Error,
+    BadRequest and RetryInfo."""
 
     def encode(self, status: Status, message: str | None, details: Any) -> bytes:
         items: Sequence[Any] = details or ()
         packed = [
-            AnyPb(type_url=_ERROR_URL, value=bytes(d)) for d in items if isinstance(d, v1.Error)
+            AnyPb(type_url=f"type.googleapis.com/{_TYPES[type(d)]}", value=bytes(d))
+            for d in items
+            if type(d) in _TYPES
         ]
         return bytes(StatusPb(code=status.value, message=message or "", details=packed))
 
     def decode(self, status: Status, message: str | None, data: bytes) -> Any:
         try:
             pb = StatusPb.parse(data)
-            return [v1.Error.parse(d.value) for d in pb.details if d.type_url == _ERROR_URL]
+            return [_BY_URL[d.type_url].parse(d.value) for d in pb.details if d.type_url in _BY_URL]
         except Exception:  # a foreign or damaged trailer: the status code still stands
             _log.debug("undecodable grpc-status-details-bin", exc_info=True)
             return []

@@ -51,10 +51,19 @@ class Health(HealthBase):
         return self._status()
 
     async def watch(self, message: HealthCheckRequest) -> AsyncIterator[HealthCheckResponse]:
+        """The spec's Watch: the status now, then each change; for a service this server
+        does not know, SERVICE_UNKNOWN once and the call stays open (it never becomes known:
+        the services are fixed when the server starts)."""
         if message.service not in SERVICES:
             yield HealthCheckResponse(status=HealthCheckResponseServingStatus.SERVICE_UNKNOWN)
-            return
+            while True:
+                async with self._changed:
+                    await self._changed.wait()
+        sent = None
         while True:
-            yield self._status()
+            status = self._status()
+            if status.status != sent:
+                sent = status.status
+                yield status
             async with self._changed:
                 await self._changed.wait()

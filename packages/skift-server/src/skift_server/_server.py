@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+from grpclib import const
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 
 import skift
@@ -48,6 +51,8 @@ from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
 from ._paths import announce_starting, clear_starting, default_socket_path, prepare_socket_path
+from ._proto.skift import v1
+from ._reflection import with_reflection
 from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
 from ._webhook_worker import DeliveryWorker
 from ._wire import StrictCodec
@@ -285,11 +290,14 @@ class SkiftServer:
 
     def _grpc_server(self) -> Server:
         assert self.service is not None
-        return Server(
-            [self.service, self.health],
+        server = Server(
+            with_reflection([self.service, self.health]),
             codec=StrictCodec(),
             status_details_codec=ErrorDetailsCodec(),
         )
+        routes: dict[str, Any] = server._mapping  # pyright: ignore[reportPrivateUsage]
+        server._mapping = _AnswerUnknown(routes)  # pyright: ignore[reportPrivateUsage]
+        return server
 
     async def _serve_http(self, address: str) -> None:
         import uvicorn
@@ -420,6 +428,31 @@ class SkiftServer:
             await asyncio.to_thread(self._cluster.stop)
             self._cluster = None
         _log.info("stopped")
+
+
+class _AnswerUnknown(dict[str, Any]):
+    """The server's routes; an unknown one is answered UNIMPLEMENTED as a normal gRPC
+    response (grpclib's own answer leaves out ``content-type``, which Go clients and
+    grpcurl read as a transport failure, UNKNOWN)."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = super().get(key)
+        if found is not None:
+            return found
+        service, _, method = key.lstrip("/").rpartition("/")
+
+        async def unimplemented(stream: Any) -> None:
+            raise GRPCError(
+                Status.UNIMPLEMENTED,
+                f"{service or 'this server'} has no method {method!r}",
+            )
+
+        return const.Handler(
+            unimplemented,
+            const.Cardinality.UNARY_UNARY,
+            v1.RevokeTokenResponse,  # any empty message: the request is never read
+            v1.RevokeTokenResponse,
+        )
 
 
 def _address(value: tuple[str, int] | None) -> str | None:

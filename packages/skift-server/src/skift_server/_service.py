@@ -76,11 +76,13 @@ async def recv_request(
             "compressed messages are not supported", next="Send the request uncompressed."
         )
     if length > max_bytes:
-        raise invalid(
-            f"the request message is {length} bytes; this server takes at most {max_bytes}",
-            next="Split the work into smaller requests (a patch into several patches).",
-            limit="max_message_bytes",
-            value=max_bytes,
+        raise to_grpc(
+            skift.LimitExceeded(
+                f"the request message is {length} bytes; this server takes at most {max_bytes}",
+                next="Split the work into smaller requests (a patch into several patches).",
+                limit="max_message_bytes",
+                value=max_bytes,
+            )
         )
     body = await raw.recv_data(length)
     if len(body) != length:

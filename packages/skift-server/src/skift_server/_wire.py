@@ -175,9 +175,12 @@ def _check_packed(payload: memoryview, wire: int, where: str) -> None:
 
 
 class StrictCodec(ProtoCodec):
-    """grpclib's proto codec, decoding strictly: a bad message is INVALID_ARGUMENT."""
+    """grpclib's proto codec, decoding skift's messages strictly: a bad message is
+    INVALID_ARGUMENT. Other messages (server reflection's) decode as protobuf does."""
 
     def decode(self, data: bytes, message_type: type[Any]) -> Any:
+        if not issubclass(message_type, betterproto2.Message):
+            return super().decode(data, message_type)  # reflection's protobuf messages
         try:
             return decode(message_type, data)
         except WireError as exc:
