@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import random
 import shutil
+import signal
 import tempfile
 import urllib.request
 from collections import Counter

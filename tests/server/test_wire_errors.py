@@ -85,7 +85,8 @@ async def test_errors_on_the_wire(serve: Serve) -> None:
     assert err.status is Status.INVALID_ARGUMENT
     assert _info(err).reason == "INVALID_ARGUMENT"
     bad = [d for d in err.details or () if isinstance(d, BadRequest)]
-    assert len(bad) == 1 and bad[0].field_violations[0].description
+    assert len(bad) == 1
+    assert bad[0].field_violations[0].description
 
     created = await _ok(sock, "CreateProject", v1.CreateProjectRequest(title="W"))
     assert created
@@ -139,4 +140,5 @@ async def test_unavailable_carries_retry_info(serve: Serve) -> None:
     assert err.status is Status.UNAVAILABLE
     assert _info(err).reason == "UNAVAILABLE"
     retry = [d for d in err.details or () if isinstance(d, RetryInfo)]
-    assert len(retry) == 1 and retry[0].retry_delay == timedelta(seconds=1)
+    assert len(retry) == 1
+    assert retry[0].retry_delay == timedelta(seconds=1)
