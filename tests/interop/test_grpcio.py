@@ -329,3 +329,61 @@ def test_unknown_method_is_unimplemented(server: Server) -> None:
             call(b"", timeout=10)
         err: Any = ei.value
         assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_a_claim_of_twenty_megabytes_fits_the_default_limit(server: Server, stubs: Stubs) -> None:
+    """A claim whose inputs total 20 MB answers under grpcio's default 4 MiB receive limit;
+    ListInputs and ListArtifacts give the client every input whole."""
+    c = Client(server, stubs, "unix")
+    pb = c.pb
+    tag = uuid.uuid4().hex[:6]
+    p = c.CreateProject(pb.CreateProjectRequest(title=f"Big {tag}")).project
+    count, part, result = 20, 63 * 1024, 255 * 1024
+    ops = [
+        pb.PatchOp(create_node=pb.CreateNodeOp(title=f"p{k}", alias=f"p{k}")) for k in range(count)
+    ]
+    ops.append(
+        pb.PatchOp(
+            create_node=pb.CreateNodeOp(
+                title="sink", alias="sink", blocked_by=[f"p{k}" for k in range(count)]
+            )
+        )
+    )
+    made = c.Patch(pb.PatchRequest(project=p.slug, ops=ops)).result
+    for k in range(count):
+        parts = [pb.Part(text=pb.TextPart(text=f"{k}-{j}-" + "x" * part)) for j in range(12)]
+        c.Complete(
+            pb.CompleteRequest(
+                ref=made.created[f"p{k}"],
+                result=f"r{k}-" + "y" * result,
+                artifacts=[pb.Artifact(name=f"a{k}", parts=parts)],
+                request_id=f"{tag}-{k}",
+            )
+        )
+    answer = c.Claim(pb.ClaimRequest(ref=made.created["sink"]))
+    assert answer.ByteSize() < 4 * 1024 * 1024
+    claim = answer.claim
+    assert claim.next_inputs_page_token
+    inputs = list(claim.inputs)
+    token = claim.next_inputs_page_token
+    while token:
+        page = c.ListInputs(pb.ListInputsRequest(ref=claim.node.ref, page_token=token))
+        assert page.ByteSize() < 4 * 1024 * 1024
+        inputs += page.inputs
+        token = page.next_page_token
+    assert len(inputs) == count
+    total = 0
+    for k, got in enumerate(inputs):
+        assert got.result == f"r{k}-" + "y" * result
+        artifacts = list(got.artifacts)
+        if got.artifacts_cut:
+            artifacts, token = [], ""
+            while True:
+                page = c.ListArtifacts(pb.ListArtifactsRequest(ref=got.ref, page_token=token))
+                artifacts += page.artifacts
+                if not (token := page.next_page_token):
+                    break
+        texts = [x.text.text for x in artifacts[0].parts]
+        assert texts == [f"{k}-{j}-" + "x" * part for j in range(12)]
+        total += len(got.result) + sum(len(t) for t in texts)
+    assert total > 20_000_000

@@ -36,7 +36,15 @@ from ._usage import node_usage as usage_node_usage
 from ._usage import project_usage as usage_project_usage
 from ._usage import record_usage as usage_record_usage
 from ._usage import set_rate as usage_set_rate
-from ._views import CommentInfo, EventInfo, EventPage, LeaseInfo, PatchResult, SearchHit
+from ._views import (
+    CommentInfo,
+    EventInfo,
+    EventPage,
+    Input,
+    LeaseInfo,
+    PatchResult,
+    SearchHit,
+)
 from ._webhooks import DeliveryInfo, WebhookInfo
 from ._webhooks import add_webhook as webhooks_add
 from ._webhooks import list_deliveries as webhooks_deliveries
@@ -302,6 +310,20 @@ class ContentApi(GraphApi):
         """Attach an artifact to a node (a one-operation patch)."""
         op = AttachArtifact(node=ref, artifact=artifacts_as_artifact(artifact))
         return await self._node_patch(ref, project, [op], lease=lease, request_id=request_id)
+
+    async def inputs(self, ref: str, *, project: str | None = None) -> list[Input]:
+        """A node's inputs, as a claim of it carries them (without claiming it): the
+        results and artifacts of the nodes that block it, attributed to who completed each.
+        A client whose claim answer had to leave some out reads them here."""
+
+        async def go(tx: Tx, a: Actor) -> list[Input]:
+            node = await self.engine.node_in(tx, ref, project)
+            edges = await tx.edges_into([node.id])
+            sources = await tx.nodes_by_id({e.from_id for e in edges})
+            authors = await tx.authors(list(sources))
+            return await self.engine.inputs(tx, list(sources.values()), authors)
+
+        return await self._run(go)
 
     async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]:
         """A node's artifacts, oldest first."""

@@ -24,6 +24,7 @@ from ._views import (
     EventInfo,
     EventPage,
     Explanation,
+    Input,
     LeaseInfo,
     NodeInfo,
     PatchResult,
@@ -213,6 +214,7 @@ class Skift(Protocol):
         request_id: str | None = None,
     ) -> PatchResult: ...
     async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]: ...
+    async def inputs(self, ref: str, *, project: str | None = None) -> list[Input]: ...
     async def events(
         self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
     ) -> list[EventInfo]: ...

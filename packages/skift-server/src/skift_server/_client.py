@@ -479,7 +479,7 @@ class RemoteSkift:
             on_behalf_of=on_behalf_of,
         )
         got = await self._call("Claim", req, v1.ClaimResponse, safe=False)
-        return g.claim_view(got.claim)
+        return await self._whole(got.claim or v1.Claim())
 
     async def claim_next(
         self,
@@ -503,7 +503,39 @@ class RemoteSkift:
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
         got = await self._call("ClaimNext", req, v1.ClaimNextResponse, safe=False, timeout=timeout)
-        return g.claim_view(got.claim)
+        return await self._whole(got.claim or v1.Claim())
+
+    async def _whole(self, claim: v1.Claim) -> skift.Claim:
+        """The claim with every input whole: what did not fit in the claim's answer is read
+        with ListInputs (and ListArtifacts for an input whose artifacts were cut)."""
+        inputs = list(claim.inputs)
+        token = claim.next_inputs_page_token
+        ref = (claim.node or v1.Node()).ref
+        if token:
+            inputs += await self._input_pages(ref, None, token)
+        return attrs.evolve(g.claim_view(claim, []), inputs=tuple(await self._inputs(inputs)))
+
+    async def _input_pages(self, ref: str, project: str | None, token: str) -> list[v1.Input]:
+        out: list[v1.Input] = []
+        while True:
+            req = v1.ListInputsRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListInputs", req, v1.ListInputsResponse, safe=True)
+            out += got.inputs
+            if not (token := got.next_page_token):
+                return out
+
+    async def _inputs(self, inputs: list[v1.Input]) -> list[skift.Input]:
+        out: list[skift.Input] = []
+        for i in inputs:
+            view = g.input_view(i)
+            if i.artifacts_cut:
+                view = attrs.evolve(view, artifacts=tuple(await self.artifacts(i.ref)))
+            out.append(view)
+        return out
+
+    async def inputs(self, ref: str, *, project: str | None = None) -> list[skift.Input]:
+        """A node's inputs, as a claim carries them (without claiming it)."""
+        return await self._inputs(await self._input_pages(ref, project, ""))
 
     async def heartbeat(
         self,

@@ -22,6 +22,7 @@ from ._convert_graph import (
     claim_pb,
     filter_kwargs,
     focus_pb,
+    input_pb,
     lease_pb,
     node_pb,
     patch_result_pb,
@@ -244,6 +245,20 @@ async def _clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.Clea
 # ------------------------------------------------------------------ work protocol
 
 
+def _bounded(claim: skift.Claim) -> v1.Claim:
+    """The claim's message, its inputs cut to what fits under the 4 MiB budget (the rest
+    is read with ListInputs and ListArtifacts), so the lease taken is always one whose
+    answer can be sent."""
+    m = claim_pb(claim)
+    inputs, m.inputs = list(m.inputs), []
+    budget = paging.RESPONSE_BUDGET - paging.size_of(m)
+    kept, rest = paging.cut_inputs(inputs, budget)
+    m.inputs = kept
+    if rest is not None:
+        m.next_inputs_page_token = paging.encode(paging.Token("ListInputs", offset=rest))
+    return m
+
+
 async def _claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.ClaimResponse:
     got = await sk.claim(
         r.ref,
@@ -254,7 +269,7 @@ async def _claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.ClaimResponse:
         session_ref=r.session_ref,
         on_behalf_of=r.on_behalf_of,
     )
-    return v1.ClaimResponse(claim=claim_pb(got))
+    return v1.ClaimResponse(claim=_bounded(got))
 
 
 async def _claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimNextResponse:
@@ -267,7 +282,20 @@ async def _claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimN
         on_behalf_of=r.on_behalf_of,
         **filter_kwargs(r.filter),
     )
-    return v1.ClaimNextResponse(claim=claim_pb(got))
+    return v1.ClaimNextResponse(claim=_bounded(got))
+
+
+async def _list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListInputsResponse:
+    token = paging.decode("ListInputs", r.page_token)
+    size = _size(sk, r.page_size)
+    start = token.offset if token else 0
+    got = [input_pb(i) for i in await sk.inputs(r.ref, project=r.project)]
+    window = got[: start + size]
+    kept, rest = paging.cut_inputs(window, start=start)
+    if rest is None and len(got) > len(window):
+        rest = len(window)
+    nxt = paging.encode(paging.Token("ListInputs", offset=rest)) if rest is not None else ""
+    return v1.ListInputsResponse(inputs=kept, next_page_token=nxt)
 
 
 async def _heartbeat(sk: skift.LocalSkift, r: v1.HeartbeatRequest) -> v1.HeartbeatResponse:
@@ -553,6 +581,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "ClearFocus": _clear_focus,
     "Claim": _claim,
     "ClaimNext": _claim_next,
+    "ListInputs": _list_inputs,
     "Heartbeat": _heartbeat,
     "Complete": _complete,
     "Release": _release,

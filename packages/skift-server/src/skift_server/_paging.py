@@ -105,3 +105,42 @@ def slice_page(rpc: str, items: Sequence[T], token: Token | None, size: int) -> 
     end = start + k
     more = end < len(items)
     return window[:k], encode(Token(rpc, offset=end)) if more else ""
+
+
+def cut_inputs(
+    inputs: Sequence[Any], budget: int = RESPONSE_BUDGET, start: int = 0
+) -> tuple[list[Any], int | None]:
+    """The ``v1.Input`` messages from ``start`` that fit in ``budget`` bytes, and where the
+    next page starts (None when all were taken).
+
+    An input that does not fit goes to the next page, unless it is the first of this
+    one: then it is sent with the artifacts that fit and ``artifacts_cut`` set (the
+    client reads the rest with ListArtifacts), so every page makes progress. Its
+    result alone is far below the budget (skift's result limit is 256 KiB).
+    """
+    out: list[Any] = []
+    used = 0
+    for i in range(start, len(inputs)):
+        item = inputs[i]
+        need = size_of(item)
+        if used + need <= budget:
+            out.append(item)
+            used += need
+            continue
+        if out:
+            return out, i
+        bare = type(item)(
+            ref=item.ref,
+            title=item.title,
+            result=item.result,
+            author=item.author,
+            author_kind=item.author_kind,
+            artifacts_cut=True,
+        )
+        room = budget - size_of(bare) - 64
+        bare.artifacts = list(item.artifacts[: fit(item.artifacts, room)]) if room > 0 else []
+        if bare.artifacts and sum(size_of(a) for a in bare.artifacts) > room:
+            bare.artifacts = []  # not even the first artifact fits beside the result
+        out.append(bare)
+        return out, (i + 1 if i + 1 < len(inputs) else None)
+    return out, None

@@ -87,6 +87,8 @@ __all__ = (
     "ListCommentsResponse",
     "ListEventsRequest",
     "ListEventsResponse",
+    "ListInputsRequest",
+    "ListInputsResponse",
     "ListLeasesRequest",
     "ListLeasesResponse",
     "ListNodesRequest",
@@ -939,7 +941,8 @@ class Claim(betterproto2.Message):
 
     inputs: "list[Input]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
     """
-    The results of the nodes that blocked it.
+    The results of the nodes that blocked it (the first ones when
+    next_inputs_page_token is set).
     """
 
     comments: "CommentsHint | None" = betterproto2.field(
@@ -947,6 +950,12 @@ class Claim(betterproto2.Message):
     )
     """
     Unresolved comments on it.
+    """
+
+    next_inputs_page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    Set when the inputs did not all fit in this response (which stays under
+    4 MiB): pass it as page_token to ListInputs for the rest.
     """
 
 
@@ -2340,7 +2349,13 @@ class Input(betterproto2.Message):
         6, betterproto2.TYPE_MESSAGE, repeated=True
     )
     """
-    Its artifacts, oldest first.
+    Its artifacts, oldest first (only the first ones when artifacts_cut).
+    """
+
+    artifacts_cut: "bool" = betterproto2.field(7, betterproto2.TYPE_BOOL)
+    """
+    True when `artifacts` was cut short to keep the response under 4 MiB:
+    read them all with ListArtifacts on `ref`.
     """
 
 
@@ -2587,6 +2602,58 @@ class ListEventsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ListEventsResponse", ListEventsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListInputsRequest(betterproto2.Message):
+    """
+    ListInputs' request: a node's inputs (its blocking predecessors' results
+    and artifacts) as a claim carries them, page by page, without claiming it.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The node.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    A claim's next_inputs_page_token or a previous next_page_token; empty
+    for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListInputsRequest", ListInputsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListInputsResponse(betterproto2.Message):
+    """
+    ListInputs' response.
+    """
+
+    inputs: "list[Input]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The inputs, in the order a claim gives them.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListInputsResponse", ListInputsResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -5107,6 +5174,28 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def list_inputs(
+        self,
+        message: "ListInputsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListInputsResponse":
+        """
+        A node's inputs as a claim carries them: how a claimer reads the inputs
+        that did not fit in its Claim or ClaimNext response.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListInputs",
+            message,
+            ListInputsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
     async def heartbeat(
         self,
         message: "HeartbeatRequest",
@@ -5902,6 +5991,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def list_inputs(self, message: "ListInputsRequest") -> "ListInputsResponse":
+        """
+        A node's inputs as a claim carries them: how a claimer reads the inputs
+        that did not fit in its Claim or ClaimNext response.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def heartbeat(self, message: "HeartbeatRequest") -> "HeartbeatResponse":
         """
         Renew a live lease.
@@ -6291,6 +6388,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.claim_next(request)
         await stream.send_message(response)
 
+    async def __rpc_list_inputs(
+        self, stream: "grpclib.server.Stream[ListInputsRequest, ListInputsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_inputs(request)
+        await stream.send_message(response)
+
     async def __rpc_heartbeat(
         self, stream: "grpclib.server.Stream[HeartbeatRequest, HeartbeatResponse]"
     ) -> None:
@@ -6648,6 +6753,12 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ClaimNextRequest,
                 ClaimNextResponse,
+            ),
+            "/skift.v1.SkiftService/ListInputs": grpclib.const.Handler(
+                self.__rpc_list_inputs,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListInputsRequest,
+                ListInputsResponse,
             ),
             "/skift.v1.SkiftService/Heartbeat": grpclib.const.Handler(
                 self.__rpc_heartbeat,
