@@ -10,10 +10,14 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import Server, Stubs
 from google.protobuf import duration_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+# grpc.reflection.v1's messages. grpcio-reflection ships only v1alpha's, under the same
+# protobuf names as the server package's own copy, which cannot share one process with
+# them; the v1 messages are the ones any current client uses anyway.
+from grpclib.reflection.v1 import reflection_pb2
+from interop_harness import Server, Stubs
 
 TRANSPORTS = ["unix", "tcp"]
 
@@ -276,9 +280,13 @@ def test_every_list_pages(server: Server, stubs: Stubs) -> None:
 def test_reflection_lists_the_services(server: Server) -> None:
     """grpcurl's first question: which services? Reflection answers, and describes them."""
     with server.channel("unix") as ch:
-        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        info = ch.stream_stream(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
         got = list(
-            stub.ServerReflectionInfo(
+            info(
                 iter(
                     [
                         reflection_pb2.ServerReflectionRequest(list_services=""),

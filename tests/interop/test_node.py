@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROTO, ROOT, Server
+from interop_harness import PROTO, ROOT, Server
 
 CLIENT = Path(__file__).parent / "node" / "client.mjs"
 

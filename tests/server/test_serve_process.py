@@ -4,10 +4,8 @@ database, and the zero-setup default that keeps its data across a restart."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import shutil
-import signal
 import tempfile
 import urllib.request
 from collections import Counter
@@ -205,10 +203,10 @@ async def test_sigterm_ends_twenty_long_polls_at_once(serve: Serve) -> None:
         await asyncio.sleep(1.0)  # every poll is waiting in the server now
         loop = asyncio.get_running_loop()
         started = loop.time()
-        os.kill(server.pid, signal.SIGTERM)
+        stopping = asyncio.create_task(server.stop())  # SIGTERM, then wait for the exit
         results = await asyncio.gather(*polls, return_exceptions=True)
         answered = loop.time() - started
-        code = await server.stop()
+        code = await stopping
         exited = loop.time() - started
     assert code == 0, server.log()
     assert [type(r).__name__ for r in results] == ["Unavailable"] * 20
