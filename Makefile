@@ -20,7 +20,7 @@ walkthrough: sync
 	$(UV) run python -m skift_pg.walkthrough
 
 ## test: the test suite; SKIFT_TEST_DSN picks a server, else a throwaway embedded cluster
-test: sync
+test: sync npm
 	$(UV) run pytest -q -p no:cacheprovider $(ARGS)
 
 ## check: lint, formatting, types, the generated protobuf code up to date, and the proto
