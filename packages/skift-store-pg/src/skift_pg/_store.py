@@ -1330,9 +1330,12 @@ class PgTx(webhooks.PgWebhooksTx):
             }
             for e in events
         ]
-        await self._send_many("insert_event", params)
+        if len(params) == 1:  # the event and its deliveries in one statement
+            await self.send("insert_event_announced", now=await self.now(), **params[0])
+        else:
+            await self._send_many("insert_event", params)
+            await self.announce(events)
         self.notified = True
-        await self.announce(events)
 
     async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
         return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]

@@ -7,21 +7,16 @@
 (lpad(to_hex((extract(epoch FROM %(now)s::timestamptz) * 1000)::bigint), 12, '0')
  || substr(md5(random()::text || clock_timestamp()::text), 1, 20))::uuid
 
--- name: announce_events
--- Coalesce the events a transaction just appended into the open delivery of every
--- endpoint of their projects (enabled or not) that wants their operations and whose
--- watermark is before them: counts added, through moved to the newest position.
--- One statement however many events and endpoints; none when no endpoint matches.
-WITH ev AS (
-    SELECT x.project_id, x.op, x.id
-    FROM unnest(%(projects)s::uuid[], %(ops)s::text[], %(ids)s::uuid[]) AS x (project_id, op, id)
-),
+-- name: _announce
+-- The tail of the statements below: from `ev` (the events just appended: project_id, op,
+-- id), coalesce them into the open delivery of every endpoint of their projects (enabled
+-- or not) that wants their operations and whose watermark is before them: counts added,
+-- through moved to the newest position. Nothing when no endpoint matches.
 matched AS (
     SELECT e.id AS endpoint_id, e.project_id, ev.op, count(*) AS n, max(ev.id::text)::uuid AS last_id
     FROM webhook_endpoints e
     JOIN ev ON ev.project_id = e.project_id
     WHERE e.org_id = %(org)s
-      AND e.project_id = ANY (%(projects)s::uuid[])
       AND (cardinality(e.events) = 0 OR ev.op = ANY (e.events))
       AND (pg_current_xact_id(), ev.id) > (e.watermark_seq, e.watermark_id)
     GROUP BY e.id, e.project_id, ev.op
@@ -46,6 +41,30 @@ ON CONFLICT (endpoint_id) WHERE sealed_at IS NULL DO UPDATE SET
                           UNION ALL
                           SELECT key, value FROM jsonb_each_text(EXCLUDED.counts)) AS u
                     GROUP BY k) AS t)
+
+-- name: announce_events
+-- Coalesce the events a transaction just appended (several, already inserted) into the
+-- open deliveries of their projects' endpoints; one statement however many events.
+WITH ev AS (
+    SELECT x.project_id, x.op, x.id
+    FROM unnest(%(projects)s::uuid[], %(ops)s::text[], %(ids)s::uuid[]) AS x (project_id, op, id)
+),
+/*:_announce*/
+
+-- name: insert_event_announced
+-- Append one event, wake ClaimNext waiters at commit (as insert_event does), and coalesce
+-- it into the open deliveries of its project's endpoints: a write of one event costs no
+-- round trip more for webhooks.
+WITH ev AS (
+    INSERT INTO events (id, org_id, project_id, node_id, principal_id, principal_kind, on_behalf_of,
+                        identity_scheme, request_id, op, reason, before, after, occurred_at)
+    SELECT %(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
+           %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
+           %(after)s, %(occurred_at)s
+    FROM (SELECT pg_notify('skift_changes', %(org)s::text)) AS wake
+    RETURNING project_id, op, id
+),
+/*:_announce*/
 
 -- name: insert_endpoint
 -- A new endpoint; its watermark is the position of its creation event (written
