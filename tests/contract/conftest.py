@@ -14,7 +14,10 @@ asks for the same limits, and each test works in an organization of its own —
 tenancy by organization is itself a contract rule, so a test cannot see
 another's rows. ``open_skift(limits=...)`` gets the server started with those
 limits (``--limit NAME=VALUE``). The servers' lease sweeper is off
-(``--sweep-every 0``) so tests that sweep by hand see every expiry themselves.
+(``--sweep-every 0``) so tests that sweep by hand see every expiry themselves,
+and so is their webhook delivery worker (``--webhook-workers 0``): the suite
+proves the rules of deliveries, as memory and pg keep them, not their sending
+(tests/server/test_webhook_delivery.py does that).
 A test that needs a server to itself (one that attaches a unix identity, which
 is unique across organizations) is marked ``own_server``. A server that does
 not exit cleanly on SIGTERM fails the session.
@@ -114,7 +117,10 @@ def _in_thread(coro: Any) -> Any:
 def _start_server(dsn: str, flags: list[str]) -> Any:
     from serverproc import ServerProcess
 
-    server = ServerProcess("--dsn", dsn, "--test-hooks", "--sweep-every", "0", *flags, fork=True)
+    server = ServerProcess(
+        "--dsn", dsn, "--test-hooks", "--sweep-every", "0", "--webhook-workers", "0", *flags,
+        fork=True,
+    )  # fmt: skip
     try:
         _in_thread(server.start())
     except BaseException:
@@ -166,7 +172,15 @@ async def _open_remote(
 
         dsn = store_url.removeprefix("remote+")
         server = ServerProcess(
-            "--dsn", dsn, "--test-hooks", "--sweep-every", "0", *limit_flags(limits), fork=True
+            "--dsn",
+            dsn,
+            "--test-hooks",
+            "--sweep-every",
+            "0",
+            "--webhook-workers",
+            "0",
+            *limit_flags(limits),
+            fork=True,
         )
         stack.callback(server.cleanup)
         await server.start()

@@ -19,16 +19,6 @@ import skift
 HOOK = "https://hooks.example.com/skift"
 
 
-@pytest.fixture(params=["memory", pytest.param("pg", marks=pytest.mark.pg)])
-def store_url(request: pytest.FixtureRequest) -> str:
-    """Memory and PostgreSQL until the webhook RPCs exist (they follow the new wire
-    contract being written now); then this override goes and ``remote`` joins."""
-    if request.param == "memory":
-        return "memory:"
-    dsn: str = request.getfixturevalue("pg_dsn")
-    return dsn
-
-
 async def test_add_shows_the_secret_once_and_records_an_event(sk: skift.LocalSkift) -> None:
     p = await sk.create_project("Hooks")
     hook = await sk.add_webhook(p.slug, HOOK)

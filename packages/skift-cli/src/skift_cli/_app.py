@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "setup",
     "sweep",
     "usage",
+    "webhooks",
     "work",
 )
 

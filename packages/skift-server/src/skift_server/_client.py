@@ -41,6 +41,7 @@ import skift
 from . import _convert_graph as g
 from . import _convert_ops as o
 from . import _convert_records as rc
+from . import _webhooks_wire as wh
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._convert import enum_pb
 from ._errors import ErrorDetailsCodec, from_grpc
@@ -831,6 +832,79 @@ class RemoteSkift:
         req = v1.GetOrgLimitsRequest()
         got = await self._call("GetOrgLimits", req, v1.GetOrgLimitsResponse, safe=True)
         return rc.org_limits_view(got.limits)
+
+    # ------------------------------------------------------------ webhooks
+
+    async def add_webhook(
+        self, project: str, url: str, *, events: Sequence[str] | None = None
+    ) -> skift.WebhookInfo:
+        req = v1.AddWebhookRequest(project=project, url=url, events=list(events or ()))
+        got = await self._call("AddWebhook", req, v1.AddWebhookResponse, safe=False)
+        return wh.webhook_view(got.webhook, got.secret)
+
+    async def webhooks(self, *, project: str | None = None) -> list[skift.WebhookInfo]:
+        out: list[skift.WebhookInfo] = []
+        token = ""
+        while True:
+            req = v1.ListWebhooksRequest(project=project, page_token=token)
+            got = await self._call("ListWebhooks", req, v1.ListWebhooksResponse, safe=True)
+            out += [wh.webhook_view(w) for w in got.webhooks]
+            if not (token := got.next_page_token):
+                return out
+
+    async def rotate_webhook_secret(self, webhook: str) -> skift.WebhookInfo:
+        req = v1.RotateWebhookSecretRequest(webhook=webhook)
+        got = await self._call(
+            "RotateWebhookSecret", req, v1.RotateWebhookSecretResponse, safe=False
+        )
+        return wh.webhook_view(got.webhook, got.secret)
+
+    async def disable_webhook(self, webhook: str) -> skift.WebhookInfo:
+        req = v1.DisableWebhookRequest(webhook=webhook)
+        got = await self._call("DisableWebhook", req, v1.DisableWebhookResponse, safe=True)
+        return wh.webhook_view(got.webhook)
+
+    async def enable_webhook(self, webhook: str) -> skift.WebhookInfo:
+        req = v1.EnableWebhookRequest(webhook=webhook)
+        got = await self._call("EnableWebhook", req, v1.EnableWebhookResponse, safe=True)
+        return wh.webhook_view(got.webhook)
+
+    async def webhook_deliveries(
+        self,
+        webhook: str | None = None,
+        *,
+        project: str | None = None,
+        parked: bool = False,
+        limit: int | None = None,
+    ) -> list[skift.DeliveryInfo]:
+        out: list[skift.DeliveryInfo] = []
+        token = ""
+        while True:
+            req = v1.ListWebhookDeliveriesRequest(
+                webhook=webhook,
+                project=project,
+                parked=parked,
+                page_size=limit or 0,
+                page_token=token,
+            )
+            got = await self._call(
+                "ListWebhookDeliveries", req, v1.ListWebhookDeliveriesResponse, safe=True
+            )
+            out += [wh.delivery_view(d) for d in got.deliveries]
+            if limit is None:  # the server's default page, as in process
+                return out
+            if len(out) >= limit or not (token := got.next_page_token):
+                return out[:limit]
+
+    async def redeliver(self, delivery: str) -> skift.DeliveryInfo:
+        req = v1.RedeliverWebhookRequest(delivery=delivery)
+        got = await self._call("RedeliverWebhook", req, v1.RedeliverWebhookResponse, safe=False)
+        return wh.delivery_view(got.delivery)
+
+    async def test_webhook(self, webhook: str) -> skift.DeliveryInfo:
+        req = v1.TestWebhookRequest(webhook=webhook)
+        got = await self._call("TestWebhook", req, v1.TestWebhookResponse, safe=False)
+        return wh.delivery_view(got.delivery)
 
     # ------------------------------------------------------------ artifacts and blobs
 

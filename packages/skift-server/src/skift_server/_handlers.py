@@ -42,6 +42,7 @@ from ._convert_records import (
     usage_pb,
 )
 from ._proto.skift import v1
+from ._webhooks_wire import HANDLERS as WEBHOOK_HANDLERS
 
 Handler = Callable[[skift.LocalSkift, Any], Awaitable[betterproto2.Message]]
 
@@ -611,6 +612,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "GetBlob": _get_blob,
     "AttachArtifact": _attach_artifact,
     "ListArtifacts": _list_artifacts,
+    **WEBHOOK_HANDLERS,
 }
 """Every RPC of skift.v1.SkiftService, by its proto name."""
 

@@ -13,6 +13,8 @@ __all__ = (
     "AddEdgeOp",
     "AddPrincipalRequest",
     "AddPrincipalResponse",
+    "AddWebhookRequest",
+    "AddWebhookResponse",
     "ArchiveProjectRequest",
     "ArchiveProjectResponse",
     "Artifact",
@@ -44,11 +46,16 @@ __all__ = (
     "CreateProjectResponse",
     "CreateTokenRequest",
     "CreateTokenResponse",
+    "DeliveryState",
+    "DisableWebhookRequest",
+    "DisableWebhookResponse",
     "DropNodeOp",
     "DropNodeRequest",
     "DropNodeResponse",
     "EditCommentRequest",
     "EditCommentResponse",
+    "EnableWebhookRequest",
+    "EnableWebhookResponse",
     "Error",
     "Event",
     "ExplainRequest",
@@ -99,6 +106,10 @@ __all__ = (
     "ListProjectsResponse",
     "ListRatesRequest",
     "ListRatesResponse",
+    "ListWebhookDeliveriesRequest",
+    "ListWebhookDeliveriesResponse",
+    "ListWebhooksRequest",
+    "ListWebhooksResponse",
     "Node",
     "NodeFilter",
     "NodeStatus",
@@ -120,6 +131,8 @@ __all__ = (
     "Reason",
     "RecordUsageRequest",
     "RecordUsageResponse",
+    "RedeliverWebhookRequest",
+    "RedeliverWebhookResponse",
     "ReferencePart",
     "ReleaseReason",
     "ReleaseRequest",
@@ -134,6 +147,8 @@ __all__ = (
     "ResolveNodeResponse",
     "RevokeTokenRequest",
     "RevokeTokenResponse",
+    "RotateWebhookSecretRequest",
+    "RotateWebhookSecretResponse",
     "SearchHit",
     "SearchRequest",
     "SearchResponse",
@@ -145,6 +160,8 @@ __all__ = (
     "SkiftServiceStub",
     "SweepExpiredRequest",
     "SweepExpiredResponse",
+    "TestWebhookRequest",
+    "TestWebhookResponse",
     "TextPart",
     "TokenTotals",
     "UnholdNodeOp",
@@ -160,6 +177,8 @@ __all__ = (
     "UsageReport",
     "WatchEventsRequest",
     "WatchEventsResponse",
+    "Webhook",
+    "WebhookDelivery",
 )
 
 import datetime
@@ -216,6 +235,50 @@ class AssigneeKind(betterproto2.Enum):
             "ASSIGNEE_KIND_UNSPECIFIED": 0,
             "ASSIGNEE_KIND_AGENT": 1,
             "ASSIGNEE_KIND_USER": 2,
+        }
+
+
+class DeliveryState(betterproto2.Enum):
+    """
+    Where a webhook delivery stands.
+    """
+
+    UNSPECIFIED = 0
+    """
+    Not given.
+    """
+
+    PENDING = 1
+    """
+    Waiting for its first or its next attempt.
+    """
+
+    DELIVERED = 2
+    """
+    A receiver answered 2xx.
+    """
+
+    PARKED = 3
+    """
+    Given up after the retry schedule; kept until redelivered.
+    """
+
+    @classmethod
+    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+        return {
+            0: "DELIVERY_STATE_UNSPECIFIED",
+            1: "DELIVERY_STATE_PENDING",
+            2: "DELIVERY_STATE_DELIVERED",
+            3: "DELIVERY_STATE_PARKED",
+        }
+
+    @classmethod
+    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+        return {
+            "DELIVERY_STATE_UNSPECIFIED": 0,
+            "DELIVERY_STATE_PENDING": 1,
+            "DELIVERY_STATE_DELIVERED": 2,
+            "DELIVERY_STATE_PARKED": 3,
         }
 
 
@@ -614,6 +677,51 @@ class AddPrincipalResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "AddPrincipalResponse", AddPrincipalResponse)
+
+
+@dataclass(eq=False, repr=False)
+class AddWebhookRequest(betterproto2.Message):
+    """
+    AddWebhook's request.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project to announce.
+    """
+
+    url: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Where to POST: http or https, 8 to 2,048 bytes.
+    """
+
+    events: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Only these event operations; all when empty.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AddWebhookRequest", AddWebhookRequest)
+
+
+@dataclass(eq=False, repr=False)
+class AddWebhookResponse(betterproto2.Message):
+    """
+    AddWebhook's response.
+    """
+
+    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The endpoint.
+    """
+
+    secret: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its signing secret (`whsec_` + base64), returned this once.
+    """
+
+
+default_message_pool.register_message("skift.v1", "AddWebhookResponse", AddWebhookResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -1512,6 +1620,36 @@ default_message_pool.register_message("skift.v1", "CreateTokenResponse", CreateT
 
 
 @dataclass(eq=False, repr=False)
+class DisableWebhookRequest(betterproto2.Message):
+    """
+    DisableWebhook's request.
+    """
+
+    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The endpoint's id.
+    """
+
+
+default_message_pool.register_message("skift.v1", "DisableWebhookRequest", DisableWebhookRequest)
+
+
+@dataclass(eq=False, repr=False)
+class DisableWebhookResponse(betterproto2.Message):
+    """
+    DisableWebhook's response.
+    """
+
+    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The endpoint, disabled.
+    """
+
+
+default_message_pool.register_message("skift.v1", "DisableWebhookResponse", DisableWebhookResponse)
+
+
+@dataclass(eq=False, repr=False)
 class DropNodeOp(betterproto2.Message):
     """
     Drop a node: it will not be done. Its blocked successors stop waiting on it.
@@ -1625,6 +1763,36 @@ class EditCommentResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "EditCommentResponse", EditCommentResponse)
+
+
+@dataclass(eq=False, repr=False)
+class EnableWebhookRequest(betterproto2.Message):
+    """
+    EnableWebhook's request.
+    """
+
+    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The endpoint's id.
+    """
+
+
+default_message_pool.register_message("skift.v1", "EnableWebhookRequest", EnableWebhookRequest)
+
+
+@dataclass(eq=False, repr=False)
+class EnableWebhookResponse(betterproto2.Message):
+    """
+    EnableWebhook's response.
+    """
+
+    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The endpoint, enabled.
+    """
+
+
+default_message_pool.register_message("skift.v1", "EnableWebhookResponse", EnableWebhookResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2892,6 +3060,112 @@ default_message_pool.register_message("skift.v1", "ListRatesResponse", ListRates
 
 
 @dataclass(eq=False, repr=False)
+class ListWebhookDeliveriesRequest(betterproto2.Message):
+    """
+    ListWebhookDeliveries' request.
+    """
+
+    webhook: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+    """
+    Only this endpoint's deliveries.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    Only this project's deliveries.
+    """
+
+    parked: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    Only parked deliveries.
+    """
+
+    page_size: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "ListWebhookDeliveriesRequest", ListWebhookDeliveriesRequest
+)
+
+
+@dataclass(eq=False, repr=False)
+class ListWebhookDeliveriesResponse(betterproto2.Message):
+    """
+    ListWebhookDeliveries' response.
+    """
+
+    deliveries: "list[WebhookDelivery]" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, repeated=True
+    )
+    """
+    The deliveries, newest first.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "ListWebhookDeliveriesResponse", ListWebhookDeliveriesResponse
+)
+
+
+@dataclass(eq=False, repr=False)
+class ListWebhooksRequest(betterproto2.Message):
+    """
+    ListWebhooks' request.
+    """
+
+    project: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+    """
+    Only this project's endpoints; every project's when unset.
+    """
+
+    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListWebhooksRequest", ListWebhooksRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListWebhooksResponse(betterproto2.Message):
+    """
+    ListWebhooks' response.
+    """
+
+    webhooks: "list[Webhook]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The endpoints, oldest first.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListWebhooksResponse", ListWebhooksResponse)
+
+
+@dataclass(eq=False, repr=False)
 class Node(betterproto2.Message):
     """
     ============================================================== shared shapes
@@ -3731,6 +4005,42 @@ default_message_pool.register_message("skift.v1", "RecordUsageResponse", RecordU
 
 
 @dataclass(eq=False, repr=False)
+class RedeliverWebhookRequest(betterproto2.Message):
+    """
+    RedeliverWebhook's request.
+    """
+
+    delivery: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The delivery's id.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "RedeliverWebhookRequest", RedeliverWebhookRequest
+)
+
+
+@dataclass(eq=False, repr=False)
+class RedeliverWebhookResponse(betterproto2.Message):
+    """
+    RedeliverWebhook's response.
+    """
+
+    delivery: "WebhookDelivery | None" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    The delivery, pending again.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "RedeliverWebhookResponse", RedeliverWebhookResponse
+)
+
+
+@dataclass(eq=False, repr=False)
 class ReferencePart(betterproto2.Message):
     """
     A URI with the immutable identity it resolved to. git references
@@ -4008,6 +4318,45 @@ default_message_pool.register_message("skift.v1", "RevokeTokenResponse", RevokeT
 
 
 @dataclass(eq=False, repr=False)
+class RotateWebhookSecretRequest(betterproto2.Message):
+    """
+    RotateWebhookSecret's request.
+    """
+
+    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The endpoint's id.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "RotateWebhookSecretRequest", RotateWebhookSecretRequest
+)
+
+
+@dataclass(eq=False, repr=False)
+class RotateWebhookSecretResponse(betterproto2.Message):
+    """
+    RotateWebhookSecret's response.
+    """
+
+    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The endpoint.
+    """
+
+    secret: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its new signing secret, returned this once.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "RotateWebhookSecretResponse", RotateWebhookSecretResponse
+)
+
+
+@dataclass(eq=False, repr=False)
 class SearchHit(betterproto2.Message):
     """
     One node a search found.
@@ -4219,6 +4568,38 @@ class SweepExpiredResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "SweepExpiredResponse", SweepExpiredResponse)
+
+
+@dataclass(eq=False, repr=False)
+class TestWebhookRequest(betterproto2.Message):
+    """
+    TestWebhook's request.
+    """
+
+    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The endpoint's id.
+    """
+
+
+default_message_pool.register_message("skift.v1", "TestWebhookRequest", TestWebhookRequest)
+
+
+@dataclass(eq=False, repr=False)
+class TestWebhookResponse(betterproto2.Message):
+    """
+    TestWebhook's response.
+    """
+
+    delivery: "WebhookDelivery | None" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    The test delivery queued (an empty window).
+    """
+
+
+default_message_pool.register_message("skift.v1", "TestWebhookResponse", TestWebhookResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -4715,6 +5096,149 @@ class WatchEventsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "WatchEventsResponse", WatchEventsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class Webhook(betterproto2.Message):
+    """
+    ---------------------------------------------------------------------------
+    Webhooks (docs/webhooks.md)
+
+    A webhook endpoint: where a project's changes are announced. Its secret is
+    returned only by AddWebhook and RotateWebhookSecret.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The endpoint id (ULID).
+    """
+
+    url: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The address deliveries are POSTed to.
+    """
+
+    project: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The slug of the project it belongs to.
+    """
+
+    events: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
+    """
+    The event operations it is told about; empty: all of them.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was registered.
+    """
+
+    disabled_at: "datetime.datetime | None" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was disabled; unset while it is enabled.
+    """
+
+
+default_message_pool.register_message("skift.v1", "Webhook", Webhook)
+
+
+@dataclass(eq=False, repr=False)
+class WebhookDelivery(betterproto2.Message):
+    """
+    One notification to one endpoint: a window (after, through] of the change
+    stream of one project, and how many events of each operation it holds.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The delivery id (ULID); the webhook-id header of every attempt.
+    """
+
+    webhook: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The endpoint's id.
+    """
+
+    project: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The project's slug.
+    """
+
+    state: "DeliveryState" = betterproto2.field(
+        4, betterproto2.TYPE_ENUM, default_factory=lambda: DeliveryState(0)
+    )
+    """
+    Pending, delivered or parked.
+    """
+
+    attempts: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
+    """
+    Attempts made so far.
+    """
+
+    next_attempt_at: "datetime.datetime | None" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When the next attempt may be made; unset unless pending.
+    """
+
+    last_status: "int | None" = betterproto2.field(7, betterproto2.TYPE_INT32, optional=True)
+    """
+    The last attempt's HTTP status; unset when none answered.
+    """
+
+    last_error: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+    """
+    What went wrong in the last attempt (at most 512 bytes).
+    """
+
+    after: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+    """
+    The cursor the window starts after; unset until the first attempt fixes it.
+    """
+
+    through: "str" = betterproto2.field(10, betterproto2.TYPE_STRING)
+    """
+    The cursor of the window's last event.
+    """
+
+    counts: "dict[str, int]" = betterproto2.field(
+        11,
+        betterproto2.TYPE_MAP,
+        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+    )
+    """
+    Events in the window by operation.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        12, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When the delivery was made.
+    """
+
+    delivered_at: "datetime.datetime | None" = betterproto2.field(
+        13, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When a receiver answered 2xx.
+    """
+
+    parked_at: "datetime.datetime | None" = betterproto2.field(
+        14, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was given up.
+    """
+
+
+default_message_pool.register_message("skift.v1", "WebhookDelivery", WebhookDelivery)
 
 
 class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
@@ -5824,6 +6348,177 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def add_webhook(
+        self,
+        message: "AddWebhookRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "AddWebhookResponse":
+        """
+        ---- webhooks (docs/webhooks.md)
+
+        Register an endpoint told when the project's events commit (a person's
+        call); its secret is returned once. One endpoint per URL per project.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/AddWebhook",
+            message,
+            AddWebhookResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_webhooks(
+        self,
+        message: "ListWebhooksRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListWebhooksResponse":
+        """
+        The endpoints of a project or of every project; never a secret.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListWebhooks",
+            message,
+            ListWebhooksResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def rotate_webhook_secret(
+        self,
+        message: "RotateWebhookSecretRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "RotateWebhookSecretResponse":
+        """
+        A new secret for an endpoint, returned once; the old one stops at once.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/RotateWebhookSecret",
+            message,
+            RotateWebhookSecretResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def disable_webhook(
+        self,
+        message: "DisableWebhookRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "DisableWebhookResponse":
+        """
+        Send an endpoint nothing until it is enabled (what commits meanwhile waits).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/DisableWebhook",
+            message,
+            DisableWebhookResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def enable_webhook(
+        self,
+        message: "EnableWebhookRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "EnableWebhookResponse":
+        """
+        Send to an endpoint again.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/EnableWebhook",
+            message,
+            EnableWebhookResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_webhook_deliveries(
+        self,
+        message: "ListWebhookDeliveriesRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListWebhookDeliveriesResponse":
+        """
+        Deliveries, newest first: of an endpoint, of a project, or all.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListWebhookDeliveries",
+            message,
+            ListWebhookDeliveriesResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def redeliver_webhook(
+        self,
+        message: "RedeliverWebhookRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "RedeliverWebhookResponse":
+        """
+        Queue a delivered or parked delivery again, with the same id and window.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/RedeliverWebhook",
+            message,
+            RedeliverWebhookResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def test_webhook(
+        self,
+        message: "TestWebhookRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "TestWebhookResponse":
+        """
+        Queue a delivery with an empty window to an endpoint.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/TestWebhook",
+            message,
+            TestWebhookResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -6216,6 +6911,71 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
     async def list_artifacts(self, message: "ListArtifactsRequest") -> "ListArtifactsResponse":
         """
         A node's artifacts, oldest first.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def add_webhook(self, message: "AddWebhookRequest") -> "AddWebhookResponse":
+        """
+        ---- webhooks (docs/webhooks.md)
+
+        Register an endpoint told when the project's events commit (a person's
+        call); its secret is returned once. One endpoint per URL per project.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_webhooks(self, message: "ListWebhooksRequest") -> "ListWebhooksResponse":
+        """
+        The endpoints of a project or of every project; never a secret.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def rotate_webhook_secret(
+        self, message: "RotateWebhookSecretRequest"
+    ) -> "RotateWebhookSecretResponse":
+        """
+        A new secret for an endpoint, returned once; the old one stops at once.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def disable_webhook(self, message: "DisableWebhookRequest") -> "DisableWebhookResponse":
+        """
+        Send an endpoint nothing until it is enabled (what commits meanwhile waits).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def enable_webhook(self, message: "EnableWebhookRequest") -> "EnableWebhookResponse":
+        """
+        Send to an endpoint again.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_webhook_deliveries(
+        self, message: "ListWebhookDeliveriesRequest"
+    ) -> "ListWebhookDeliveriesResponse":
+        """
+        Deliveries, newest first: of an endpoint, of a project, or all.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def redeliver_webhook(
+        self, message: "RedeliverWebhookRequest"
+    ) -> "RedeliverWebhookResponse":
+        """
+        Queue a delivered or parked delivery again, with the same id and window.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def test_webhook(self, message: "TestWebhookRequest") -> "TestWebhookResponse":
+        """
+        Queue a delivery with an empty window to an endpoint.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -6626,6 +7386,72 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.list_artifacts(request)
         await stream.send_message(response)
 
+    async def __rpc_add_webhook(
+        self, stream: "grpclib.server.Stream[AddWebhookRequest, AddWebhookResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.add_webhook(request)
+        await stream.send_message(response)
+
+    async def __rpc_list_webhooks(
+        self, stream: "grpclib.server.Stream[ListWebhooksRequest, ListWebhooksResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_webhooks(request)
+        await stream.send_message(response)
+
+    async def __rpc_rotate_webhook_secret(
+        self,
+        stream: "grpclib.server.Stream[RotateWebhookSecretRequest, RotateWebhookSecretResponse]",
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.rotate_webhook_secret(request)
+        await stream.send_message(response)
+
+    async def __rpc_disable_webhook(
+        self, stream: "grpclib.server.Stream[DisableWebhookRequest, DisableWebhookResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.disable_webhook(request)
+        await stream.send_message(response)
+
+    async def __rpc_enable_webhook(
+        self, stream: "grpclib.server.Stream[EnableWebhookRequest, EnableWebhookResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.enable_webhook(request)
+        await stream.send_message(response)
+
+    async def __rpc_list_webhook_deliveries(
+        self,
+        stream: "grpclib.server.Stream[ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse]",
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_webhook_deliveries(request)
+        await stream.send_message(response)
+
+    async def __rpc_redeliver_webhook(
+        self, stream: "grpclib.server.Stream[RedeliverWebhookRequest, RedeliverWebhookResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.redeliver_webhook(request)
+        await stream.send_message(response)
+
+    async def __rpc_test_webhook(
+        self, stream: "grpclib.server.Stream[TestWebhookRequest, TestWebhookResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.test_webhook(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -6933,5 +7759,53 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListArtifactsRequest,
                 ListArtifactsResponse,
+            ),
+            "/skift.v1.SkiftService/AddWebhook": grpclib.const.Handler(
+                self.__rpc_add_webhook,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                AddWebhookRequest,
+                AddWebhookResponse,
+            ),
+            "/skift.v1.SkiftService/ListWebhooks": grpclib.const.Handler(
+                self.__rpc_list_webhooks,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListWebhooksRequest,
+                ListWebhooksResponse,
+            ),
+            "/skift.v1.SkiftService/RotateWebhookSecret": grpclib.const.Handler(
+                self.__rpc_rotate_webhook_secret,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                RotateWebhookSecretRequest,
+                RotateWebhookSecretResponse,
+            ),
+            "/skift.v1.SkiftService/DisableWebhook": grpclib.const.Handler(
+                self.__rpc_disable_webhook,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                DisableWebhookRequest,
+                DisableWebhookResponse,
+            ),
+            "/skift.v1.SkiftService/EnableWebhook": grpclib.const.Handler(
+                self.__rpc_enable_webhook,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                EnableWebhookRequest,
+                EnableWebhookResponse,
+            ),
+            "/skift.v1.SkiftService/ListWebhookDeliveries": grpclib.const.Handler(
+                self.__rpc_list_webhook_deliveries,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListWebhookDeliveriesRequest,
+                ListWebhookDeliveriesResponse,
+            ),
+            "/skift.v1.SkiftService/RedeliverWebhook": grpclib.const.Handler(
+                self.__rpc_redeliver_webhook,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                RedeliverWebhookRequest,
+                RedeliverWebhookResponse,
+            ),
+            "/skift.v1.SkiftService/TestWebhook": grpclib.const.Handler(
+                self.__rpc_test_webhook,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                TestWebhookRequest,
+                TestWebhookResponse,
             ),
         }
