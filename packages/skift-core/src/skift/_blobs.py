@@ -9,6 +9,11 @@ organizations while every organization sees only what it uploaded.
 Writing is idempotent: the same bytes put twice are stored once. Bytes are
 written before the transaction that records them commits, so a failed
 request can leave unreferenced bytes behind, never a row without bytes.
+
+An upload does the same work whether or not the bytes are already there
+(the file backend writes, syncs and renames over the old copy every time):
+skipping the write for bytes some other organization uploaded would let an
+upload's timing tell whether anyone holds those bytes.
 """
 
 from __future__ import annotations
@@ -95,9 +100,8 @@ class FileBlobStore:
         await asyncio.to_thread(self._put, digest, data)
 
     def _put(self, digest: str, data: bytes) -> None:
+        # Never skip the write when the file exists: the two paths must take the same time.
         final = self.path(digest)
-        if final.exists():
-            return
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=final.parent)
         try:
