@@ -93,6 +93,7 @@ if TYPE_CHECKING:
         parse_ops,
     )
     from ._org_limits import OrgLimits
+    from ._orgs import OrgCreated, OrgInfo
     from ._origins import NodeOrigin
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
@@ -213,6 +214,8 @@ _LAZY: dict[str, str] = {
     "DEFAULT_LIMITS": "_limits",
     "Limits": "_limits",
     "OrgLimits": "_org_limits",
+    "OrgCreated": "_orgs",
+    "OrgInfo": "_orgs",
     "MemoryStore": "_memory",
     "Delivery": "_webhook_records",
     "DeliveryStats": "_webhook_records",
@@ -403,6 +406,8 @@ __all__ = [
     "NothingReady",
     "Op",
     "Org",
+    "OrgCreated",
+    "OrgInfo",
     "OrgLimits",
     "Part",
     "PatchResult",

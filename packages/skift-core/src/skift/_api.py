@@ -27,6 +27,9 @@ from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import IdentityScheme, PrincipalKind
+from ._orgs import OrgCreated, OrgInfo, is_server_admin, refuse_uid_binding
+from ._orgs import create_org as orgs_create
+from ._orgs import list_orgs as orgs_list
 from ._policy import Policy
 from ._signin import (
     SESSION_TTL,
@@ -149,7 +152,14 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                 next="Use --kind user|agent|service.",
             ) from None
 
+        binds = uid is not None and not await is_server_admin(
+            self.store, await self._whoami()
+        )
+
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            if binds:
+                self.engine.authorize(a, [intent("admin")])
+                refuse_uid_binding()
             p = await self.engine.add_principal(tx, a, name, pk, uid)
             return (await self.engine.principal_infos(tx, [p]))[0]
 
@@ -161,6 +171,18 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         full request is authorized again inside its transaction."""
         self.engine.authorize(await self._whoami(), [intent(action)])
 
+    async def create_org(
+        self, name: str, *, admin: str, uid: int | None = None
+    ) -> OrgCreated:
+        """A new organization (a server administrator's call): its first user ``admin``, with
+        the unix ``uid`` when given, and a bearer token for them, shown once."""
+        actor = await self._whoami()
+        return await orgs_create(self.engine, self.store, actor, name, admin, uid)
+
+    async def list_orgs(self) -> list[OrgInfo]:
+        """Every organization of the server, oldest first (a server administrator's call)."""
+        return await orgs_list(self.store, await self._whoami())
+
     async def list_principals(self) -> list[PrincipalInfo]:
         """The organization's principals and their identities (an administrator's call)."""
 
@@ -171,9 +193,16 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         return await self._run(go)
 
     async def attach_identity(self, principal: str, scheme: str, value: str) -> PrincipalInfo:
-        """Give a principal another way in (unix uid, oidc subject, tailscale node)."""
+        """Give a principal another way in (unix uid, oidc subject, tailscale node). A unix
+        uid is bound only by an administrator of the server."""
+        binds = scheme.strip().lower() == IdentityScheme.UNIX.value and not (
+            await is_server_admin(self.store, await self._whoami())
+        )
 
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            if binds:
+                self.engine.authorize(a, [intent("admin")])
+                refuse_uid_binding()
             p = await self.engine.attach_identity(tx, a, principal, scheme, value)
             return (await self.engine.principal_infos(tx, [p]))[0]
 

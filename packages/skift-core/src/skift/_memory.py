@@ -131,6 +131,9 @@ class MemoryStore:
     async def org_by_id(self, org_id: UUID) -> Org | None:
         return self._state.orgs.get(org_id)
 
+    async def list_orgs(self) -> list[Org]:
+        return sorted(self._state.orgs.values(), key=lambda o: (o.created_at, o.id))
+
     async def principal_by_identity(self, scheme: str, value: str) -> Principal | None:
         for ident in self._state.identities.values():
             if ident.scheme == scheme and ident.value == value and ident.revoked_at is None:

@@ -446,6 +446,13 @@ class PgStore:
                 return Org(id=row["id"], name=row["name"], created_at=row["created_at"])
         raise TransientError("could not create the organization")
 
+    async def list_orgs(self) -> list[Org]:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(q("list_orgs"))
+            rows = await cur.fetchall()
+        return [Org(id=r["id"], name=r["name"], created_at=r["created_at"]) for r in rows]
+
     async def org_by_id(self, org_id: UUID) -> Org | None:
         await self._ensure_open()
         async with self._pool.connection() as conn:

@@ -6,3 +6,7 @@ WHERE l.org_id = %(org)s AND l.released_at IS NULL AND l.expires_at > %(now)s
   AND (%(projects)s::uuid[] IS NULL OR n.project_id = ANY (%(projects)s::uuid[]))
 ORDER BY l.created_at, l.id
 LIMIT %(limit)s
+
+-- name: list_orgs
+-- Every organization, oldest first: the first is the server's own.
+SELECT * FROM orgs ORDER BY created_at, id

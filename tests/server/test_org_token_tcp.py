@@ -1,0 +1,34 @@
+"""A new organization's admin token works at once over TCP: an administrator of a running
+server (its owner, in the first organization) creates an organization over the same database,
+and the token it prints acts as that organization's admin through the live server."""
+
+from __future__ import annotations
+
+import getpass
+from typing import TYPE_CHECKING
+
+import pytest
+from serverproc import free_port
+
+import skift
+import skift_server
+
+if TYPE_CHECKING:
+    from conftest import Serve
+
+
+@pytest.mark.pg
+async def test_a_new_organizations_token_works_at_once_over_tcp(serve: Serve, pg_dsn: str) -> None:
+    port = free_port()
+    server = await serve("--dsn", pg_dsn, "--listen", f"127.0.0.1:{port}")
+    async with skift.open(pg_dsn, principal=skift.User(getpass.getuser())) as owner:
+        made = await owner.create_org("acme", admin="wile")
+        with pytest.raises(skift.Refused):  # the new admin administers acme, not the server
+            await (await owner.authenticate("token", made.token)).list_orgs()
+    async with skift_server.connect(f"http://127.0.0.1:{port}", token=made.token) as wile:
+        project = await wile.create_project("Skates")
+        await wile.patch(project.slug, [skift.CreateNode(title="Order rocket skates")])
+        assert [n.title for n in (await wile.ready()).nodes] == ["Order rocket skates"]
+        assert [p.name for p in await wile.list_principals()] == ["wile"]
+    async with skift_server.connect(server.url) as root:
+        assert await root.list_projects() == []
