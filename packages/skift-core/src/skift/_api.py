@@ -152,9 +152,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                 next="Use --kind user|agent|service.",
             ) from None
 
-        binds = uid is not None and not await is_server_admin(
-            self.store, await self._whoami()
-        )
+        binds = uid is not None and not await is_server_admin(self.store, await self._whoami())
 
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:
             if binds:
@@ -171,9 +169,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         full request is authorized again inside its transaction."""
         self.engine.authorize(await self._whoami(), [intent(action)])
 
-    async def create_org(
-        self, name: str, *, admin: str, uid: int | None = None
-    ) -> OrgCreated:
+    async def create_org(self, name: str, *, admin: str, uid: int | None = None) -> OrgCreated:
         """A new organization (a server administrator's call): its first user ``admin``, with
         the unix ``uid`` when given, and a bearer token for them, shown once."""
         actor = await self._whoami()
