@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 from datetime import timedelta
 from typing import Any
@@ -136,6 +137,30 @@ async def test_a_malformed_cursor_is_invalid_and_says_what_to_pass(sk: skift.Loc
         assert "watch_events" in err.value.next
 
 
+async def test_cursors_are_opaque_and_bound_to_their_organization(sk: skift.LocalSkift) -> None:
+    """A cursor says nothing readable (no transaction id, no event id), and a cursor minted for
+    one organization is refused by another exactly like a malformed one; a tampered cursor too.
+    The same cursor keeps working in its own organization."""
+    await sk.create_project("Sealed")
+    await sk.patch("sealed", [skift.CreateNode(title="one"), skift.CreateNode(title="two")])
+    events = (await sk.watch_events()).events
+    cursor = events[0].cursor
+    assert cursor.startswith("v2.")
+    assert events[0].id not in cursor
+    assert not any(part.isdigit() for part in cursor.split("."))
+    again = await sk.watch_events(after=cursor)
+    assert [e.id for e in again.events] == [e.id for e in events[1:]]
+
+    other = sk.acting_as(skift.User("eve"), org=f"other-{secrets.token_hex(4)}")
+    await other.create_project("Theirs")
+    for foreign in (cursor, again.cursor):
+        with pytest.raises(skift.Invalid, match="not a skift event cursor"):
+            await other.watch_events(after=foreign)
+    flipped = cursor[:-2] + ("A" if cursor[-2] != "A" else "B") + cursor[-1]
+    with pytest.raises(skift.Invalid, match="not a skift event cursor"):
+        await sk.watch_events(after=flipped)
+
+
 async def test_limits_and_unknown_projects(sk: skift.LocalSkift) -> None:
     await sk.create_project("Limits")
     with pytest.raises(skift.LimitExceeded):
@@ -225,7 +250,8 @@ async def test_another_organizations_events_never_appear(sk: skift.LocalSkift) -
     assert [(e.op, e.node) for e in mine] == [("create_node", "mine#1")]
     theirs, _ = await _collect(other, 2)
     assert {e.project for e in theirs} == {"theirs"}
-    # their cursor, used here, still shows only this organization's events
-    assert all(e.project == "mine" for e in (await sk.watch_events(after=theirs[0].cursor)).events)
+    # their cursor, used here, is refused exactly like a malformed one (it is sealed for them)
+    with pytest.raises(skift.Invalid, match="not a skift event cursor"):
+        await sk.watch_events(after=theirs[0].cursor)
     with pytest.raises(skift.NotFound):
         await sk.watch_events(projects=[q.id])

@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 import skift
+from skift._seal import SECRET_NAME, CursorSeal
 from skift_pg import PgStore
 
 if TYPE_CHECKING:
@@ -68,9 +69,16 @@ async def _insert(conn: psycopg.AsyncConnection[Any], org: UUID, principal: UUID
     return event_id
 
 
-def _pos(cursor: str) -> tuple[int, str]:
-    """The (seq, id) a v1 cursor carries (docs/events.md), to check that cursors never go back."""
-    _, seq, ident, _ = cursor.split(".")
+async def _seal(sk: skift.LocalSkift) -> CursorSeal:
+    """The test's key to its organization's cursors (the store's secret; clients have none)."""
+    org = await sk.store.ensure_org(sk.org_name)
+    return CursorSeal(await sk.store.secret(SECRET_NAME), org.id)
+
+
+def _pos(seal: CursorSeal, cursor: str) -> tuple[int, str]:
+    """The (seq, id) a sealed cursor carries (docs/events.md), to check cursors never go back."""
+    plain = seal.open(cursor, skift.Invalid(f"{cursor!r} does not open"))
+    _, seq, ident, _ = plain.split(".")
     return int(seq), "" if ident == "0" else ident
 
 
@@ -114,7 +122,7 @@ async def test_cursor_holds_behind_inflight(pg_dsn: str) -> None:
 
             held = await sk.watch_events(after=cursor)
             assert held.events == ()
-            assert _pos(held.cursor)[0] <= t1_xid, "the cursor stops before T1"
+            assert _pos(await _seal(sk), held.cursor)[0] <= t1_xid, "the cursor stops before T1"
             # The plain listing shows T2's event already; its cursor must not pass T1.
             listed = (await sk.events())[-1]
             assert listed.node == "inflight#1"
@@ -186,6 +194,7 @@ async def test_randomized_writers_and_watchers(pg_dsn: str) -> None:
         async def watcher(sk: skift.LocalSkift) -> list[skift.EventInfo]:
             seen: list[skift.EventInfo] = []
             cursor = start
+            seal = await _seal(sk)
             while True:
                 # Once the writers are done, read on until every committed event is in (a
                 # transaction open elsewhere on the server may hold the stream back a while;
@@ -194,8 +203,8 @@ async def test_randomized_writers_and_watchers(pg_dsn: str) -> None:
                 page = await sk.watch_events(
                     after=cursor, limit=rng.randint(1, 7), wait=timedelta(seconds=0.2)
                 )
-                assert _pos(page.cursor) >= _pos(cursor), "a cursor never goes back"
-                positions = [_pos(e.cursor) for e in page.events]
+                assert _pos(seal, page.cursor) >= _pos(seal, cursor), "a cursor never goes back"
+                positions = [_pos(seal, e.cursor) for e in page.events]
                 assert positions == sorted(positions), "a page is in commit order"
                 seen.extend(page.events)
                 cursor = page.cursor

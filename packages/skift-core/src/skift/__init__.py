@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from ._origins import NodeOrigin
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
+    from ._seal import CursorSeal, cursor_seal
     from ._signin import BoardSession, SigninCode, SigninKind, SigninRecord, SigninStore
     from ._store import (
         Authors,
@@ -215,6 +216,8 @@ _LAZY: dict[str, str] = {
     "Limits": "_limits",
     "OrgLimits": "_org_limits",
     "OrgCreated": "_orgs",
+    "CursorSeal": "_seal",
+    "cursor_seal": "_seal",
     "OrgInfo": "_orgs",
     "MemoryStore": "_memory",
     "Delivery": "_webhook_records",
@@ -361,6 +364,7 @@ __all__ = [
     "Conflict",
     "CreateNode",
     "CursorExpired",
+    "CursorSeal",
     "CycleError",
     "Delivery",
     "DeliveryInfo",
@@ -464,6 +468,7 @@ __all__ = [
     "WebhookVerificationError",
     "Writer",
     "address_refusal",
+    "cursor_seal",
     "default_blob_dir",
     "delivery_request",
     "digest_of",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -82,6 +83,7 @@ class _State:
         self.artifacts: dict[UUID, ArtifactRecord] = {}
         self.blobs: dict[tuple[UUID, str], BlobRecord] = {}
         self.comments: dict[UUID, Comment] = {}
+        self.secrets: dict[str, bytes] = {}
         self.origins: dict[tuple[UUID, str], NodeOrigin] = {}
         self.webhooks = webhooks.WebhookState()
 
@@ -100,6 +102,9 @@ class MemoryStore:
 
     def set_clock_offset(self, offset: timedelta) -> None:
         self._offset = offset
+
+    async def secret(self, name: str) -> bytes:
+        return self._state.secrets.setdefault(name, secrets.token_bytes(32))
 
     def _now(self) -> datetime:
         return datetime.now(UTC) + self._offset
@@ -206,6 +211,9 @@ class MemoryTx(webhooks.MemoryWebhooksTx):
     @property
     def org_id(self) -> UUID:
         return self._org
+
+    async def secret(self, name: str) -> bytes:
+        return self._s.secrets.setdefault(name, secrets.token_bytes(32))
 
     def rollback(self) -> None:
         for undo in reversed(self._undo):

@@ -181,6 +181,10 @@ class Tx(Protocol):
     @property
     def org_id(self) -> UUID: ...
 
+    async def secret(self, name: str) -> bytes:
+        """The store's server secret ``name`` (see :meth:`Store.secret`)."""
+        ...
+
     async def now(self) -> datetime:
         """The store's clock (the database's in PostgreSQL), fixed for the transaction."""
         ...
@@ -507,6 +511,11 @@ class Store(Protocol):
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal: ...
     async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
         """Return when something in the organization may have changed, or at the timeout."""
+        ...
+
+    async def secret(self, name: str) -> bytes:
+        """A server secret of 32 random bytes, made on first use and the same ever after
+        for every server over this store (kept in the database by PostgreSQL)."""
         ...
 
     def set_clock_offset(self, offset: timedelta) -> None:

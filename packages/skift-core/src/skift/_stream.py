@@ -7,8 +7,10 @@ good. The stream therefore reads by a commit-ordered position
 (:class:`~skift._store.EventPosition`) and only below the store's horizon,
 the point below which every transaction has finished.
 
-A cursor is that position and a time, as an opaque string
-``v1.<seq>.<event ULID or 0>.<unix ms>``: an event's own cursor is dated when
+A cursor is that position and a time, ``v1.<seq>.<event ULID or 0>.<unix ms>``,
+sealed for the organization (``_seal``: encrypted and authenticated with a
+server key the store keeps, so a client reads nothing from it and another
+organization's cursor is refused): an event's own cursor is dated when
 the event occurred, the cursor a read returns to go on from when it was
 handed out. The time is informational: the replay window
 (``Limits.event_replay_window``) is enforced against what the store holds. A
@@ -28,6 +30,7 @@ import attrs
 
 from ._errors import CursorExpired, Invalid
 from ._refs import parse_ulid, ulid_str
+from ._seal import SECRET_NAME, CursorSeal
 from ._store import EventPosition, Tx
 from ._views import EventInfo, EventPage
 
@@ -45,19 +48,27 @@ _BAD_CURSOR_NEXT = (
 )
 
 
-def encode(pos: EventPosition, at: datetime) -> str:
-    """The opaque cursor for a position, handed out at ``at``."""
+async def seal_of(tx: Tx) -> CursorSeal:
+    """What seals the cursors of the transaction's organization."""
+    return CursorSeal(await tx.secret(SECRET_NAME), tx.org_id)
+
+
+def encode(pos: EventPosition, at: datetime, seal: CursorSeal) -> str:
+    """The opaque cursor for a position, handed out at ``at``, sealed for the organization."""
     ident = "0" if pos.id == _NIL else ulid_str(pos.id)
-    return f"{VERSION}.{pos.seq}.{ident}.{int(at.timestamp() * 1000)}"
+    return seal.seal(f"{VERSION}.{pos.seq}.{ident}.{int(at.timestamp() * 1000)}")
 
 
-def decode(text: str) -> tuple[EventPosition, datetime]:
-    """The position a cursor names and when it was handed out; :class:`Invalid` if malformed."""
-    m = _CURSOR.match(text.strip()) if text else None
+def decode(text: str, seal: CursorSeal) -> tuple[EventPosition, datetime]:
+    """The position a cursor names and when it was handed out; :class:`Invalid` if malformed,
+    tampered with, or minted for another organization (the three look the same)."""
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    bad = Invalid(f"{shown!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT)
+    plain = seal.open(text.strip(), bad) if text else ""
+    m = _CURSOR.match(plain) if plain else None
     ident = parse_ulid(m.group("id")) if m and m.group("id") != "0" else _NIL
     if m is None or ident is None:
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise Invalid(f"{shown!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT)
+        raise bad
     try:
         at = datetime.fromtimestamp(int(m.group("ms")) / 1000, UTC)
     except (OverflowError, ValueError, OSError):
@@ -82,14 +93,15 @@ async def watch(
     has no read rule yet); ``actor`` is where a per-principal filter would apply.
     """
     size = engine.page_size(limit)
+    seal = await seal_of(tx)
     now = await tx.now()
     since = now - engine.limits.event_replay_window
     project_ids = [(await engine.resolve_project(tx, p)).id for p in projects]
     if not after:
         start = await tx.replay_start(since)
     else:
-        start, _handed_out = decode(after)
-        await _check_window(engine, tx, start, since, now)
+        start, _handed_out = decode(after, seal)
+        await _check_window(engine, tx, start, since, now, seal)
     batch = await tx.events_after(start, projects=project_ids, ops=tuple(ops), limit=size)
     if start > batch.horizon:
         raise Invalid(
@@ -100,13 +112,13 @@ async def watch(
         )
     infos = await engine.event_infos(tx, [e for _, e in batch.events])
     events = tuple(
-        attrs.evolve(info, cursor=_event_cursor(pos, event))
+        attrs.evolve(info, cursor=_event_cursor(pos, event, seal))
         for info, (pos, event) in zip(infos, batch.events, strict=True)
     )
     # A full page resumes after its last event; otherwise every row up to the horizon was
     # read (the filters left the rest out), so the next read starts there.
     nxt = batch.events[-1][0] if len(batch.events) >= size else max(start, batch.horizon)
-    return EventPage(events=events, cursor=encode(nxt, now))
+    return EventPage(events=events, cursor=encode(nxt, now, seal))
 
 
 async def with_cursors(engine: Context, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
@@ -117,17 +129,23 @@ async def with_cursors(engine: Context, tx: Tx, events: Sequence[Event]) -> list
     if not events:
         return infos
     now = await tx.now()
+    seal = await seal_of(tx)
     positions, horizon = await tx.event_positions([e.id for e in events])
     out: list[EventInfo] = []
     for info, e in zip(infos, events, strict=True):
         pos = positions.get(e.id, horizon)
-        cursor = _event_cursor(pos, e) if pos < horizon else encode(horizon, now)
+        cursor = _event_cursor(pos, e, seal) if pos < horizon else encode(horizon, now, seal)
         out.append(attrs.evolve(info, cursor=cursor))
     return out
 
 
 async def _check_window(
-    engine: Context, tx: Tx, start: EventPosition, since: datetime, now: datetime
+    engine: Context,
+    tx: Tx,
+    start: EventPosition,
+    since: datetime,
+    now: datetime,
+    seal: CursorSeal,
 ) -> None:
     """Refuse a cursor whose next event has left the replay window.
 
@@ -144,7 +162,7 @@ async def _check_window(
     _, event = first.events[0]
     if event.occurred_at >= since:
         return
-    oldest = encode(await tx.replay_start(since), now)
+    oldest = encode(await tx.replay_start(since), now, seal)
     raise CursorExpired(
         f"the cursor is older than the replay window "
         f"({_days(engine.limits.event_replay_window)}): the next event after it occurred "
@@ -156,10 +174,10 @@ async def _check_window(
     )
 
 
-def _event_cursor(pos: EventPosition, event: Event) -> str:
+def _event_cursor(pos: EventPosition, event: Event, seal: CursorSeal) -> str:
     """An event's own cursor: its position, dated when it occurred (so the same event
     always carries the same cursor, and it expires when the event leaves the window)."""
-    return encode(pos, event.occurred_at)
+    return encode(pos, event.occurred_at, seal)
 
 
 def _days(window: timedelta) -> str:

@@ -28,6 +28,7 @@ from . import _stream
 from ._errors import Conflict, Invalid, LimitExceeded, NotFound
 from ._intent import intent
 from ._refs import new_id, parse_ulid, ulid_str
+from ._seal import CursorSeal
 from ._store import EventPosition
 from ._webhook_records import Delivery, DueDelivery, Endpoint
 from ._webhook_wire import SECRET_BYTES, address_refusal, headers, payload, secret_text
@@ -88,15 +89,16 @@ class DeliveryInfo:
 # ------------------------------------------------------------------ views
 
 
-def _cursor(pos: tuple[int, UUID]) -> str:
+def _cursor(pos: tuple[int, UUID], seal: CursorSeal) -> str:
     """A window bound as a cursor, dated by its event's id (a ULID carries the millisecond
     it was minted, as the event occurred), so one position is always one string: a
     delivery's ``after`` is the previous one's ``through``, attempt after attempt."""
     at = datetime.fromtimestamp((pos[1].int >> 80) / 1000, UTC)
-    return _stream.encode(EventPosition(seq=pos[0], id=pos[1]), at)
+    return _stream.encode(EventPosition(seq=pos[0], id=pos[1]), at, seal)
 
 
-def delivery_info(d: Delivery, slug: str) -> DeliveryInfo:
+def delivery_info(d: Delivery, slug: str, seal: CursorSeal) -> DeliveryInfo:
+    """A delivery as a caller sees it; its cursors sealed for its organization (``seal``)."""
     return DeliveryInfo(
         id=ulid_str(d.id),
         webhook=ulid_str(d.endpoint_id),
@@ -106,8 +108,8 @@ def delivery_info(d: Delivery, slug: str) -> DeliveryInfo:
         next_attempt_at=d.next_attempt_at if d.state == "pending" else None,
         last_status=d.last_status,
         last_error=d.last_error,
-        after=_cursor(d.after) if d.after is not None else None,
-        through=_cursor(d.through),
+        after=_cursor(d.after, seal) if d.after is not None else None,
+        through=_cursor(d.through, seal),
         counts=dict(sorted(d.counts.items())),
         created_at=d.created_at,
         delivered_at=d.delivered_at,
@@ -116,10 +118,11 @@ def delivery_info(d: Delivery, slug: str) -> DeliveryInfo:
 
 
 def delivery_request(
-    due: DueDelivery, *, timestamp: int | None = None
+    due: DueDelivery, seal: CursorSeal, *, timestamp: int | None = None
 ) -> tuple[bytes, dict[str, str]]:
-    """The body and headers of one attempt at a claimed delivery (Standard Webhooks v1)."""
-    info = delivery_info(due.delivery, due.project_slug)
+    """The body and headers of one attempt at a claimed delivery (Standard Webhooks v1);
+    ``seal`` is the delivery's organization's (``cursor_seal(store, org_id)``)."""
+    info = delivery_info(due.delivery, due.project_slug, seal)
     body = payload(
         delivery=info.id,
         project=due.project_slug,
@@ -336,7 +339,8 @@ async def list_deliveries(
         limit=size,
     )
     slugs = await _slugs(tx, {d.project_id for d in rows})
-    return [delivery_info(d, slugs[d.project_id]) for d in rows]
+    seal = await _stream.seal_of(tx)
+    return [delivery_info(d, slugs[d.project_id], seal) for d in rows]
 
 
 async def _delivery(tx: Tx, ref: str) -> Delivery:
@@ -363,7 +367,7 @@ async def redeliver(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     now = await tx.now()
     again = attrs.evolve(d, delivered_at=None, parked_at=None, attempts=0, next_attempt_at=now)
     await tx.update_delivery(again)
-    return delivery_info(again, proj.slug)
+    return delivery_info(again, proj.slug, await _stream.seal_of(tx))
 
 
 async def queue_test_delivery(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
@@ -386,4 +390,4 @@ async def queue_test_delivery(e: Engine, tx: Tx, actor: Actor, ref: str) -> Deli
         created_at=now,
     )
     await tx.insert_delivery(d)
-    return delivery_info(d, proj.slug)
+    return delivery_info(d, proj.slug, await _stream.seal_of(tx))

@@ -124,7 +124,8 @@ class DeliveryWorker:
 
     async def _attempt(self, due: skift.DueDelivery) -> None:
         d = due.delivery
-        body, headers = skift.delivery_request(due)
+        seal = await skift.cursor_seal(self.store, d.org_id)
+        body, headers = skift.delivery_request(due, seal)
         status: int | None = None
         error: str | None = None
         started = time.monotonic()

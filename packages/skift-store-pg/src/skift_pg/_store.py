@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
+import secrets
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -360,6 +361,7 @@ class PgStore:
         the database keeps only which organization holds which digest.
         """
         self.blobs: BlobStore = blobs if blobs is not None else FileBlobStore(default_blob_dir())
+        self._secrets: dict[str, bytes] = {}
         self.dsn = dsn
         self.listen = listen
         self.limits = limits or Limits()
@@ -409,12 +411,29 @@ class PgStore:
                     ) from exc
                 self._opened = True
 
+    async def secret(self, name: str) -> bytes:
+        cached = self._secrets.get(name)
+        if cached is not None:
+            return cached
+        await self._ensure_open()
+        for _ in range(3):  # a concurrent first writer: its row is visible on the next try
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(
+                    q("ensure_secret"), {"name": name, "value": secrets.token_bytes(32)}
+                )
+                row = await cur.fetchone()
+            if row is not None:
+                value = bytes(row["value"])
+                self._secrets[name] = value
+                return value
+        raise TransientError(f"could not read the server secret {name!r}")
+
     @asynccontextmanager
     async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncGenerator[PgTx]:
         await self._ensure_open()
         try:
             async with self._pool.connection() as conn, conn.transaction():
-                tx = PgTx(conn, org_id, self._offset)
+                tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                 if graph_lock:
                     await tx.exec("graph_lock", key=_org_lock_key(org_id))
                 yield tx
@@ -573,8 +592,16 @@ class PgStore:
 class PgTx(webhooks.PgWebhooksTx):
     """One transaction in one organization."""
 
-    def __init__(self, conn: Conn, org_id: UUID, offset: timedelta) -> None:
+    def __init__(
+        self,
+        conn: Conn,
+        org_id: UUID,
+        offset: timedelta,
+        *,
+        secret: Callable[[str], Awaitable[bytes]],
+    ) -> None:
         self._conn = conn
+        self._secret = secret
         self._org = org_id
         self._offset = offset
         self._now: datetime | None = None
@@ -607,6 +634,9 @@ class PgTx(webhooks.PgWebhooksTx):
     @property
     def org_id(self) -> UUID:
         return self._org
+
+    async def secret(self, name: str) -> bytes:
+        return await self._secret(name)  # the store's, cached after the first read
 
     async def exec(self, name: str, /, **params: Any) -> None:
         await self._conn.execute(q(name), {"org": self._org, **params})

@@ -10,3 +10,13 @@ LIMIT %(limit)s
 -- name: list_orgs
 -- Every organization, oldest first: the first is the server's own.
 SELECT * FROM orgs ORDER BY created_at, id
+
+-- name: ensure_secret
+-- A server secret, made on first use (the first writer wins) and the same ever after.
+WITH ins AS (
+    INSERT INTO server_secrets (name, value, created_at) VALUES (%(name)s, %(value)s, now())
+    ON CONFLICT (name) DO NOTHING
+    RETURNING value
+)
+SELECT value FROM ins UNION ALL SELECT value FROM server_secrets WHERE name = %(name)s
+LIMIT 1
