@@ -234,4 +234,4 @@ def test_events_follow_prints_new_events_as_they_happen(cli: Cli) -> None:
             proc.terminate()
     assert seen["op"] == "hold_node"
     assert seen["reason"] == "seen live"
-    assert seen["cursor"].startswith("v1.")
+    assert seen["cursor"].startswith("v2.")

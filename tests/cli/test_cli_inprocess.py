@@ -233,7 +233,7 @@ def test_events_cursor_and_op_filter(cli: Cli, sk: Run) -> None:
     assert [(e["op"], e["node"], e["reason"]) for e in got["events"]] == [
         ("hold_node", ref, "look")
     ]
-    assert got["events"][0]["cursor"].startswith("v1.")
+    assert got["events"][0]["cursor"].startswith("v2.")
     assert got["cursor"]
     # from the page's cursor: nothing new; from the event's own cursor: nothing after it
     assert sk("events", "--cursor", got["cursor"], "-p", p, "--json").json()["events"] == []
@@ -247,7 +247,7 @@ def test_events_cursor_and_op_filter(cli: Cli, sk: Run) -> None:
     assert [e["op"] for e in later] == ["unhold_node"]
     human = sk("events", "-p", p, "--op", "unhold_node")
     assert "unhold_node" in human.out
-    assert "next: skift events --cursor v1." in human.err
+    assert "next: skift events --cursor v2." in human.err
     mine = sk("events", "--node", ref, "--json").json()["events"]
     assert [e["op"] for e in mine][-2:] == ["hold_node", "unhold_node"]
     assert "hold_node" in sk("events", "--node", ref).out
