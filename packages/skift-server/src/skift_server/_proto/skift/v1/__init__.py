@@ -5906,7 +5906,7 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         ---- principals and tokens (admin)
 
         Add a principal, optionally with a unix uid. A name already taken is
-        ALREADY_EXISTS.
+        ABORTED (reason CONFLICT).
         """
 
         return await self._unary_unary(
@@ -6761,7 +6761,7 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         ---- principals and tokens (admin)
 
         Add a principal, optionally with a unix uid. A name already taken is
-        ALREADY_EXISTS.
+        ABORTED (reason CONFLICT).
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
