@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 from cli_harness import SKIFT, Cli
@@ -58,3 +60,38 @@ def test_without_a_server_the_error_names_the_socket_and_the_next_move(
 def test_skift_mcp_help_names_skift_mcp(cli: Cli) -> None:
     got = cli.run("mcp", "--help")
     assert got.out.startswith("usage: skift mcp ")
+
+
+def test_the_python_snippet_skift_serve_prints_runs_as_written(tmp_path: Path) -> None:
+    """The banner's Python lines, pasted into a file, run; so does a connection made at
+    module level and used inside ``asyncio.run`` (the channels open in the running loop)."""
+    server = ServerProcess("--memory")
+    try:
+        asyncio.run(server.start())
+        deadline = time.monotonic() + 30
+        while "asyncio.run(main())" not in server.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        banner = server.log().splitlines()
+        start = banner.index("From Python:") + 1
+        snippet = "\n".join(line[2:] for line in banner[start : start + 5])
+        assert "skift_server.connect(" in snippet
+        (tmp_path / "snippet.py").write_text(snippet + "\n")
+        got = subprocess.run(
+            [sys.executable, str(tmp_path / "snippet.py")], capture_output=True, text=True
+        )
+        assert got.returncode == 0, got.stderr
+        assert "[]" in got.stdout
+        module_level = (
+            "import asyncio, skift_server\n"
+            f'sk = skift_server.connect("{server.url}")\n'
+            "async def main():\n"
+            "    async with sk:\n"
+            "        print(len(await sk.list_projects()))\n"
+            "asyncio.run(main())\n"
+        )
+        got = subprocess.run([sys.executable, "-c", module_level], capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout.strip() == "0"
+    finally:
+        asyncio.run(server.stop())
+        server.cleanup()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import os
 import random
@@ -73,7 +74,8 @@ class _UnixChannel(Channel):
 class _Shared:
     """What every handle made from one ``connect`` shares: channels and the test clock."""
 
-    channels: list[Channel]
+    make: Callable[[], Channel]  # a channel; made on first use, inside the caller's event loop
+    size: int
     metadata: dict[str, str]
     socket: Path | None = None  # a unix socket's path: for waiting on a starting server and errors
     looked_at: list[Path] = attrs.field(factory=lambda: list[Path]())  # default paths tried
@@ -81,9 +83,14 @@ class _Shared:
     waited: bool = False
     clock_offset: timedelta | None = None
     closed: bool = False
+    channels: list[Channel] = attrs.field(factory=lambda: list[Channel]())
     rr: itertools.count[int] = attrs.field(factory=itertools.count)
 
     def channel(self) -> Channel:
+        if not self.channels:
+            # grpclib binds a channel to the loop it is made in: making them here, on the
+            # first call, lets connect() run outside the loop that uses it (module level)
+            self.channels = [self.make() for _ in range(self.size)]
         return self.channels[next(self.rr) % len(self.channels)]
 
     async def wait_for_start(self) -> bool:
@@ -1082,7 +1089,7 @@ def connect(
     url = url or os.environ["SKIFT_SERVER"]
     token = token if token is not None else os.environ.get("SKIFT_TOKEN") or None
     parts = urlsplit(url)
-    channels: list[Channel]
+    make: Callable[[], Channel]
     socket_path = ""
     codec = ErrorDetailsCodec()
     size = max(1, pool_size)
@@ -1090,7 +1097,7 @@ def connect(
         path = unquote(parts.path if not parts.netloc else f"/{parts.netloc}{parts.path}")
         if not path:
             raise skift.Invalid(f"{url!r} names no socket", next="Use unix:///path/to/skift.sock.")
-        channels = [_UnixChannel(path, codec) for _ in range(size)]
+        make = functools.partial(_UnixChannel, path, codec)
         socket_path = path
         token = None  # the kernel names the caller; a bearer token never goes over a socket
     elif parts.scheme in ("http", "https"):
@@ -1103,10 +1110,9 @@ def connect(
             tls = ssl_context or ssl.create_default_context()
             with contextlib.suppress(AttributeError, NotImplementedError):
                 tls.set_alpn_protocols(["h2"])
-        channels = [
-            Channel(parts.hostname, parts.port, ssl=tls, status_details_codec=codec)
-            for _ in range(size)
-        ]
+        make = functools.partial(
+            Channel, parts.hostname, parts.port, ssl=tls, status_details_codec=codec
+        )
     else:
         raise skift.Invalid(
             f"{url!r} is not a skift server address",
@@ -1116,7 +1122,8 @@ def connect(
     if token:
         metadata["authorization"] = f"Bearer {token}"
     shared = _Shared(
-        channels=channels,
+        make=make,
+        size=size,
         metadata=metadata,
         socket=Path(socket_path) if socket_path else None,
         looked_at=looked_at,

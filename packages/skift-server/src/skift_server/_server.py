@@ -505,9 +505,16 @@ def connect_hint(server: SkiftServer) -> str:
             f"  the board: http://{server.http_address[0]}:{server.http_address[1]}/ "
             "('skift board' prints a sign-in link)"
         )
-    lines.append("Connect from Python:")
-    lines.append("  import skift_server")
-    lines.append(f'  sk = skift_server.connect("unix://{server.socket_path}")')
+    lines.append("From a terminal (the command line finds this server by itself):")
+    lines.append("  skift project create 'OAuth spike'; skift ready; skift --help")
+    lines.append("For an agent (MCP over stdio; register it with your harness, see docs/mcp.md):")
+    lines.append("  skift-mcp")
+    lines.append("From Python:")
+    lines.append("  import asyncio, skift_server")
+    lines.append("  async def main():")
+    lines.append(f'      async with skift_server.connect("unix://{server.socket_path}") as sk:')
+    lines.append("          print(await sk.list_projects())")
+    lines.append("  asyncio.run(main())")
     lines.append("or with any gRPC client (the server offers reflection; see docs/grpc.md):")
     lines.append(
         f"  grpcurl -plaintext -unix {server.socket_path} skift.v1.SkiftService/ListProjects"
