@@ -396,8 +396,11 @@ def explanation(ex: skift.Explanation) -> None:
     )
     c.print(head)
     for r in ex.reasons:
-        # wrapped lines stay under their bullet instead of running back to column 0
-        c.print(Padding(Text("• ").append_text(describe_reason(r.kind, r.detail)), (0, 0, 0, 2)))
+        line = Text("• ").append_text(describe_reason(r.kind, r.detail))
+        if c.soft_wrap:  # the width is unknown (piped): one line each, never cropped
+            c.print(Text("  ").append_text(line))
+        else:  # wrapped lines stay under their bullet instead of running back to column 0
+            c.print(Padding(line, (0, 0, 0, 2)))
 
 
 def claim(cl: skift.Claim) -> None:

@@ -31,8 +31,32 @@ def serve(args: tuple[str, ...]) -> None:
     found = list(entry_points(group="console_scripts", name="skift-serve"))
     if not found:
         usage_error("skift-serve is not installed (it comes with the skift-server package)")
+    _announce_starting(list(args))
     main: Callable[[list[str]], int] = found[0].load()
     raise click.exceptions.Exit(main(list(args)))
+
+
+def _announce_starting(args: list[str]) -> None:
+    """Leave the "starting" marker beside the socket before loading the server (about a
+    second of imports): a client run right after ``skift serve &`` then waits for it."""
+    if any(a in ("-h", "--help") for a in args):
+        return
+    sock: str | None = None
+    for i, arg in enumerate(args):
+        if arg == "--socket" and i + 1 < len(args):
+            sock = args[i + 1]
+        elif arg.startswith("--socket="):
+            sock = arg.split("=", 1)[1]
+    from pathlib import Path
+
+    from skift_server._paths import announce_starting, default_socket_path
+
+    path = Path(sock) if sock else default_socket_path()
+    try:
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        announce_starting(path)
+    except OSError:
+        pass  # the server itself reports what is wrong with the path
 
 
 @command("Setup and admin", context_settings=_PASS, add_help_option=False)
