@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "events",
     "graph",
     "holds",
+    "maintenance",
     "nodes",
     "projects",
     "setup",

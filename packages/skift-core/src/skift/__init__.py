@@ -98,6 +98,7 @@ if TYPE_CHECKING:
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._seal import CursorSeal, cursor_seal
+    from ._retention import PruneReport, prune
     from ._signin import BoardSession, SigninCode, SigninKind, SigninRecord, SigninStore
     from ._store import (
         Authors,
@@ -275,6 +276,8 @@ _LAZY: dict[str, str] = {
     "parse_node_ref": "_refs",
     "slugify": "_refs",
     "ulid_str": "_refs",
+    "PruneReport": "_retention",
+    "prune": "_retention",
     "Authors": "_store",
     "Derived": "_store",
     "EventBatch": "_store",
@@ -423,6 +426,7 @@ __all__ = [
     "Priority",
     "Project",
     "ProjectInfo",
+    "PruneReport",
     "Rate",
     "RateInfo",
     "ReadyPage",
@@ -483,6 +487,7 @@ __all__ = [
     "parse_ops",
     "part_from_dict",
     "part_to_dict",
+    "prune",
     "slugify",
     "to_json",
     "ulid_str",

@@ -43,6 +43,7 @@ from ._intent import intent
 from ._models import Comment, Node, Project, Revision
 from ._ops import canonical_digest
 from ._refs import new_id, parse_ulid, ulid_str
+from ._retention import refuse_pruned_request
 from ._store import Tx
 from ._views import CommentInfo, CommentRevision
 
@@ -153,6 +154,7 @@ async def add_comment(
                 next="Use a fresh request id for new content; reuse an id only to retry the same request.",
             )
         return from_json(stored.response, CommentInfo)
+    await refuse_pruned_request(tx, actor.id, request_id, e.limits.request_retention)
     comment = await new_comment(e, tx, actor, node, project, body, reply_to)
     ref_text = ref_of(node, project)
     e.authorize(actor, [intent("comment", node=node_facts(node, ref_text, project.slug, actor))])

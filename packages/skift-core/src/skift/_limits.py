@@ -46,6 +46,10 @@ class Limits:
     event_replay_window: timedelta = timedelta(days=7)
     event_wait_ceiling: timedelta = timedelta(minutes=10)
     statement_timeout: timedelta = timedelta(seconds=30)
+    # retention of what is not audit (skift._retention, docs/operations.md): how long a
+    # request id's result is kept for retries, and how long an unused claim cursor stays
+    request_retention: timedelta = timedelta(days=30)
+    claim_cursor_retention: timedelta = timedelta(days=90)
     # webhooks (docs/webhooks.md): endpoints per project, and whether an endpoint may
     # point at loopback or private addresses (skift serve --webhook-allow-private)
     webhooks_per_project: int = 20

@@ -40,6 +40,7 @@ from ._models import (
 )
 from ._origins import NodeOrigin
 from ._refs import new_id, ulid_str
+from ._retention import PruneReport
 from ._signin import MemorySignins
 from ._store import (
     Authors,
@@ -73,6 +74,10 @@ class _State:
         self.node_leases: dict[UUID, list[UUID]] = {}
         self.requests: dict[tuple[UUID, UUID, str], StoredRequest] = {}
         self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
+        # when each request record was made and each claim cursor last moved (retention)
+        self.request_times: dict[tuple[UUID, UUID, str], datetime] = {}
+        self.cursor_times: dict[tuple[UUID, UUID, str], datetime] = {}
+        self.last_prune: PruneReport | None = None
         self.events: list[Event] = []
         self.identities: dict[UUID, Identity] = {}
         # usage and cost, artifacts and blob metadata (bytes: MemoryStore.blobs)
@@ -189,6 +194,38 @@ class MemoryStore:
 
     async def delivery_stats(self) -> DeliveryStats:
         return webhooks.stats(self._state)
+
+    async def prune(
+        self, *, request_retention: timedelta, claim_cursor_retention: timedelta, dry_run: bool
+    ) -> PruneReport:
+        async with self._lock:
+            s = self._state
+            now = self._now()
+            req_cut, cur_cut = now - request_retention, now - claim_cursor_retention
+            old_requests = [k for k, at in s.request_times.items() if at < req_cut]
+            old_cursors = [k for k, at in s.cursor_times.items() if at < cur_cut]
+            if not dry_run:
+                for k in old_requests:
+                    s.requests.pop(k, None)
+                    s.request_times.pop(k, None)
+                for k in old_cursors:
+                    s.cursors.pop(k, None)
+                    s.cursor_times.pop(k, None)
+            report = PruneReport(
+                at=now,
+                dry_run=dry_run,
+                ran=True,
+                requests=len(old_requests),
+                claim_cursors=len(old_cursors),
+                requests_before=req_cut,
+                claim_cursors_before=cur_cut,
+            )
+            if not dry_run:
+                s.last_prune = report
+            return report
+
+    async def last_prune(self) -> PruneReport | None:
+        return self._state.last_prune
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:
         async with self._changed:
@@ -613,7 +650,9 @@ class MemoryTx(webhooks.MemoryWebhooksTx):
         return self._s.cursors.get((self._org, principal_id, filter_hash))
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
-        self._set(self._s.cursors, (self._org, principal_id, filter_hash), project_id)
+        key = (self._org, principal_id, filter_hash)
+        self._set(self._s.cursors, key, project_id)
+        self._set(self._s.cursor_times, key, self._now)
 
     # idempotency
     async def reserve_request(
@@ -624,7 +663,18 @@ class MemoryTx(webhooks.MemoryWebhooksTx):
         if found is not None:
             return found
         self._set(self._s.requests, key, StoredRequest(fingerprint=fingerprint, response=None))
+        self._set(self._s.request_times, key, self._now)
         return None
+
+    async def request_applied_at(self, principal_id: UUID, request_id: str) -> datetime | None:
+        times = [
+            e.occurred_at
+            for e in self._s.events
+            if e.org_id == self._org
+            and e.principal_id == principal_id
+            and e.request_id == request_id
+        ]
+        return min(times, default=None)
 
     async def save_response(
         self, principal_id: UUID, request_id: str, response: dict[str, Any]

@@ -50,6 +50,7 @@ from ._ops import (
 )
 from ._patch_state import PatchState
 from ._refs import format_ref, new_id, parse_ulid, ulid_str
+from ._retention import refuse_pruned_request
 from ._store import Tx
 from ._usage import set_budget
 from ._views import PatchResult
@@ -125,6 +126,7 @@ class Patching(Context):
                     next="Use a fresh request id for new content; reuse an id only to retry the same patch.",
                 )
             return from_json(stored.response, PatchResult)
+        await refuse_pruned_request(tx, actor.id, request_id, self.limits.request_retention)
         ctx = _Patch(self, tx, actor, project, request_id)
         if lease is not None:
             await ctx.use_lease(lease)

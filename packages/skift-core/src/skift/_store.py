@@ -40,6 +40,7 @@ from ._models import (
     Status,
 )
 from ._origins import NodeOrigin
+from ._retention import PruneReport
 from ._signin import SigninStore
 from ._usage import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery, Endpoint
@@ -327,6 +328,11 @@ class Tx(Protocol):
         self, principal_id: UUID, request_id: str, response: dict[str, Any]
     ) -> None: ...
 
+    async def request_applied_at(self, principal_id: UUID, request_id: str) -> datetime | None:
+        """When this principal's events first carried this request id (its record may
+        have been pruned: ``skift._retention``), or None if none does."""
+        ...
+
     # comments
     async def insert_comment(self, comment: Comment) -> None: ...
     async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
@@ -549,6 +555,21 @@ class Store(Protocol):
         ...
 
     async def delivery_stats(self) -> DeliveryStats: ...
+
+    # retention (skift._retention), across organizations
+    async def prune(
+        self, *, request_retention: timedelta, claim_cursor_retention: timedelta, dry_run: bool
+    ) -> PruneReport:
+        """Delete (or with ``dry_run`` count) request records created before now minus
+        ``request_retention`` and claim cursors last moved before now minus
+        ``claim_cursor_retention``, in every organization, and record the run. A run
+        that finds another holding the store's prune lock does nothing (``ran`` False)."""
+        ...
+
+    async def last_prune(self) -> PruneReport | None:
+        """The last prune run that was not a dry run, if any."""
+        ...
+
     async def wait_for_any_change(self, timeout: timedelta) -> None:
         """Return when something in any organization may have changed, or at the timeout."""
         ...

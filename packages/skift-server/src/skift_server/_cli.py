@@ -120,6 +120,14 @@ def parser() -> argparse.ArgumentParser:
         help="how often expired leases are swept (0: never)",
     )
     p.add_argument(
+        "--prune-every",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how often idempotency records and claim cursors past their windows are pruned "
+        "(0: never; see skift admin prune)",
+    )
+    p.add_argument(
         "--drain-timeout",
         type=float,
         default=20.0,
@@ -197,6 +205,7 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         org=ns.org,
         test_hooks=ns.test_hooks,
         sweep_every=ns.sweep_every,
+        prune_every=ns.prune_every,
         drain_timeout=ns.drain_timeout,
         max_message_bytes=ns.max_message_bytes,
         oidc_issuer=ns.oidc_issuer,

@@ -9,6 +9,7 @@ the user's data directory, or ``--memory``), applies migrations, and serves:
   certificate and key;
 - HTTP (``--http``): ``/healthz``, ``/readyz``, ``/metrics`` and the web board;
 - the lease-expiry sweeper, every ``--sweep-every`` seconds;
+- pruning of what is not audit (``skift.prune``), every ``--prune-every`` seconds;
 - the webhook delivery worker (``_webhook_worker``; ``--webhook-workers 0``
   turns it off).
 
@@ -84,6 +85,7 @@ class ServeOptions:
     org: str = "default"
     test_hooks: bool = False
     sweep_every: float = 5.0
+    prune_every: float = 3600.0
     probe_every: float = 2.0
     drain_timeout: float = 20.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -174,6 +176,8 @@ class SkiftServer:
             self._tasks.append(asyncio.create_task(self._sweeper(), name="skift-sweeper"))
         if o.probe_every > 0:
             self._tasks.append(asyncio.create_task(self._prober(), name="skift-probe"))
+        if o.prune_every > 0:
+            self._tasks.append(asyncio.create_task(self._pruner(), name="skift-pruner"))
         if o.webhook_workers > 0:
             worker = DeliveryWorker(
                 self.base.store,
@@ -349,6 +353,21 @@ class SkiftServer:
                 self.metrics.expiries.inc(n)
                 self.metrics.lease_ended(n)
                 _log.info("expired leases recorded", extra={"fields": {"count": n}})
+
+    async def _pruner(self) -> None:
+        """Prune what is not audit on a schedule; every server runs one, and the store's
+        prune lock lets one run at a time (the others skip)."""
+        while True:
+            await asyncio.sleep(self.options.prune_every)
+            try:
+                r = await skift.prune(self.base.store, limits=self.options.limits)
+            except (skift.SkiftError, skift.TransientError) as exc:
+                _log.warning("prune failed", extra={"fields": {"error": str(exc)}})
+                continue
+            _log.info(
+                "prune ran" if r.ran else "prune skipped: another server is pruning",
+                extra={"fields": {"requests": r.requests, "claim_cursors": r.claim_cursors}},
+            )
 
     async def refresh_webhook_metrics(self) -> None:
         """Read the deliveries' states from the store into the metrics (for ``/metrics``)."""

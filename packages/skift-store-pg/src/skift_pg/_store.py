@@ -57,6 +57,7 @@ from skift import (
     PrincipalKind,
     Priority,
     Project,
+    PruneReport,
     Rate,
     ReadyQuery,
     ReleaseReason,
@@ -78,6 +79,7 @@ from skift import (
     ulid_str,
 )
 
+from . import _retention as retention
 from . import _webhooks as webhooks
 from ._queries import q
 from ._signin import PgSignins
@@ -566,6 +568,24 @@ class PgStore:
         await self._ensure_open()
         async with self._pool.connection() as conn:
             return await webhooks.stats(conn)
+
+    async def prune(
+        self, *, request_retention: timedelta, claim_cursor_retention: timedelta, dry_run: bool
+    ) -> PruneReport:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await retention.prune(
+                conn,
+                self._offset,
+                request_retention=request_retention,
+                claim_cursor_retention=claim_cursor_retention,
+                dry_run=dry_run,
+            )
+
+    async def last_prune(self) -> PruneReport | None:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await retention.last_prune(conn)
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:
         """Wait for a NOTIFY naming any organization (polling by the caller is the
@@ -1060,6 +1080,10 @@ class PgTx(webhooks.PgWebhooksTx):
         await self.send(
             "save_response", principal=principal_id, rid=request_id, response=Jsonb(response)
         )
+
+    async def request_applied_at(self, principal_id: UUID, request_id: str) -> datetime | None:
+        row = await self.row("request_applied_at", principal=principal_id, rid=request_id)
+        return row["at"] if row else None
 
     # comments
     async def insert_comment(self, comment: Comment) -> None:

@@ -1,0 +1,63 @@
+"""``skift admin prune`` through a real process over a real PostgreSQL database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from cli_harness import SKIFT
+
+import skift
+
+pytestmark = pytest.mark.pg
+
+
+def _prune(dsn: str, *flags: str) -> Any:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIFT_")}
+    proc = subprocess.run(
+        [str(SKIFT), "admin", "prune", "--dsn", dsn, "--json", *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+async def test_prune_removes_old_request_records_and_a_repeat_is_refused(pg_dsn: str) -> None:
+    async with skift.open(pg_dsn) as sk:
+        p = await sk.create_project("Old")
+        sk.store.set_clock_offset(timedelta(days=-40))  # written forty days ago
+        ops: list[skift.Op] = [skift.CreateNode(title="long ago")]
+        await sk.patch(p.slug, ops, request_id="cli-1")
+        sk.store.set_clock_offset(timedelta(0))
+
+        dry = _prune(pg_dsn, "--dry-run")
+        assert (dry["ran"], dry["dry_run"]) == (True, True)
+        assert dry["requests"] >= 1
+        assert await sk.patch(p.slug, ops, request_id="cli-1")  # still answered from its record
+
+        done = _prune(pg_dsn)
+        assert (done["dry_run"], done["requests"]) == (False, dry["requests"])
+        assert _prune(pg_dsn)["requests"] == 0
+        with pytest.raises(skift.IdempotencyMismatch):
+            await sk.patch(p.slug, ops, request_id="cli-1")
+        last = await sk.store.last_prune()
+        assert last is not None
+        assert last.requests == 0
+
+
+def test_a_bad_window_is_a_usage_error(pg_dsn: str) -> None:
+    proc = subprocess.run(
+        [str(SKIFT), "admin", "prune", "--dsn", pg_dsn, "--requests-days", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--requests-days" in proc.stderr

@@ -1,0 +1,100 @@
+"""Retention of what is not audit: idempotency records and claim cursors past their
+windows (skift._retention, docs/operations.md), time moved by the test clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+import skift
+
+
+@pytest.fixture(params=["memory", pytest.param("pg", marks=pytest.mark.pg)])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """Memory and PostgreSQL: pruning is an operator's run over the store itself
+    (``skift serve`` on a schedule, ``skift admin prune --dsn``), not an RPC."""
+    if request.param == "memory":
+        return "memory:"
+    dsn: str = request.getfixturevalue("pg_dsn")
+    return dsn
+
+
+async def test_a_request_id_past_the_window_is_refused_never_applied_twice(
+    sk: skift.LocalSkift,
+) -> None:
+    p = await sk.create_project("Keep")
+    ops: list[skift.Op] = [skift.CreateNode(title="once")]
+    first = await sk.patch(p.slug, ops, request_id="r-1")
+    assert await sk.patch(p.slug, ops, request_id="r-1") == first  # a retry: the same result
+
+    sk.store.set_clock_offset(timedelta(days=31))
+    dry = await skift.prune(sk.store, dry_run=True)
+    assert dry.ran
+    assert dry.dry_run
+    assert dry.requests >= 1
+    assert await sk.patch(p.slug, ops, request_id="r-1") == first  # a dry run removes nothing
+    assert await sk.store.last_prune() is None
+
+    done = await skift.prune(sk.store)
+    assert done.requests == dry.requests
+    with pytest.raises(skift.IdempotencyMismatch) as err:
+        await sk.patch(p.slug, ops, request_id="r-1")
+    assert "already applied" in err.value.message
+    assert "30 days" in err.value.message
+    assert "fresh request id" in err.value.next
+    assert [n.title for n in (await sk.list_nodes(projects=[p.slug])).nodes] == ["once"]
+
+    # a request inside the window keeps its record
+    second = await sk.patch(p.slug, [skift.CreateNode(title="recent")], request_id="r-2")
+    again = await skift.prune(sk.store)
+    assert again.requests == 0
+    assert await sk.patch(p.slug, [skift.CreateNode(title="recent")], request_id="r-2") == second
+    last = await sk.store.last_prune()
+    assert last is not None
+    assert (last.requests, last.dry_run) == (0, False)
+    # another principal's request id of the same text is its own
+    bot = sk.acting_as(skift.Agent("bot"))
+    await bot.patch(p.slug, [skift.CreateNode(title="by the bot")], request_id="r-1")
+
+
+async def test_a_comment_request_id_past_the_window_is_refused(sk: skift.LocalSkift) -> None:
+    p = await sk.create_project("Talk")
+    await sk.patch(p.slug, [skift.CreateNode(title="n")])
+    await sk.add_comment("talk#1", "hello", request_id="c-1")
+    sk.store.set_clock_offset(timedelta(days=40))
+    await skift.prune(sk.store)
+    with pytest.raises(skift.IdempotencyMismatch):
+        await sk.add_comment("talk#1", "hello", request_id="c-1")
+    assert [c.body for c in await sk.comments("talk#1")] == ["hello"]
+
+
+async def test_claim_cursors_unused_for_the_window_are_pruned(sk: skift.LocalSkift) -> None:
+    bot = sk.acting_as(skift.Agent("bot"))
+    for name in ("Alpha", "Beta"):
+        p = await sk.create_project(name)
+        await sk.patch(p.slug, [skift.CreateNode(title=f"{name} work")])
+    got = await bot.claim_next()
+    assert got.node is not None
+
+    sk.store.set_clock_offset(timedelta(days=60))
+    assert (await skift.prune(sk.store, dry_run=True)).claim_cursors == 0
+    sk.store.set_clock_offset(timedelta(days=91))
+    assert (await skift.prune(sk.store, dry_run=True)).claim_cursors == 1
+    assert (await skift.prune(sk.store)).claim_cursors == 1
+    assert (await skift.prune(sk.store)).claim_cursors == 0
+    # the rotation starts afresh from the first project (alpha#1 is ready again: its
+    # lease expired long ago); with the cursor kept it would have moved on to beta
+    nxt = await bot.claim_next()
+    assert got.node.ref == "alpha#1"
+    assert nxt.node is not None
+    assert nxt.node.ref == "alpha#1"
+
+
+async def test_windows_come_from_the_limits(sk: skift.LocalSkift) -> None:
+    p = await sk.create_project("Short")
+    await sk.patch(p.slug, [skift.CreateNode(title="x")], request_id="short-1")
+    sk.store.set_clock_offset(timedelta(days=2))
+    short = skift.Limits(request_retention=timedelta(days=1))
+    assert (await skift.prune(sk.store, dry_run=True)).requests == 0
+    assert (await skift.prune(sk.store, limits=short, dry_run=True)).requests >= 1
