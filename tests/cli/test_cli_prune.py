@@ -61,3 +61,30 @@ def test_a_bad_window_is_a_usage_error(pg_dsn: str) -> None:
     )
     assert proc.returncode == 2
     assert "--requests-days" in proc.stderr
+
+
+def _stats(dsn: str, *flags: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIFT_")}
+    proc = subprocess.run(
+        [str(SKIFT), "admin", "stats", "--dsn", dsn, *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+async def test_stats_names_tables_partitions_deliveries_and_the_last_prune(pg_dsn: str) -> None:
+    async with skift.open(pg_dsn) as sk:
+        await sk.create_project("Sized")
+    _prune(pg_dsn)
+    doc = json.loads(_stats(pg_dsn, "--json"))
+    assert "events" in {t["name"] for t in doc["tables"]}
+    assert doc["event_partitions"] == []
+    assert doc["deliveries"]["oldest_parked_at"] is None
+    assert doc["last_prune"]["requests"] == 0
+    text = _stats(pg_dsn)
+    assert "events: one table (not partitioned)" in text
+    assert "last prune: " in text

@@ -98,3 +98,25 @@ async def test_windows_come_from_the_limits(sk: skift.LocalSkift) -> None:
     short = skift.Limits(request_retention=timedelta(days=1))
     assert (await skift.prune(sk.store, dry_run=True)).requests == 0
     assert (await skift.prune(sk.store, limits=short, dry_run=True)).requests >= 1
+
+
+async def test_store_stats_show_growth_and_the_last_prune(sk: skift.LocalSkift) -> None:
+    p = await sk.create_project("Stats")
+    await sk.patch(p.slug, [skift.CreateNode(title=f"n{i}") for i in range(3)])
+    await sk.add_webhook(p.slug, "https://hooks.example.com/skift")
+    await sk.patch(p.slug, [skift.CreateNode(title="announced")])
+    st = await skift.store_stats(sk.store)
+    names = {t.name for t in st.tables}
+    assert {"events", "nodes", "requests", "claim_cursors"} <= names
+    events = next(t for t in st.tables if t.name == "events")
+    assert events.rows >= 6 or (events.bytes or 0) > 0  # PostgreSQL: an estimate
+    assert st.event_partitions == ()
+    assert st.deliveries.pending == 1
+    assert st.deliveries.oldest_pending_at is not None
+    assert st.oldest_parked_at is None
+    assert st.last_prune is None
+    sk.store.set_clock_offset(timedelta(days=31))
+    done = await skift.prune(sk.store)
+    after = await skift.store_stats(sk.store)
+    assert after.last_prune is not None
+    assert (after.last_prune.requests, after.last_prune.at) == (done.requests, done.at)

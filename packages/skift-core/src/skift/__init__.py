@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         Unavailable,
     )
     from ._filter import NodeFilter
+    from ._growth import StoreStats, TableStat, store_stats
     from ._importer import BeadsImport
     from ._limits import DEFAULT_LIMITS, Limits
     from ._memory import MemoryStore
@@ -277,6 +278,9 @@ _LAZY: dict[str, str] = {
     "slugify": "_refs",
     "ulid_str": "_refs",
     "PruneReport": "_retention",
+    "StoreStats": "_growth",
+    "TableStat": "_growth",
+    "store_stats": "_growth",
     "prune": "_retention",
     "Authors": "_store",
     "Derived": "_store",
@@ -451,7 +455,9 @@ __all__ = [
     "SkiftError",
     "Status",
     "Store",
+    "StoreStats",
     "StoredRequest",
+    "TableStat",
     "TextPart",
     "TokenInfo",
     "TokenTotals",
@@ -489,6 +495,7 @@ __all__ = [
     "part_to_dict",
     "prune",
     "slugify",
+    "store_stats",
     "to_json",
     "ulid_str",
     "verify_webhook",

@@ -24,6 +24,7 @@ from . import _search as search
 from ._artifacts import ArtifactRecord, BlobRecord
 from ._blobs import BlobStore, MemoryBlobStore
 from ._errors import Conflict
+from ._growth import StoreStats, TableStat
 from ._models import (
     Comment,
     Edge,
@@ -226,6 +227,38 @@ class MemoryStore:
 
     async def last_prune(self) -> PruneReport | None:
         return self._state.last_prune
+
+    async def store_stats(self) -> StoreStats:
+        s = self._state
+        sizes = {
+            "orgs": len(s.orgs),
+            "principals": len(s.principals),
+            "identities": len(s.identities),
+            "projects": len(s.projects),
+            "nodes": len(s.nodes),
+            "edges": len(s.edges),
+            "leases": len(s.leases),
+            "requests": len(s.requests),
+            "claim_cursors": len(s.cursors),
+            "events": len(s.events),
+            "comments": len(s.comments),
+            "usage": len(s.usage),
+            "artifacts": len(s.artifacts),
+            "blobs": len(s.blobs),
+            "webhook_deliveries": len(s.webhooks.deliveries),
+        }
+        tables = sorted(
+            (TableStat(name=k, rows=v, bytes=None) for k, v in sizes.items()),
+            key=lambda t: (-t.rows, t.name),
+        )
+        parked = [d.parked_at for d in s.webhooks.deliveries.values() if d.parked_at]
+        return StoreStats(
+            tables=tuple(tables),
+            event_partitions=(),
+            deliveries=webhooks.stats(s),
+            oldest_parked_at=min(parked, default=None),
+            last_prune=s.last_prune,
+        )
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:
         async with self._changed:

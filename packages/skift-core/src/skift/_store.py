@@ -24,6 +24,7 @@ import attrs
 
 from ._artifacts import ArtifactRecord, BlobRecord
 from ._blobs import BlobStore
+from ._growth import StoreStats
 from ._models import (
     AssigneeKind,
     Comment,
@@ -568,6 +569,10 @@ class Store(Protocol):
 
     async def last_prune(self) -> PruneReport | None:
         """The last prune run that was not a dry run, if any."""
+        ...
+
+    async def store_stats(self) -> StoreStats:
+        """Table sizes, event partitions, deliveries, the last prune (``skift._growth``)."""
         ...
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:

@@ -21,7 +21,17 @@ one test process do not collide):
   delivery has waited (0 when none is pending);
 - ``skift_webhook_attempts_total{outcome}``: this server's attempts by outcome
   (``delivered``, ``retry``, ``parked``), ``skift_webhook_attempt_seconds`` their
-  duration.
+  duration;
+- ``skift_webhook_oldest_parked_seconds``: how long ago the longest-parked
+  delivery was parked (0 when none is);
+- ``skift_table_bytes{table}``, ``skift_table_rows{table}``: each table's size
+  with its indexes and PostgreSQL's row estimate (rows only, exact, in memory);
+- ``skift_event_partitions``: partitions of the events table (0: one table);
+- ``skift_prune_last_run_timestamp_seconds`` and
+  ``skift_prune_last_removed{what}`` (``requests``, ``claim_cursors``): the last
+  prune run that removed (docs/operations.md, retention).
+All of these but the attempt counters are read from the store when
+``/metrics`` is asked.
 """
 
 from __future__ import annotations
@@ -91,6 +101,28 @@ class Metrics:
             "skift_webhook_oldest_pending_seconds",
             "age of the oldest pending webhook delivery (0: none pending)",
             registry=r,
+        )
+        self.webhook_oldest_parked = Gauge(
+            "skift_webhook_oldest_parked_seconds",
+            "how long ago the longest-parked webhook delivery was parked (0: none parked)",
+            registry=r,
+        )
+        self.table_bytes = Gauge(
+            "skift_table_bytes", "a table's size with its indexes", ["table"], registry=r
+        )
+        self.table_rows = Gauge(
+            "skift_table_rows", "a table's rows (PostgreSQL: the estimate)", ["table"], registry=r
+        )
+        self.event_partitions = Gauge(
+            "skift_event_partitions", "partitions of the events table (0: one table)", registry=r
+        )
+        self.prune_last_run = Gauge(
+            "skift_prune_last_run_timestamp_seconds",
+            "when the last prune run that removed ran (0: never)",
+            registry=r,
+        )
+        self.prune_last_removed = Gauge(
+            "skift_prune_last_removed", "what the last prune run removed", ["what"], registry=r
         )
         self.webhook_attempts = Counter(
             "skift_webhook_attempts",

@@ -370,18 +370,31 @@ class SkiftServer:
             )
 
     async def refresh_webhook_metrics(self) -> None:
-        """Read the deliveries' states from the store into the metrics (for ``/metrics``)."""
+        """Read the store's growth (tables, partitions, deliveries by state, the last prune)
+        into the metrics (for ``/metrics``)."""
         try:
-            st = await asyncio.wait_for(self.base.store.delivery_stats(), 5)
+            st = await asyncio.wait_for(skift.store_stats(self.base.store), 5)
         except Exception as exc:
-            _log.warning(
-                "reading webhook delivery stats failed", extra={"fields": {"error": repr(exc)}}
-            )
+            _log.warning("reading store stats failed", extra={"fields": {"error": repr(exc)}})
             return
-        oldest = 0.0
-        if st.oldest_pending_at is not None:
-            oldest = max(0.0, (datetime.now(UTC) - st.oldest_pending_at).total_seconds())
-        self.metrics.webhook_stats(st.pending, st.delivered, st.parked, oldest)
+        now = datetime.now(UTC)
+
+        def age(at: datetime | None) -> float:
+            return 0.0 if at is None else max(0.0, (now - at).total_seconds())
+
+        d = st.deliveries
+        m = self.metrics
+        m.webhook_stats(d.pending, d.delivered, d.parked, age(d.oldest_pending_at))
+        m.webhook_oldest_parked.set(age(st.oldest_parked_at))
+        for t in st.tables:
+            m.table_rows.labels(table=t.name).set(t.rows)
+            if t.bytes is not None:
+                m.table_bytes.labels(table=t.name).set(t.bytes)
+        m.event_partitions.set(len(st.event_partitions))
+        if st.last_prune is not None:
+            m.prune_last_run.set(st.last_prune.at.timestamp())
+            m.prune_last_removed.labels(what="requests").set(st.last_prune.requests)
+            m.prune_last_removed.labels(what="claim_cursors").set(st.last_prune.claim_cursors)
 
     async def _prober(self) -> None:
         while True:

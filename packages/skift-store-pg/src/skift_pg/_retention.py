@@ -1,4 +1,5 @@
-"""Pruning what is not audit in PostgreSQL (skift._retention): one run under an advisory lock."""
+"""Pruning what is not audit in PostgreSQL (skift._retention): one run under an advisory
+lock; and the store's growth (skift._growth): table sizes, partitions, waiting deliveries."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 import psycopg
 
-from skift import PruneReport
+from skift import PruneReport, StoreStats, TableStat
 
+from . import _webhooks as webhooks
 from ._queries import q
 
 # an arbitrary constant naming "skift's prune lock" among advisory locks
@@ -66,4 +68,22 @@ async def last_prune(conn: Conn) -> PruneReport | None:
         claim_cursors=row["claim_cursors"],
         requests_before=row["requests_before"],
         claim_cursors_before=row["claim_cursors_before"],
+    )
+
+
+async def store_stats(conn: Conn) -> StoreStats:
+    def table(row: dict[str, Any]) -> TableStat:
+        return TableStat(
+            name=row["name"], rows=row["rows"], bytes=row["bytes"], bound=row.get("bound") or ""
+        )
+
+    tables = await (await conn.execute(q("table_sizes"))).fetchall()
+    parts = await (await conn.execute(q("event_partitions"))).fetchall()
+    parked = await (await conn.execute(q("oldest_parked"))).fetchone()
+    return StoreStats(
+        tables=tuple(table(r) for r in tables),
+        event_partitions=tuple(table(r) for r in parts),
+        deliveries=await webhooks.stats(conn),
+        oldest_parked_at=parked["at"] if parked else None,
+        last_prune=await last_prune(conn),
     )

@@ -65,6 +65,7 @@ from skift import (
     SearchQuery,
     Status,
     StoredRequest,
+    StoreStats,
     TransientError,
     Unavailable,
     UsageKind,
@@ -586,6 +587,11 @@ class PgStore:
         await self._ensure_open()
         async with self._pool.connection() as conn:
             return await retention.last_prune(conn)
+
+    async def store_stats(self) -> StoreStats:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await retention.store_stats(conn)
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:
         """Wait for a NOTIFY naming any organization (polling by the caller is the

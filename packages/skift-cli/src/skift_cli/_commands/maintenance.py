@@ -1,4 +1,4 @@
-"""An operator's maintenance of the database itself: ``skift admin prune``.
+"""An operator's maintenance of the database itself: ``skift admin prune`` and ``stats``.
 
 These commands open the PostgreSQL database directly (like ``skift migrate``),
 not a server: they act on every organization at once.
@@ -7,18 +7,24 @@ not a server: they act on every organization at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .._base import Failure, app, global_options, group, usage_error
 
+if TYPE_CHECKING:
+    from skift import Store
+
+T = TypeVar("T")
+
 
 @group("Setup and admin")
 @global_options
 def admin() -> None:
-    """An operator's maintenance of the database (every organization): prune."""
+    """An operator's maintenance of the database (every organization): prune, stats."""
 
 
 @admin.command("prune")
@@ -72,7 +78,9 @@ def admin_prune(
         claim_cursor_retention=timedelta(days=claim_cursors_days),
     )
     try:
-        report = asyncio.run(_with_store(dsn, data_dir, limits, dry_run))
+        report = asyncio.run(
+            _on_store(dsn, data_dir, lambda st: skift.prune(st, limits=limits, dry_run=dry_run))
+        )
     except skift.SkiftError as exc:
         raise Failure(exc) from None
     except OSError as exc:
@@ -99,13 +107,14 @@ def admin_prune(
         )
 
 
-async def _with_store(dsn: str | None, data_dir: str | None, limits: Any, dry_run: bool) -> Any:
-    import skift
-
+async def _on_store(
+    dsn: str | None, data_dir: str | None, run: Callable[[Store], Awaitable[T]]
+) -> T:
+    """Run ``run`` over the database at ``dsn`` (else SKIFT_DSN, else the embedded cluster)."""
     try:
         import skift_pg
     except ImportError:
-        usage_error("prune needs the skift-store-pg package")
+        usage_error("skift admin needs the skift-store-pg package")
     given = dsn or os.environ.get("SKIFT_DSN") or None
     cluster: Any = None
     if given is None:
@@ -120,9 +129,101 @@ async def _with_store(dsn: str | None, data_dir: str | None, limits: Any, dry_ru
     try:
         store = skift_pg.PgStore(target, min_size=1, max_size=1, listen=False)
         try:
-            return await skift.prune(store, limits=limits, dry_run=dry_run)
+            return await run(store)
         finally:
             await store.close()
     finally:
         if cluster is not None:
             cluster.stop()
+
+
+_DSN = click.option(
+    "--dsn",
+    metavar="DSN",
+    help="PostgreSQL to read (default: SKIFT_DSN, else the embedded cluster).",
+)
+_DATA_DIR = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    help="The embedded cluster's directory (without --dsn).",
+)
+
+
+@admin.command("stats")
+@_DSN
+@_DATA_DIR
+@global_options
+def admin_stats(dsn: str | None, data_dir: str | None) -> None:
+    """How big the database is and what waits in it: tables, event partitions, deliveries, last prune.
+
+    Rows are PostgreSQL's estimates (as of the last ANALYZE); bytes include indexes.
+    Example: skift admin stats --dsn postgresql:///skift --json
+    """
+    import asyncio
+
+    import skift
+
+    a = app()
+    try:
+        st: skift.StoreStats = asyncio.run(_on_store(dsn, data_dir, skift.store_stats))
+    except skift.SkiftError as exc:
+        raise Failure(exc) from None
+    except OSError as exc:
+        raise Failure(skift.Unavailable(f"cannot read: {exc}", next="Check the DSN.")) from None
+    last = st.last_prune
+
+    def when(at: Any) -> str | None:
+        return at.isoformat() if at is not None else None
+
+    doc: dict[str, Any] = {
+        "tables": [{"name": t.name, "rows": t.rows, "bytes": t.bytes} for t in st.tables],
+        "event_partitions": [
+            {"name": t.name, "rows": t.rows, "bytes": t.bytes, "bound": t.bound}
+            for t in st.event_partitions
+        ],
+        "deliveries": {
+            "pending": st.deliveries.pending,
+            "delivered": st.deliveries.delivered,
+            "parked": st.deliveries.parked,
+            "oldest_pending_at": when(st.deliveries.oldest_pending_at),
+            "oldest_parked_at": when(st.oldest_parked_at),
+        },
+        "last_prune": None
+        if last is None
+        else {"at": when(last.at), "requests": last.requests, "claim_cursors": last.claim_cursors},
+    }
+    if a.json:
+        a.emit(doc)
+        return
+    click.echo(f"{'table':<24} {'rows (est.)':>12} {'size':>10}")
+    for t in st.tables:
+        click.echo(f"{t.name:<24} {t.rows:>12,} {_size(t.bytes):>10}")
+    if st.event_partitions:
+        click.echo(f"events: {len(st.event_partitions)} partitions")
+        for t in st.event_partitions:
+            click.echo(f"  {t.name:<22} {t.rows:>12,} {_size(t.bytes):>10}  {t.bound}")
+    else:
+        click.echo("events: one table (not partitioned)")
+    d = st.deliveries
+    click.echo(
+        f"webhook deliveries: {d.pending} pending (oldest {when(d.oldest_pending_at) or '-'}), "
+        f"{d.parked} parked (oldest {when(st.oldest_parked_at) or '-'}), {d.delivered} delivered"
+    )
+    if last is None:
+        click.echo("last prune: never")
+    else:
+        click.echo(
+            f"last prune: {when(last.at)}: {last.requests} request records, "
+            f"{last.claim_cursors} claim cursors"
+        )
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
