@@ -98,8 +98,8 @@ if TYPE_CHECKING:
     from ._origins import NodeOrigin
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
-    from ._seal import CursorSeal, cursor_seal
     from ._retention import PruneReport, prune
+    from ._seal import CursorSeal, cursor_seal
     from ._signin import BoardSession, SigninCode, SigninKind, SigninRecord, SigninStore
     from ._store import (
         Authors,
