@@ -90,11 +90,16 @@ class SigninStore(Protocol):
 
 @attrs.frozen(kw_only=True)
 class SigninCode:
-    """A new sign-in code. ``code`` is the secret: shown here once, stored only as a digest."""
+    """A new sign-in code. ``code`` is the secret: shown here once, stored only as a digest.
+
+    ``url``: the link that signs in with it, when the code came through a server
+    that serves the board (``skift serve --http``); empty otherwise.
+    """
 
     code: str
     principal: str
     expires_at: datetime
+    url: str = ""
 
 
 @attrs.frozen(kw_only=True)

@@ -84,7 +84,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", type=Path, help="TLS certificate chain (PEM) for --listen")
     p.add_argument("--tls-key", type=Path, help="TLS private key (PEM) for --listen")
     p.add_argument(
-        "--http", metavar="HOST:PORT", help="serve /healthz, /readyz and /metrics on HTTP"
+        "--http",
+        metavar="HOST:PORT",
+        help="serve the web board, /healthz, /readyz and /metrics on HTTP",
     )
     p.add_argument(
         "--oidc-issuer",
@@ -97,6 +99,12 @@ def parser() -> argparse.ArgumentParser:
         "--oidc-jwks",
         metavar="FILE|URL",
         help="the issuer's key set (default: its discovery document's jwks_uri)",
+    )
+    p.add_argument(
+        "--board-url",
+        metavar="URL",
+        help="the board's address as browsers reach it, for 'skift board' links "
+        "(default: the --http address; set it behind a proxy or TLS terminator)",
     )
     p.add_argument("--org", default="default", help="the organization served (default: default)")
     p.add_argument(
@@ -201,6 +209,7 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         tls_cert=ns.tls_cert,
         tls_key=ns.tls_key,
         http=ns.http,
+        board_url=ns.board_url,
         limits=limits,
         org=ns.org,
         test_hooks=ns.test_hooks,

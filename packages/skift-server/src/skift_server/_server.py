@@ -81,6 +81,7 @@ class ServeOptions:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     http: str | None = None
+    board_url: str | None = None
     limits: skift.Limits = skift.DEFAULT_LIMITS
     org: str = "default"
     test_hooks: bool = False
@@ -331,6 +332,19 @@ class SkiftServer:
         self.http_address = (str(bound[0]), int(bound[1]))
 
     # ------------------------------------------------------------ running
+
+    def board_link(self, code: str) -> str:
+        """The link that signs in with ``code``: under ``--board-url``, else the HTTP address
+        (a wildcard address as ``localhost``); empty when the server serves no HTTP."""
+        base = self.options.board_url
+        if not base and self.http_address is not None:
+            host, port = self.http_address
+            if host in ("0.0.0.0", "::", ""):
+                host = "localhost"
+            base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        if not base:
+            return ""
+        return f"{base.rstrip('/')}/signin?code={code}"
 
     @property
     def ready(self) -> bool:
