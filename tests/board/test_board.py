@@ -410,3 +410,32 @@ async def test_preempt_a_lease(browser: Any, person: Person) -> None:
         assert "preempted" in await page.locator(".leases").inner_text()
         with pytest.raises(skift.SkiftError):
             await bot.complete("stuck#1", lease=claim.lease.id, result="late")
+
+
+async def test_live_stream_resumes_from_the_last_event_id(person: Person) -> None:
+    """The live stream is the change stream: a browser reconnecting with the id of the last
+    message it saw gets exactly what committed after it, not what it already had."""
+    import httpx
+
+    base = person.server.url
+    await person.sk.create_project("Seen before", slug="seen")
+    seen = (await person.sk.events(limit=1))[-1].cursor
+    await person.sk.create_project("Missed while away", slug="missed")
+    await person.sk.create_project("Also missed", slug="missed-too")
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        code = (await person.sk.mint_signin_code()).code
+        signed = await http.post("/signin", data={"code": code}, headers={"origin": base})
+        assert signed.status_code == 303
+        headers = {"last-event-id": seen}
+        async with http.stream("GET", "/live", headers=headers) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            message: dict[str, str] = {}
+            async for line in stream.aiter_lines():
+                if line.startswith(("id:", "event:", "data:")):
+                    key, _, value = line.partition(":")
+                    message[key] = value.strip()
+                elif not line and "data" in message:
+                    break
+    assert message["event"] == "change"
+    assert json.loads(message["data"]) == {"create_project": 2}
+    assert message["id"].startswith("v1.")  # the cursor the browser sends back on reconnect
