@@ -13,50 +13,17 @@ under the repository); docs/board.md shows the key ones.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import os
 import secrets
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
+from board_harness import CHROMIUM, CHROMIUM_ARGS, SHOTS, BoardServer, Person, in_thread
 from serverproc import ServerProcess, free_port
 
 import skift
-
-CHROMIUM = os.environ.get("SKIFT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = Path(os.environ.get("SKIFT_BOARD_SHOTS", ROOT / "build" / "board-screenshots"))
-WAIT_MS = 15_000  # how long a page may take to show what the test waits for (not a timing claim)
-
-
-def _in_thread(coro: Any) -> Any:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-@attrs.frozen
-class BoardServer:
-    process: ServerProcess
-    dsn: str
-    url: str  # http://127.0.0.1:PORT
-
-    @property
-    def socket_url(self) -> str:
-        return self.process.url
 
 
 @pytest.fixture(scope="module")
@@ -74,33 +41,12 @@ def board_server(pg_session_databases: Any) -> Iterator[BoardServer]:
         fork=True,
     )  # fmt: skip
     try:
-        _in_thread(process.start())
+        in_thread(process.start())
         yield BoardServer(process=process, dsn=dsn, url=f"http://127.0.0.1:{port}")
-        code = _in_thread(process.stop())
+        code = in_thread(process.stop())
         assert code == 0, f"skift serve exited with {code} on SIGTERM:\n{process.log()}"
     finally:
         process.cleanup()
-
-
-@attrs.define
-class Person:
-    """A person of one test: their organization, an API handle acting as them, and how to
-    get a sign-in link for them."""
-
-    server: BoardServer
-    name: str
-    org: str
-    sk: skift.LocalSkift
-
-    async def link(self) -> str:
-        code = await self.sk.mint_signin_code()
-        return f"{self.server.url}/signin?code={code.code}"
-
-    def agent(self, name: str = "researcher") -> Any:
-        """An agent of the same organization, over the server's socket (gRPC)."""
-        from skift_server import connect
-
-        return connect(self.server.socket_url, principal=skift.Agent(name), org=self.org)
 
 
 @pytest.fixture

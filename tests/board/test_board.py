@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WAIT_MS, Person
+from board_harness import WAIT_MS, Person
 
 import skift
 
@@ -122,36 +122,53 @@ async def test_gate_appears_live_and_answering_it_unblocks_work(
     assert [(e.principal, e.identity_scheme) for e in events] == [("ada", "board")]
 
 
-async def test_gate_seen_by_the_cli_as_ready_after_the_board_answers(
+async def skift_cli(person: Person, *args: str) -> tuple[int, str, str]:
+    """The installed ``skift`` against the test's server, as its owner (the socket's uid)."""
+    env = {**os.environ, "SKIFT_SERVER": person.server.socket_url, "NO_COLOR": "1"}
+    cli = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "skift"), *args,
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await cli.communicate()
+    assert cli.returncode is not None
+    return cli.returncode, out.decode(), err.decode()
+
+
+async def test_skift_board_signs_in_and_the_cli_sees_the_answer(
     browser: Any, person: Person
 ) -> None:
-    """The command line sees what the board did: ``skift ready --json`` (over the server's
-    socket, as the server's owner, in the default organization) lists the unblocked node."""
-    owner = skift.open(person.server.dsn, principal=skift.User("ada"), org="default")
-    async with owner as sk:
+    """`skift board` prints the link (the server knows its address); opening it signs the
+    server's owner in; a gate answered there leaves the blocked node ready for `skift ready`."""
+    code, out, err = await skift_cli(person, "board")
+    assert code == 0, err
+    link = next(w for w in out.split() if w.startswith("http://"))
+    assert link.startswith(f"{person.server.url}/signin?code=skc_")
+    assert "works once" in out
+    code, out, err = await skift_cli(person, "board", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert set(doc) == {"url", "principal", "expires_at"}
+    assert doc["url"] != link
+    async with skift.open(person.server.dsn, principal=skift.User(doc["principal"])) as owner:
         slug = f"cli-{person.org}"
-        await sk.create_project("CLI view", slug=slug)
-        await sk.patch(
+        await owner.create_project("CLI view", slug=slug)
+        await owner.patch(
             slug,
             [
                 skift.CreateNode(alias="g", title="Approve", assignee_kind="user"),
                 skift.CreateNode(alias="w", title="Ship it", blocked_by=["g"]),
             ],
         )
-        code = await sk.mint_signin_code()
-        page = await (await browser.new_context()).new_page()
-        await page.goto(f"{person.server.url}/signin?code={code.code}")
-        gate = page.locator("article.gate", has_text="Approve")
-        await gate.get_by_label("Your answer").fill("approved")
-        await gate.get_by_role("button", name=f"Complete {slug}#1").click()
-        assert f"Completed {slug}#1" in await flash(page)
-    env = {**os.environ, "SKIFT_SERVER": person.server.socket_url, "NO_COLOR": "1"}
-    cli = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "skift"), "ready", "-p", slug, "--json",
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await cli.communicate()
-    assert cli.returncode == 0, err.decode()
+    page = await (await browser.new_context()).new_page()
+    await page.goto(link)
+    await page.wait_for_url(f"{person.server.url}/")
+    assert await page.locator(".me").inner_text() == doc["principal"]
+    gate = page.locator("article.gate", has_text="Approve")
+    await gate.get_by_label("Your answer").fill("approved")
+    await gate.get_by_role("button", name=f"Complete {slug}#1").click()
+    assert f"Completed {slug}#1" in await flash(page)
+    code, out, err = await skift_cli(person, "ready", "-p", slug, "--json")
+    assert code == 0, err
     assert [(n["ref"], n["ready"]) for n in json.loads(out)["nodes"]] == [(f"{slug}#2", True)]
 
 

@@ -21,15 +21,6 @@ import skift
 pytestmark = pytest.mark.own_server
 
 
-@pytest.fixture(params=["memory", pytest.param("pg", marks=pytest.mark.pg)])
-def store_url(request: pytest.FixtureRequest) -> str:
-    """Memory and PostgreSQL (the gRPC call that mints a code over the wire is not there yet)."""
-    if request.param == "memory":
-        return "memory:"
-    dsn: str = request.getfixturevalue("pg_dsn")
-    return dsn
-
-
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 

@@ -29,7 +29,7 @@ def test_remote_offers_every_public_method_of_local_skift() -> None:
     # beads import and export reach the server with the rewritten proto (issue 22)
     in_process_only |= {"import_beads", "export_beads"}
     # the board's side of sign-in: what the web board does in the server's process
-    in_process_only |= {"redeem_signin_code", "session", "end_session", "mint_signin_code"}
+    in_process_only |= {"redeem_signin_code", "session", "end_session"}
     # the board's reads that reach the server with the rewritten proto
     in_process_only |= {"edges"}
     local = {n for n in dir(skift.LocalSkift) if not n.startswith("_")}

@@ -24,6 +24,7 @@ __all__ = ["COMMAND_MODULES", "cli", "run"]
 
 COMMAND_MODULES = (
     "admin",
+    "board",
     "content",
     "edit",
     "events",

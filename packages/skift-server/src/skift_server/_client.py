@@ -994,6 +994,17 @@ class RemoteSkift:
         req = v1.RevokeTokenRequest(token_id=token_id)
         await self._call("RevokeToken", req, v1.RevokeTokenResponse, safe=False)
 
+    async def mint_signin_code(self) -> skift.SigninCode:
+        """A one-time code (ten minutes, one use) that signs you in to the web board; ``url``
+        is the link when the server serves the board."""
+        m = await self._call(
+            "MintSigninCode", v1.MintSigninCodeRequest(), v1.MintSigninCodeResponse, safe=False
+        )
+        assert m.expires_at is not None
+        return skift.SigninCode(
+            code=m.code, principal=m.principal, expires_at=m.expires_at, url=m.url
+        )
+
 
 def _page_size(limit: int | None) -> int:
     """``limit`` as a wire page size: None is 0 (the server's default); an explicit 0,

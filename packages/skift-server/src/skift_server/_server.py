@@ -160,7 +160,10 @@ class SkiftServer:
             await oidc.start()
         auth = Authenticator(self.base, test_hooks=o.test_hooks, oidc=oidc)
         self.service = SkiftService(
-            auth, metrics=self.metrics, max_message_bytes=o.max_message_bytes
+            auth,
+            metrics=self.metrics,
+            max_message_bytes=o.max_message_bytes,
+            board_link=self.board_link,
         )
         if o.test_hooks:
             _log.warning(

@@ -30,6 +30,7 @@ from ._errors import describe, invalid, to_grpc
 from ._handlers import HANDLERS, LONG_POLLS, Handler
 from ._metrics import Metrics
 from ._proto.skift import v1
+from ._signin_rpc import mint_signin_code
 from ._wire import WireError, decode
 
 _log = logging.getLogger("skift_server")
@@ -108,8 +109,14 @@ class SkiftService:
         *,
         metrics: Metrics | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        board_link: Callable[[str], str] | None = None,
     ) -> None:
+        """``board_link``: the sign-in link for a code (the server's; none: no board)."""
         self.auth = auth
+        self.handlers: dict[str, Handler] = {
+            **HANDLERS,
+            "MintSigninCode": mint_signin_code(board_link or (lambda code: "")),
+        }
         self.metrics = metrics
         self.max_message_bytes = max_message_bytes
         self.draining = False
@@ -163,7 +170,7 @@ class SkiftService:
         out: dict[str, grpclib.const.Handler] = {}
         for route, h in generated.items():
             name = route.rsplit("/", 1)[1]
-            fn = HANDLERS.get(name)
+            fn = self.handlers.get(name)
             if fn is None:  # an RPC the proto declares and this build does not serve
                 continue
             handler: Any = h

@@ -110,6 +110,8 @@ __all__ = (
     "ListWebhookDeliveriesResponse",
     "ListWebhooksRequest",
     "ListWebhooksResponse",
+    "MintSigninCodeRequest",
+    "MintSigninCodeResponse",
     "Node",
     "NodeFilter",
     "NodeStatus",
@@ -3166,6 +3168,53 @@ default_message_pool.register_message("skift.v1", "ListWebhooksResponse", ListWe
 
 
 @dataclass(eq=False, repr=False)
+class MintSigninCodeRequest(betterproto2.Message):
+    """
+    ============================================================== requests and responses: the web board
+
+    MintSigninCode's request: the code is always for the caller.
+    """
+
+    pass
+
+
+default_message_pool.register_message("skift.v1", "MintSigninCodeRequest", MintSigninCodeRequest)
+
+
+@dataclass(eq=False, repr=False)
+class MintSigninCodeResponse(betterproto2.Message):
+    """
+    MintSigninCode's response: the only time the code is seen.
+    """
+
+    code: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The one-time code; skift keeps only its SHA-256 digest.
+    """
+
+    principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The principal (name) it signs in.
+    """
+
+    expires_at: "datetime.datetime | None" = betterproto2.field(
+        3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it stops working unless used before (ten minutes after it was made).
+    """
+
+    url: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The link that signs in with it, when this server serves the board
+    (`--http`, or `--board-url` behind a proxy); empty otherwise.
+    """
+
+
+default_message_pool.register_message("skift.v1", "MintSigninCodeResponse", MintSigninCodeResponse)
+
+
+@dataclass(eq=False, repr=False)
 class Node(betterproto2.Message):
     """
     ============================================================== shared shapes
@@ -6002,6 +6051,34 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def mint_signin_code(
+        self,
+        message: "MintSigninCodeRequest | None" = None,
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "MintSigninCodeResponse":
+        """
+        ---- the web board
+
+        A one-time code (ten minutes, one use) that signs the caller, a person,
+        in to the web board; the response carries the link when this server
+        serves the board (`skift serve --http`).
+        """
+
+        if message is None:
+            message = MintSigninCodeRequest()
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/MintSigninCode",
+            message,
+            MintSigninCodeResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
     async def add_comment(
         self,
         message: "AddCommentRequest",
@@ -6794,6 +6871,17 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def mint_signin_code(self, message: "MintSigninCodeRequest") -> "MintSigninCodeResponse":
+        """
+        ---- the web board
+
+        A one-time code (ten minutes, one use) that signs the caller, a person,
+        in to the web board; the response carries the link when this server
+        serves the board (`skift serve --http`).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def add_comment(self, message: "AddCommentRequest") -> "AddCommentResponse":
         """
         ---- comments and search
@@ -7258,6 +7346,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.revoke_token(request)
         await stream.send_message(response)
 
+    async def __rpc_mint_signin_code(
+        self, stream: "grpclib.server.Stream[MintSigninCodeRequest, MintSigninCodeResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.mint_signin_code(request)
+        await stream.send_message(response)
+
     async def __rpc_add_comment(
         self, stream: "grpclib.server.Stream[AddCommentRequest, AddCommentResponse]"
     ) -> None:
@@ -7663,6 +7759,12 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 RevokeTokenRequest,
                 RevokeTokenResponse,
+            ),
+            "/skift.v1.SkiftService/MintSigninCode": grpclib.const.Handler(
+                self.__rpc_mint_signin_code,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                MintSigninCodeRequest,
+                MintSigninCodeResponse,
             ),
             "/skift.v1.SkiftService/AddComment": grpclib.const.Handler(
                 self.__rpc_add_comment,
