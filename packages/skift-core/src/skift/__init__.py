@@ -18,19 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._api import Agent, LocalSkift, PrincipalSpec, Service, Skift, User, open
-    from ._artifacts import (
-        Artifact,
-        ArtifactInfo,
-        ArtifactRecord,
-        BlobInfo,
-        BlobPart,
-        BlobRecord,
-        Part,
-        ReferencePart,
-        TextPart,
-        part_from_dict,
-        part_to_dict,
-    )
     from ._blobs import BlobStore, FileBlobStore, MemoryBlobStore, default_blob_dir, digest_of
     from ._convert import from_json, to_json
     from ._edges import EdgeEnd, EdgeInfo
@@ -96,6 +83,19 @@ if TYPE_CHECKING:
     from ._org_limits import OrgLimits
     from ._orgs import OrgCreated, OrgInfo
     from ._origins import NodeOrigin
+    from ._parts import (
+        Artifact,
+        ArtifactInfo,
+        ArtifactRecord,
+        BlobInfo,
+        BlobPart,
+        BlobRecord,
+        Part,
+        ReferencePart,
+        TextPart,
+        part_from_dict,
+        part_to_dict,
+    )
     from ._policy import Policy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._retention import PruneReport, prune
@@ -114,7 +114,7 @@ if TYPE_CHECKING:
         Tx,
         Writer,
     )
-    from ._usage import (
+    from ._usage_records import (
         Budget,
         Rate,
         RateInfo,
@@ -180,17 +180,17 @@ _LAZY: dict[str, str] = {
     "Skift": "_api",
     "User": "_api",
     "open": "_api",
-    "Artifact": "_artifacts",
-    "ArtifactInfo": "_artifacts",
-    "ArtifactRecord": "_artifacts",
-    "BlobInfo": "_artifacts",
-    "BlobPart": "_artifacts",
-    "BlobRecord": "_artifacts",
-    "Part": "_artifacts",
-    "ReferencePart": "_artifacts",
-    "TextPart": "_artifacts",
-    "part_from_dict": "_artifacts",
-    "part_to_dict": "_artifacts",
+    "Artifact": "_parts",
+    "ArtifactInfo": "_parts",
+    "ArtifactRecord": "_parts",
+    "BlobInfo": "_parts",
+    "BlobPart": "_parts",
+    "BlobRecord": "_parts",
+    "Part": "_parts",
+    "ReferencePart": "_parts",
+    "TextPart": "_parts",
+    "part_from_dict": "_parts",
+    "part_to_dict": "_parts",
     "BlobStore": "_blobs",
     "FileBlobStore": "_blobs",
     "MemoryBlobStore": "_blobs",
@@ -198,7 +198,7 @@ _LAZY: dict[str, str] = {
     "digest_of": "_blobs",
     "from_json": "_convert",
     "to_json": "_convert",
-    "Actor": "_engine",
+    "Actor": "_context",
     "Engine": "_engine",
     "NodeFilter": "_filter",
     "Conflict": "_errors",
@@ -253,7 +253,7 @@ _LAZY: dict[str, str] = {
     "ReleaseReason": "_models",
     "Revision": "_models",
     "Status": "_models",
-    "NodeOrigin": "_origins",
+    "NodeOrigin": "_models",
     "BeadsImport": "_importer",
     "AddComment": "_ops",
     "AddEdge": "_ops",
@@ -293,16 +293,16 @@ _LAZY: dict[str, str] = {
     "TransientError": "_store",
     "Tx": "_store",
     "Writer": "_store",
-    "Budget": "_usage",
-    "Rate": "_usage",
-    "RateInfo": "_usage",
-    "TokenTotals": "_usage",
-    "UsageInfo": "_usage",
-    "UsageKind": "_usage",
-    "UsageRecord": "_usage",
-    "UsageReport": "_usage",
-    "UsageScope": "_usage",
-    "UsageTotal": "_usage",
+    "Budget": "_usage_records",
+    "Rate": "_usage_records",
+    "RateInfo": "_usage_records",
+    "TokenTotals": "_usage_records",
+    "UsageInfo": "_usage_records",
+    "UsageKind": "_usage_records",
+    "UsageRecord": "_usage_records",
+    "UsageReport": "_usage_records",
+    "UsageScope": "_usage_records",
+    "UsageTotal": "_usage_records",
     "Claim": "_views",
     "CommentInfo": "_views",
     "CommentRevision": "_views",

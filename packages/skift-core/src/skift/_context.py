@@ -23,6 +23,7 @@ import attrs
 from ._errors import FencingError, Invalid, LimitExceeded, NotFound, Refused
 from ._intent import intent
 from ._limits import Limits
+from ._limits import effective as org_effective
 from ._models import (
     Event,
     Hold,
@@ -34,7 +35,6 @@ from ._models import (
     ReleaseReason,
     Status,
 )
-from ._org_limits import effective as org_effective
 from ._origins import node_by_external_id
 from ._policy import Policy
 from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, ulid_str

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from cattrs.preconf.json import make_converter
 
-from ._artifacts import PART_TYPES, Part, part_from_dict, part_to_dict
+from ._parts import PART_TYPES, Part, part_from_dict, part_to_dict
 from ._views import Reason
 
 T = TypeVar("T")

@@ -24,10 +24,10 @@ from ._focus import Focus
 from ._patch import Patching
 from ._patch_state import _find_cycle as _find_cycle  # pyright: ignore[reportPrivateUsage]
 from ._principals import Principals
-from ._principals import token_digest as token_digest
 from ._projects import Projects
 from ._reads import derived_ready as derived_ready
 from ._reads import filter_from as filter_from
+from ._secrets import token_digest as token_digest
 from ._work import Work
 
 

@@ -7,6 +7,7 @@ store (``skift.open(url, limits=Limits(...))``); a request over one gets
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 
 import attrs
@@ -57,3 +58,23 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+# The limits an organization may set: sizes of content, never the structural
+# ceilings of a request (ops per patch, page size, lease times).
+SIZE_LIMITS: tuple[str, ...] = (
+    "body_bytes",
+    "result_bytes",
+    "comment_bytes",
+    "inline_part_bytes",
+    "blob_bytes",
+    "artifacts_per_node",
+    "parts_per_artifact",
+    "artifact_metadata_bytes",
+)
+
+
+def effective(limits: Limits, own: Mapping[str, int]) -> Limits:
+    """The server's limits lowered by an organization's own sizes."""
+    lowered = {k: min(v, getattr(limits, k)) for k, v in own.items() if k in SIZE_LIMITS}
+    return attrs.evolve(limits, **lowered) if lowered else limits

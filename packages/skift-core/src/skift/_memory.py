@@ -21,7 +21,6 @@ import attrs
 from . import _memory_webhooks as webhooks
 from . import _readiness as readiness
 from . import _search as search
-from ._artifacts import ArtifactRecord, BlobRecord
 from ._blobs import BlobStore, MemoryBlobStore
 from ._errors import Conflict
 from ._growth import StoreStats, TableStat
@@ -32,6 +31,7 @@ from ._models import (
     Identity,
     Lease,
     Node,
+    NodeOrigin,
     Org,
     Principal,
     PrincipalKind,
@@ -39,7 +39,7 @@ from ._models import (
     Revision,
     Status,
 )
-from ._origins import NodeOrigin
+from ._parts import ArtifactRecord, BlobRecord
 from ._refs import new_id, ulid_str
 from ._retention import PruneReport
 from ._signin import MemorySignins
@@ -53,7 +53,7 @@ from ._store import (
     StoredRequest,
     Writer,
 )
-from ._usage import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
+from ._usage_records import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery
 
 Undo = Callable[[], None]

@@ -7,6 +7,7 @@ ready) are never fields here; they are computed by readiness at read time.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -246,3 +247,15 @@ class Event:
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
     occurred_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class NodeOrigin:
+    """One imported node: its source, its id there, and the source's last word (``extra``)."""
+
+    node_id: UUID
+    org_id: UUID
+    project_id: UUID
+    source: str
+    external_id: str
+    extra: Mapping[str, Any] = attrs.field(factory=dict[str, Any])

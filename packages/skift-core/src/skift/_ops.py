@@ -21,9 +21,9 @@ from typing import Any
 
 import attrs
 
-from ._artifacts import Artifact, artifact_to_dict
 from ._errors import Invalid
 from ._models import AssigneeKind, Priority
+from ._parts import Artifact, artifact_to_dict
 
 
 def _amount(value: object) -> Decimal | str | None:

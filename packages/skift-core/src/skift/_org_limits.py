@@ -17,24 +17,11 @@ import attrs
 
 from ._errors import Invalid
 from ._intent import intent
-from ._limits import Limits
+from ._limits import SIZE_LIMITS, Limits, effective
 
 if TYPE_CHECKING:
     from ._context import Actor, Context
     from ._store import Tx
-
-# The limits an organization may set: sizes of content, never the structural
-# ceilings of a request (ops per patch, page size, lease times).
-SIZE_LIMITS: tuple[str, ...] = (
-    "body_bytes",
-    "result_bytes",
-    "comment_bytes",
-    "inline_part_bytes",
-    "blob_bytes",
-    "artifacts_per_node",
-    "parts_per_artifact",
-    "artifact_metadata_bytes",
-)
 
 
 @attrs.frozen(kw_only=True)
@@ -56,12 +43,6 @@ class OrgLimits:
     artifact_metadata_bytes: int
     own: tuple[str, ...] = ()
     server: Mapping[str, int] = attrs.field(factory=dict[str, int])
-
-
-def effective(limits: Limits, own: Mapping[str, int]) -> Limits:
-    """The server's limits lowered by an organization's own sizes."""
-    lowered = {k: min(v, getattr(limits, k)) for k, v in own.items() if k in SIZE_LIMITS}
-    return attrs.evolve(limits, **lowered) if lowered else limits
 
 
 def view(limits: Limits, own: Mapping[str, int]) -> OrgLimits:

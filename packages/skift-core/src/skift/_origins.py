@@ -10,29 +10,14 @@ of the organization has it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-from uuid import UUID
-
-import attrs
+from typing import TYPE_CHECKING
 
 from ._errors import Invalid
+from ._models import NodeOrigin as NodeOrigin
 
 if TYPE_CHECKING:
     from ._models import Node, Project
     from ._store import Tx
-
-
-@attrs.frozen(kw_only=True)
-class NodeOrigin:
-    """One imported node: its source, its id there, and the source's last word (``extra``)."""
-
-    node_id: UUID
-    org_id: UUID
-    project_id: UUID
-    source: str
-    external_id: str
-    extra: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
 
 
 def looks_external(text: str) -> bool:

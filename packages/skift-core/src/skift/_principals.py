@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Sequence
 
@@ -11,6 +10,7 @@ from ._errors import Conflict, Invalid, NotFound, Refused
 from ._intent import intent
 from ._models import Identity, IdentityScheme, Principal, PrincipalKind
 from ._refs import new_id, parse_ulid, ulid_str
+from ._secrets import token_digest
 from ._store import Tx
 from ._views import IdentityInfo, PrincipalInfo, TokenInfo
 
@@ -164,8 +164,3 @@ class Principals(Context):
         await tx.append_events(
             [await self._event(tx, actor, "revoke_token", before={"token_id": token_id})]
         )
-
-
-def token_digest(secret: str) -> str:
-    """How a bearer token is stored and looked up: ``sha256:<lowercase hex>`` of the secret."""
-    return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()

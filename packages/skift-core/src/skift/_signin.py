@@ -3,7 +3,7 @@
 A person at a terminal asks for a sign-in code (``skift board``); the web
 board exchanges it, once, for a session, and every later request of that
 browser carries the session's secret in a cookie. Both are credentials kept
-the way bearer tokens are (``_engine.token_digest``): the secret is shown
+the way bearer tokens are (``_secrets.token_digest``): the secret is shown
 once and the store keeps only its ``sha256:`` digest, with an expiry.
 
 - A code lives ten minutes (:data:`SIGNIN_CODE_TTL`) and is spent by its
@@ -32,6 +32,7 @@ import attrs
 
 from ._errors import Refused, Unauthenticated
 from ._models import Principal, PrincipalKind
+from ._secrets import token_digest
 
 SIGNIN_CODE_TTL = timedelta(minutes=10)
 """How long a sign-in code may wait to be redeemed."""
@@ -114,8 +115,6 @@ class BoardSession:
 
 
 def digest_of(secret: str) -> str:
-    from ._engine import token_digest
-
     return token_digest(secret.strip())
 
 

@@ -22,7 +22,6 @@ from uuid import UUID
 
 import attrs
 
-from ._artifacts import ArtifactRecord, BlobRecord
 from ._blobs import BlobStore
 from ._growth import StoreStats
 from ._models import (
@@ -33,6 +32,7 @@ from ._models import (
     Identity,
     Lease,
     Node,
+    NodeOrigin,
     Org,
     Principal,
     PrincipalKind,
@@ -40,10 +40,10 @@ from ._models import (
     Revision,
     Status,
 )
-from ._origins import NodeOrigin
+from ._parts import ArtifactRecord, BlobRecord
 from ._retention import PruneReport
 from ._signin import SigninStore
-from ._usage import Budget, Rate, UsageRecord, UsageScope, UsageTotal
+from ._usage_records import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery, Endpoint
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
-from ._artifacts import ArtifactInfo
 from ._models import AssigneeKind, Priority, ReleaseReason, Status
+from ._parts import ArtifactInfo
 
 
 @attrs.frozen(kw_only=True)

@@ -34,7 +34,7 @@ from ._webhook_records import Delivery, DueDelivery, Endpoint
 from ._webhook_wire import SECRET_BYTES, address_refusal, headers, payload, secret_text
 
 if TYPE_CHECKING:
-    from ._engine import Actor, Engine
+    from ._context import Actor, Context
     from ._models import Project
     from ._store import Tx
 
@@ -214,7 +214,7 @@ def check_events(events: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _authorize(e: Engine, actor: Actor, project: Project) -> None:
+def _authorize(e: Context, actor: Actor, project: Project) -> None:
     e.authorize(actor, [intent("manage_webhook", project=project.slug)])
 
 
@@ -230,7 +230,7 @@ async def _endpoint(tx: Tx, ref: str, *, lock: bool = False) -> Endpoint:
 
 
 async def add_webhook(
-    e: Engine, tx: Tx, actor: Actor, project: str, url: str, events: Sequence[str] | None
+    e: Context, tx: Tx, actor: Actor, project: str, url: str, events: Sequence[str] | None
 ) -> WebhookInfo:
     """Register an endpoint; the result carries its secret, shown this once."""
     proj = await e.resolve_project(tx, project)
@@ -278,7 +278,7 @@ async def add_webhook(
     return _info(ep, proj.slug, secret)
 
 
-async def rotate_webhook_secret(e: Engine, tx: Tx, actor: Actor, ref: str) -> WebhookInfo:
+async def rotate_webhook_secret(e: Context, tx: Tx, actor: Actor, ref: str) -> WebhookInfo:
     """Give an endpoint a new secret (returned this once); the old one stops signing at once."""
     ep = await _endpoint(tx, ref, lock=True)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
@@ -290,7 +290,7 @@ async def rotate_webhook_secret(e: Engine, tx: Tx, actor: Actor, ref: str) -> We
 
 
 async def set_webhook_enabled(
-    e: Engine, tx: Tx, actor: Actor, ref: str, *, enabled: bool
+    e: Context, tx: Tx, actor: Actor, ref: str, *, enabled: bool
 ) -> WebhookInfo:
     """Disable an endpoint (nothing is sent to it; what commits meanwhile still coalesces
     into its pending delivery) or enable it again (that delivery goes out)."""
@@ -305,14 +305,14 @@ async def set_webhook_enabled(
     return _info(changed, proj.slug)
 
 
-async def _append(e: Engine, tx: Tx, actor: Actor, op: str, ep: Endpoint) -> None:
+async def _append(e: Context, tx: Tx, actor: Actor, op: str, ep: Endpoint) -> None:
     event = await e._event(  # pyright: ignore[reportPrivateUsage]
         tx, actor, op, project_id=ep.project_id, after={"webhook": ulid_str(ep.id), "url": ep.url}
     )
     await tx.append_events([event])
 
 
-async def list_webhooks(e: Engine, tx: Tx, project: str | None) -> list[WebhookInfo]:
+async def list_webhooks(e: Context, tx: Tx, project: str | None) -> list[WebhookInfo]:
     proj = await e.resolve_project(tx, project) if project else None
     eps = await tx.endpoints(proj.id if proj else None)
     slugs = await _slugs(tx, {ep.project_id for ep in eps})
@@ -320,7 +320,7 @@ async def list_webhooks(e: Engine, tx: Tx, project: str | None) -> list[WebhookI
 
 
 async def list_deliveries(
-    e: Engine,
+    e: Context,
     tx: Tx,
     *,
     webhook: str | None,
@@ -353,7 +353,7 @@ async def _delivery(tx: Tx, ref: str) -> Delivery:
     return d
 
 
-async def redeliver(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
+async def redeliver(e: Context, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     """Queue a delivered or parked delivery again: the same id, the same window, a fresh
     retry schedule."""
     d = await _delivery(tx, ref)
@@ -370,7 +370,7 @@ async def redeliver(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     return delivery_info(again, proj.slug, await _stream.seal_of(tx))
 
 
-async def queue_test_delivery(e: Engine, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
+async def queue_test_delivery(e: Context, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     """Queue a delivery with an empty window (``after`` equal to ``through``, no counts),
     to check that a receiver is reachable and verifies the signature."""
     ep = await _endpoint(tx, ref)
