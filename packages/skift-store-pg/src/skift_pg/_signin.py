@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+from psycopg_pool import AsyncConnectionPool
 
 import skift
 
 from ._queries import q
+from ._rows import Conn
 
-if TYPE_CHECKING:
-    from ._store import PgStore
+
+class _Pooled(Protocol):
+    """What sign-in uses of the store (a ``PgStore``): its pool, opened on demand, and its clock."""
+
+    _offset: timedelta
+    _pool: AsyncConnectionPool[Conn]
+
+    async def _ensure_open(self) -> None: ...
 
 
 def _record(row: dict[str, Any]) -> skift.SigninRecord:
@@ -33,7 +42,7 @@ def _record(row: dict[str, Any]) -> skift.SigninRecord:
 class PgSignins:
     """:class:`skift.SigninStore` over the store's pool, each call one statement."""
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: _Pooled) -> None:
         self._store = store
 
     async def _one(self, name: str, **params: Any) -> skift.SigninRecord | None:

@@ -1,0 +1,405 @@
+"""Content beside the graph in PostgreSQL: comments, imports (node origins), search, usage and
+cost, organization limits, budgets, artifacts and blob metadata, events and the change stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from skift import (
+    ArtifactRecord,
+    BlobRecord,
+    Budget,
+    Comment,
+    Event,
+    EventBatch,
+    EventPosition,
+    Node,
+    NodeOrigin,
+    Rate,
+    Revision,
+    SearchQuery,
+    UsageKind,
+    UsageRecord,
+    UsageScope,
+    UsageTotal,
+    part_from_dict,
+    part_to_dict,
+)
+
+from ._queries import q
+from ._rows import (
+    Row,
+    budget_from_row,
+    comment_from_row,
+    event_from_row,
+    node_from_row,
+    origin_from_row,
+    usage_from_row,
+)
+from ._tx import TxBase
+from ._webhooks import PgWebhooksTx
+
+
+class ContentTx(TxBase, PgWebhooksTx):
+    """The content half of :class:`~skift_pg.PgTx` (content.sql, origins.sql, accounting.sql, events.sql)."""
+
+    # comments
+    async def insert_comment(self, comment: Comment) -> None:
+        await self.write(
+            "insert_comment",
+            id=comment.id,
+            project_id=comment.project_id,
+            node_id=comment.node_id,
+            author_id=comment.author_id,
+            body=comment.body,
+            in_reply_to=comment.in_reply_to,
+            created_at=comment.created_at,
+            edited_at=comment.edited_at,
+            resolved_at=comment.resolved_at,
+            resolved_by=comment.resolved_by,
+        )
+
+    async def insert_comments(self, comments: Sequence[Comment]) -> None:
+        if not comments:
+            return
+        params = [
+            {
+                "org": self._org,
+                "id": c.id,
+                "project_id": c.project_id,
+                "node_id": c.node_id,
+                "author_id": c.author_id,
+                "body": c.body,
+                "in_reply_to": c.in_reply_to,
+                "created_at": c.created_at,
+                "edited_at": c.edited_at,
+                "resolved_at": c.resolved_at,
+                "resolved_by": c.resolved_by,
+            }
+            for c in comments
+        ]
+        await self._send_many("insert_comment", params)
+
+    # imports
+    async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]:
+        rows = await self.rows("origins_of_project", project_id=project_id, source=source)
+        return [origin_from_row(r) for r in rows]
+
+    async def origins_by_external_id(self, external_id: str) -> list[NodeOrigin]:
+        rows = await self.rows("origins_by_external_id", external_id=external_id)
+        return [origin_from_row(r) for r in rows]
+
+    async def upsert_origins(self, origins: Sequence[NodeOrigin]) -> None:
+        if not origins:
+            return
+        params = [
+            {
+                "org": self._org,
+                "node_id": o.node_id,
+                "project_id": o.project_id,
+                "source": o.source,
+                "external_id": o.external_id,
+                "extra": Jsonb(dict(o.extra)),
+            }
+            for o in origins
+        ]
+        await self._send_many("upsert_origin", params)
+
+    async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
+        if revision is not None:
+            await self.write(
+                "insert_comment_revision",
+                comment=comment.id,
+                body=revision.body,
+                author=revision.author_id,
+                at=revision.at,
+            )
+        await self.write(
+            "update_comment",
+            id=comment.id,
+            body=comment.body,
+            edited_at=comment.edited_at,
+            resolved_at=comment.resolved_at,
+            resolved_by=comment.resolved_by,
+        )
+
+    async def _with_revisions(self, rows: list[Row]) -> list[Comment]:
+        if not rows:
+            return []
+        revisions: dict[UUID, list[Revision]] = {}
+        for r in await self.rows("comment_revisions", ids=[row["id"] for row in rows]):
+            revisions.setdefault(r["comment_id"], []).append(
+                Revision(body=r["body"], author_id=r["author_id"], at=r["at"])
+            )
+        return [comment_from_row(row, tuple(revisions.get(row["id"], ()))) for row in rows]
+
+    async def comment_by_id(self, comment_id: UUID, *, lock: bool = False) -> Comment | None:
+        row = await self.row("comment_by_id_locked" if lock else "comment_by_id", id=comment_id)
+        return (await self._with_revisions([row]))[0] if row else None
+
+    async def comments_of(self, node_ids: Collection[UUID]) -> list[Comment]:
+        if not node_ids:
+            return []
+        return await self._with_revisions(await self.rows("comments_of", ids=list(node_ids)))
+
+    async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
+        row = await self.row("comment_hint", id=node_id)
+        assert row is not None
+        return int(row["unresolved"]), row["newest_at"]
+
+    # search
+    async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:
+        rows = await self.rows(
+            "search",
+            terms=list(query.terms),
+            projects=list(query.projects),
+            archived=query.include_archived,
+            limit=query.limit,
+        )
+        return [(node_from_row(r), float(r["rank"])) for r in rows]
+
+    # usage and cost
+    async def insert_usage(self, record: UsageRecord) -> None:
+        await self.write(
+            "insert_usage",
+            id=record.id,
+            project_id=record.project_id,
+            node_id=record.node_id,
+            lease_id=record.lease_id,
+            principal_id=record.principal_id,
+            model=record.model,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cache_read_tokens=record.cache_read_tokens,
+            cache_write_tokens=record.cache_write_tokens,
+            kind=record.kind.value,
+            basis=record.basis,
+            created_at=record.created_at,
+        )
+
+    @staticmethod
+    def _scope(scope: UsageScope) -> Row:
+        return {"node": scope.node, "project": scope.project, "subtree": scope.subtree}
+
+    async def usage_records(self, scope: UsageScope, limit: int) -> list[UsageRecord]:
+        rows = await self.rows("usage_records", **self._scope(scope), limit=limit)
+        return [usage_from_row(r) for r in rows]
+
+    async def usage_totals(self, scope: UsageScope) -> list[UsageTotal]:
+        return [
+            UsageTotal(
+                kind=UsageKind(r["kind"]),
+                model=r["model"],
+                input_tokens=r["input_tokens"],
+                output_tokens=r["output_tokens"],
+                cache_read_tokens=r["cache_read_tokens"],
+                cache_write_tokens=r["cache_write_tokens"],
+            )
+            for r in await self.rows("usage_totals", **self._scope(scope))
+        ]
+
+    async def rates(self) -> list[Rate]:
+        return [
+            Rate(
+                org_id=r["org_id"],
+                model=r["model"],
+                input=r["input"],
+                output=r["output"],
+                cache_read=r["cache_read"],
+                cache_write=r["cache_write"],
+                currency=r["currency"],
+                updated_by=r["updated_by"],
+                updated_at=r["updated_at"],
+            )
+            for r in await self.rows("rates")
+        ]
+
+    async def upsert_rate(self, rate: Rate) -> None:
+        await self.write(
+            "upsert_rate",
+            model=rate.model,
+            input=rate.input,
+            output=rate.output,
+            cache_read=rate.cache_read,
+            cache_write=rate.cache_write,
+            currency=rate.currency,
+            updated_by=rate.updated_by,
+            updated_at=rate.updated_at,
+        )
+
+    async def org_limits(self) -> dict[str, int]:
+        r = await self.row("org_limits")
+        own: dict[str, int] = r["limits"] if r else {}
+        return dict(own)
+
+    async def set_org_limits(self, limits: Mapping[str, int]) -> None:
+        await self.write("set_org_limits", limits=Jsonb(dict(limits)))
+
+    async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
+        if not scope_ids:
+            return {}
+        return {
+            r["scope_id"]: budget_from_row(r)
+            for r in await self.rows("budgets", ids=list(scope_ids))
+        }
+
+    async def set_budget(self, budget: Budget) -> None:
+        await self.write(
+            "set_budget",
+            scope_id=budget.scope_id,
+            scope=budget.scope,
+            budget=budget.budget,
+            cap=budget.cap,
+            updated_at=budget.updated_at,
+        )
+
+    async def capped_nodes(self) -> list[Budget]:
+        return [budget_from_row(r) for r in await self.rows("capped_nodes")]
+
+    async def subtree_ids(self, root: UUID) -> list[UUID]:
+        return [r["id"] for r in await self.rows("subtree_ids", id=root)]
+
+    # artifacts and blob metadata
+    async def insert_artifacts(self, artifacts: Sequence[ArtifactRecord]) -> None:
+        if not artifacts:
+            return
+        params = [
+            {
+                "id": a.id,
+                "org": self._org,
+                "node_id": a.node_id,
+                "name": a.name,
+                "description": a.description,
+                "parts": Jsonb([part_to_dict(p) for p in a.parts]),
+                "metadata": Jsonb(a.metadata),
+                "author_id": a.author_id,
+                "created_at": a.created_at,
+            }
+            for a in artifacts
+        ]
+        async with self._conn.cursor() as cur:
+            await cur.executemany(q("insert_artifact"), params)
+        self.wrote = True
+
+    async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
+        if not node_ids:
+            return []
+        return [
+            ArtifactRecord(
+                id=r["id"],
+                org_id=r["org_id"],
+                node_id=r["node_id"],
+                name=r["name"],
+                description=r["description"],
+                parts=tuple(part_from_dict(p) for p in r["parts"]),
+                metadata=r["metadata"],
+                author_id=r["author_id"],
+                created_at=r["created_at"],
+            )
+            for r in await self.rows("artifacts_of", ids=list(node_ids))
+        ]
+
+    async def count_artifacts(self, node_id: UUID) -> int:
+        row = await self.row("count_artifacts", id=node_id)
+        assert row is not None
+        return int(row["n"])
+
+    async def blob(self, digest: str) -> BlobRecord | None:
+        row = await self.row("blob", digest=digest)
+        if row is None:
+            return None
+        return BlobRecord(
+            digest=row["digest"],
+            size=row["size"],
+            media_type=row["media_type"],
+            created_by=row["created_by"],
+            created_at=row["created_at"],
+        )
+
+    async def insert_blob(self, blob: BlobRecord) -> None:
+        await self.write(
+            "insert_blob",
+            digest=blob.digest,
+            size=blob.size,
+            media_type=blob.media_type,
+            created_by=blob.created_by,
+            created_at=blob.created_at,
+        )
+
+    # events
+    async def append_events(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        params = [
+            {
+                "id": e.id,
+                "org": e.org_id,
+                "project_id": e.project_id,
+                "node_id": e.node_id,
+                "principal_id": e.principal_id,
+                "principal_kind": e.principal_kind.value,
+                "on_behalf_of": e.on_behalf_of,
+                "identity_scheme": e.identity_scheme,
+                "request_id": e.request_id,
+                "op": e.op,
+                "reason": e.reason,
+                "before": Jsonb(e.before) if e.before is not None else None,
+                "after": Jsonb(e.after) if e.after is not None else None,
+                "occurred_at": e.occurred_at,
+            }
+            for e in events
+        ]
+        if len(params) == 1:  # the event and its deliveries in one statement
+            await self.send("insert_event_announced", now=await self.now(), **params[0])
+        else:
+            await self._send_many("insert_event", params)
+            await self.announce(events)
+        self.notified = True
+
+    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
+        return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]
+
+    # the change stream (queries/events.sql): positions are (xid, id)
+    async def events_after(
+        self,
+        after: EventPosition,
+        *,
+        projects: Collection[UUID] = (),
+        ops: Collection[str] = (),
+        limit: int,
+    ) -> EventBatch:
+        rows = await self.rows(
+            "events_after",
+            seq=str(after.seq),
+            id=after.id,
+            projects=list(projects),
+            ops=list(ops),
+            limit=limit,
+        )
+        found = [
+            (EventPosition(seq=int(r["seq"]), id=r["id"]), event_from_row(r))
+            for r in rows
+            if r["seq"] is not None
+        ]
+        return EventBatch(events=found, horizon=EventPosition(seq=int(rows[0]["horizon"])))
+
+    async def replay_start(self, since: datetime) -> EventPosition:
+        row = await self.row("replay_start", since=since)
+        assert row is not None
+        return EventPosition(seq=int(row["seq"]))
+
+    async def event_positions(
+        self, ids: Collection[UUID]
+    ) -> tuple[dict[UUID, EventPosition], EventPosition]:
+        rows = await self.rows("event_positions", ids=list(ids))
+        found = {
+            r["id"]: EventPosition(seq=int(r["seq"]), id=r["id"])
+            for r in rows
+            if r["seq"] is not None
+        }
+        return found, EventPosition(seq=int(rows[0]["horizon"]))

@@ -1,0 +1,452 @@
+"""The graph's reads and writes in PostgreSQL: principals and identities, projects, nodes,
+edges, leases, readiness and the turn order (derived in SQL), claim cursors, idempotency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from skift import (
+    Authors,
+    Conflict,
+    Derived,
+    Edge,
+    Identity,
+    Lease,
+    Node,
+    Principal,
+    PrincipalKind,
+    Project,
+    ReadyQuery,
+    Status,
+    StoredRequest,
+    Writer,
+    ulid_str,
+)
+
+from ._queries import q
+from ._rows import (
+    Row,
+    edge_from_row,
+    identity_from_row,
+    lease_from_row,
+    lease_params,
+    node_from_row,
+    node_params,
+    principal_from_row,
+    project_from_row,
+    project_params,
+)
+from ._tx import TxBase
+
+
+class GraphTx(TxBase):
+    """The graph half of :class:`~skift_pg.PgTx` (queries/graph.sql, trust.sql, admin.sql)."""
+
+    # principals
+    async def principal_by_name(self, name: str) -> Principal | None:
+        row = await self.row("principal_by_name", name=name)
+        return principal_from_row(row) if row else None
+
+    async def principals_by_id(self, ids: Collection[UUID]) -> dict[UUID, Principal]:
+        if not ids:
+            return {}
+        return {
+            r["id"]: principal_from_row(r)
+            for r in await self.rows("principals_by_id", ids=list(ids))
+        }
+
+    async def insert_principal(self, principal: Principal) -> None:
+        await self.write(
+            "insert_principal",
+            id=principal.id,
+            name=principal.name,
+            kind=principal.kind.value,
+            created_at=principal.created_at,
+        )
+
+    async def list_principals(self) -> list[Principal]:
+        return [principal_from_row(r) for r in await self.rows("list_principals")]
+
+    async def insert_identity(self, identity: Identity) -> None:
+        if await self.row("identity_by_value", scheme=identity.scheme.value, value=identity.value):
+            raise Conflict(
+                f"that {identity.scheme.value} identity already belongs to a principal",
+                next="Revoke it there first, or attach another identity.",
+            )
+        await self.write(
+            "insert_identity",
+            id=identity.id,
+            principal_id=identity.principal_id,
+            scheme=identity.scheme.value,
+            value=identity.value,
+            created_at=identity.created_at,
+            revoked_at=identity.revoked_at,
+        )
+
+    async def identities_of(self, principal_id: UUID) -> list[Identity]:
+        return [
+            identity_from_row(r) for r in await self.rows("identities_of", principal=principal_id)
+        ]
+
+    async def identity_by_id(self, identity_id: UUID) -> Identity | None:
+        row = await self.row("identity_by_id", id=identity_id)
+        return identity_from_row(row) if row else None
+
+    async def revoke_identity(self, identity_id: UUID) -> bool:
+        return await self.write("revoke_identity", id=identity_id, now=await self.now()) > 0
+
+    async def human_written(self, ids: Collection[UUID]) -> set[UUID]:
+        if not ids:
+            return set()
+        return {r["node_id"] for r in await self.rows("human_written", ids=list(ids))}
+
+    async def authors(self, ids: Collection[UUID]) -> dict[UUID, Authors]:
+        if not ids:
+            return {}
+
+        def writer(r: dict[str, Any], side: str) -> Writer | None:
+            pid: UUID | None = r[f"{side}_id"]
+            if pid is None:
+                return None
+            name: str | None = r[f"{side}_name"]
+            return Writer(
+                principal_id=pid,
+                name=name if name is not None else ulid_str(pid),
+                kind=PrincipalKind(r[f"{side}_kind"]),
+            )
+
+        rows = await self.rows("authors", ids=list(set(ids)))
+        return {
+            r["node_id"]: Authors(body=writer(r, "body"), result=writer(r, "result")) for r in rows
+        }
+
+    # projects
+    def _remember(self, project: Project) -> Project:
+        self._projects[project.id] = project
+        return project
+
+    def _forget(self, project_id: UUID) -> None:
+        self._projects.pop(project_id, None)
+
+    async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None:
+        if not lock and project_id in self._projects:
+            return self._projects[project_id]
+        row = await self.row("project_by_id_locked" if lock else "project_by_id", id=project_id)
+        return self._remember(project_from_row(row)) if row else None
+
+    async def project_by_slug(self, slug: str) -> Project | None:
+        known = self._slugs.get(slug)
+        if known is not None and known in self._projects:
+            return self._projects[known]
+        row = await self.row("project_by_slug", slug=slug)
+        if row is None:
+            return None
+        self._slugs[slug] = row["id"]
+        return self._remember(project_from_row(row))
+
+    async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
+        if not ids:
+            return {}
+        missing = [i for i in ids if i not in self._projects]
+        if missing:
+            for r in await self.rows("projects_by_id", ids=missing):
+                self._remember(project_from_row(r))
+        return {i: self._projects[i] for i in ids if i in self._projects}
+
+    async def slugs_like(self, base: str) -> set[str]:
+        return {r["slug"] for r in await self.rows("slugs_like", base=base)}
+
+    async def insert_project(self, project: Project) -> None:
+        self._forget(project.id)
+        await self.send("insert_project", **project_params(project))
+
+    async def update_project(self, project: Project) -> None:
+        self._forget(project.id)
+        await self.send("update_project", **project_params(project))
+        await self.send("add_slug", id=project.id, slug=project.slug)
+
+    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
+        rows = await self.rows("list_projects", archived=archived, limit=limit, offset=offset)
+        return [project_from_row(r) for r in rows]
+
+    async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
+        if not ids:
+            return {}
+        return {
+            r["project_id"]: r["at"] for r in await self.rows("project_activity", ids=list(ids))
+        }
+
+    async def allocate_numbers(self, project_id: UUID, count: int) -> int:
+        self._forget(project_id)
+        cur = await self._conn.execute(
+            q("allocate_numbers"), {"org": self._org, "id": project_id, "count": count}
+        )
+        self.wrote = True
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row["first"])
+
+    # nodes
+    async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]:
+        if not ids:
+            return {}
+        rows = await self.rows("nodes_by_id_locked" if lock else "nodes_by_id", ids=list(ids))
+        return {r["id"]: node_from_row(r) for r in rows}
+
+    async def node_by_number(
+        self, project_id: UUID, number: int, *, lock: bool = False
+    ) -> Node | None:
+        row = await self.row(
+            "node_by_number_locked" if lock else "node_by_number", project=project_id, number=number
+        )
+        return node_from_row(row) if row else None
+
+    async def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        if not nodes:
+            return
+        await self._send_many("insert_node", [node_params(n) for n in nodes])
+
+    async def update_node(self, node: Node) -> None:
+        await self.send("update_node", **node_params(node))
+
+    async def children_of(self, ids: Collection[UUID]) -> list[Node]:
+        if not ids:
+            return []
+        return [node_from_row(r) for r in await self.rows("children_of", ids=list(ids))]
+
+    async def ancestors(self, node_id: UUID) -> list[Node]:
+        return [node_from_row(r) for r in await self.rows("ancestors", id=node_id)]
+
+    # edges
+    async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
+        if not ids:
+            return []
+        return [edge_from_row(r) for r in await self.rows("edges_into", ids=list(ids))]
+
+    async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]:
+        if not ids:
+            return []
+        return [edge_from_row(r) for r in await self.rows("edges_out_of", ids=list(ids))]
+
+    async def insert_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        params = [
+            {
+                "org": e.org_id,
+                "from_id": e.from_id,
+                "to_id": e.to_id,
+                "kind": e.kind.value,
+                "created_at": e.created_at,
+            }
+            for e in edges
+        ]
+        await self._send_many("insert_edge", params)
+
+    async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool:
+        return await self.write("delete_edge", from_id=from_id, to_id=to_id, kind=kind) > 0
+
+    async def wait_arcs_from(self, ids: Collection[UUID]) -> list[tuple[UUID, UUID]]:
+        if not ids:
+            return []
+        return [
+            (r["waiter"], r["waited"]) for r in await self.rows("wait_arcs_from", ids=list(ids))
+        ]
+
+    # leases
+    async def live_leases(self, node_ids: Collection[UUID]) -> dict[UUID, Lease]:
+        if not node_ids:
+            return {}
+        rows = await self.rows("live_leases", ids=list(node_ids), now=await self.now())
+        return {r["node_id"]: lease_from_row(r) for r in rows}
+
+    async def lease_by_id(self, lease_id: UUID, *, lock: bool = False) -> Lease | None:
+        row = await self.row("lease_by_id_locked" if lock else "lease_by_id", id=lease_id)
+        return lease_from_row(row) if row else None
+
+    async def unreleased_lease(self, node_id: UUID) -> Lease | None:
+        row = await self.row("unreleased_lease", id=node_id)
+        return lease_from_row(row) if row else None
+
+    async def insert_lease(self, lease: Lease) -> None:
+        await self.send("insert_lease", **lease_params(lease))
+
+    async def update_lease(self, lease: Lease) -> None:
+        await self.send("update_lease", **lease_params(lease))
+
+    async def lease_history(self, node_id: UUID) -> list[Lease]:
+        return [lease_from_row(r) for r in await self.rows("lease_history", id=node_id)]
+
+    async def org_live_leases(
+        self, project_ids: Collection[UUID] | None, limit: int
+    ) -> list[Lease]:
+        rows = await self.rows(
+            "org_live_leases",
+            projects=list(project_ids) if project_ids is not None else None,
+            now=await self.now(),
+            limit=limit,
+        )
+        return [lease_from_row(r) for r in rows]
+
+    async def expired_leases(self, limit: int) -> list[Lease]:
+        return [
+            lease_from_row(r)
+            for r in await self.rows("expired_leases", now=await self.now(), limit=limit)
+        ]
+
+    # derived state
+    async def _query_params(self, query: ReadyQuery) -> Row:
+        return {
+            "projects": list(query.projects),
+            "kinds": list(query.kinds),
+            "labels": list(query.labels),
+            "any_labels": list(query.any_labels),
+            "assignee_kind": query.assignee_kind.value if query.assignee_kind else None,
+            "agent_only": query.agent_only,
+            "max_rank": query.max_priority_rank,
+            "parent": query.parent,
+            "exclude": list(query.exclude),
+            "now": await self.now(),
+        }
+
+    async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
+        if not ids:
+            return {}
+        rows = await self.rows("derive", ids=list(ids), now=await self.now())
+        return {
+            r["id"]: Derived(
+                blocked=r["blocked"],
+                held=r["held"],
+                claimed=r["claimed"],
+                open_children=r["open_children"],
+                archived=r["archived"],
+                human_written=r["human_written"],
+            )
+            for r in rows
+        }
+
+    async def ready(self, query: ReadyQuery) -> list[Node]:
+        """A page in turn order, read a project at a time (see ready_heads in graph.sql).
+
+        First the head of each project in turn order, stopping once there are as
+        many as the page reaches (offset + limit): when there are, every row of
+        the page is in the first pass. Otherwise those are all the projects with
+        ready work, and each gives its top K nodes, K doubling until the passes
+        cover the page or no project has more.
+        """
+        params = await self._query_params(query)
+        after = query.after_project
+        need = query.offset + query.limit
+        heads = await self.rows("ready_heads", **params, after=after, per=1, limit=need)
+        if len(heads) < need and heads:
+            params["projects"] = [r["project_id"] for r in heads]
+            per = -(-need // len(heads))
+            while True:
+                rows = await self.rows(
+                    "ready_heads", **params, after=after, per=per, limit=per * len(heads)
+                )
+                counts: dict[UUID, int] = {}
+                for r in rows:
+                    counts[r["project_id"]] = counts.get(r["project_id"], 0) + 1
+                if len(rows) >= need or all(c < per for c in counts.values()):
+                    break
+                per *= 2
+            heads = rows
+        turn: dict[UUID, int] = {}
+        keyed: list[tuple[int, bool, UUID, Row]] = []
+        for r in heads:  # rows come by project in turn order, then by rank within one
+            rank = turn.get(r["project_id"], 0)
+            turn[r["project_id"]] = rank + 1
+            keyed.append((rank, r["wrapped"], r["project_id"], r))
+        keyed.sort(key=lambda k: (k[0], k[1], k[2]))
+        return [node_from_row(k[3]) for k in keyed[query.offset : need]]
+
+    async def list_nodes(
+        self, query: ReadyQuery, *, status: Status | None, held: bool | None
+    ) -> list[Node]:
+        params = await self._query_params(query)
+        rows = await self.rows(
+            "list_nodes",
+            **params,
+            status=status.value if status else None,
+            held=held,
+            limit=query.limit,
+            offset=query.offset,
+        )
+        return [node_from_row(r) for r in rows]
+
+    async def held_count(self, query: ReadyQuery, *, at_most: int | None = None) -> int:
+        params = await self._query_params(query)
+        row = await self.row("held_count", **params, at_most=at_most)
+        assert row is not None
+        return int(row["n"])
+
+    async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
+        params = await self._query_params(query)
+        row = await self.row("lock_next_ready", **params, after=query.after_project)
+        if row is None:
+            return None
+        self._remember(
+            project_from_row(
+                {"id": row["project_id"], "org_id": row["org_id"]}
+                | {k[2:]: v for k, v in row.items() if k.startswith("p_")}
+            )
+        )
+        return node_from_row(row)
+
+    # claim cursors
+    async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None:
+        row = await self.row(
+            "get_cursor", principal=principal_id, hash=filter_hash, offset=self._offset
+        )
+        assert row is not None
+        if self._now is None:
+            self._now = row["now"]
+        return row["project_id"]
+
+    async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
+        await self.send(
+            "set_cursor",
+            principal=principal_id,
+            hash=filter_hash,
+            project=project_id,
+            now=await self.now(),
+        )
+
+    # idempotency
+    async def reserve_request(
+        self, principal_id: UUID, request_id: str, fingerprint: str
+    ) -> StoredRequest | None:
+        row = await self.row(
+            "reserve_request",
+            principal=principal_id,
+            rid=request_id,
+            fingerprint=fingerprint,
+            offset=self._offset,
+        )
+        assert row is not None
+        if self._now is None:
+            self._now = row["now"]
+        if row["request_id"] is not None:
+            self.wrote = True
+            return None
+        found = await self.row("get_request", principal=principal_id, rid=request_id)
+        assert found is not None
+        return StoredRequest(fingerprint=found["fingerprint"], response=found["response"])
+
+    async def save_response(
+        self, principal_id: UUID, request_id: str, response: dict[str, Any]
+    ) -> None:
+        await self.send(
+            "save_response", principal=principal_id, rid=request_id, response=Jsonb(response)
+        )
+
+    async def request_applied_at(self, principal_id: UUID, request_id: str) -> datetime | None:
+        row = await self.row("request_applied_at", principal=principal_id, rid=request_id)
+        return row["at"] if row else None
