@@ -23,12 +23,13 @@ walkthrough: sync
 test: sync npm
 	$(UV) run pytest -q -p no:cacheprovider $(ARGS)
 
-## check: lint, formatting, types, the generated protobuf code up to date, and the proto
-## clean under buf lint (STANDARD + COMMENTS) and not breaking the committed contract
+## check: lint, formatting, types, the import layers (no cycles), the generated protobuf code up
+## to date, and the proto clean under buf lint (STANDARD + COMMENTS) and not breaking the committed contract
 check: sync npm
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run pyright
+	$(UV) run lint-imports
 	$(UV) run python packages/skift-server/tools/generate_proto.py --check
 	$(BUF) lint $(PROTO)
 	$(BUF) breaking $(PROTO) --against $(CONTRACT)
