@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._filter import NodeFilter
     from ._growth import StoreStats, TableStat, store_stats
     from ._importer import BeadsImport
+    from ._inputs import check_inputs
     from ._limits import DEFAULT_LIMITS, Limits
     from ._memory import MemoryStore
     from ._models import (
@@ -216,6 +217,7 @@ _LAZY: dict[str, str] = {
     "Unavailable": "_errors",
     "DEFAULT_LIMITS": "_limits",
     "Limits": "_limits",
+    "check_inputs": "_inputs",
     "OrgLimits": "_org_limits",
     "OrgCreated": "_orgs",
     "CursorSeal": "_seal",
@@ -478,6 +480,7 @@ __all__ = [
     "WebhookVerificationError",
     "Writer",
     "address_refusal",
+    "check_inputs",
     "cursor_seal",
     "default_blob_dir",
     "delivery_request",

@@ -23,6 +23,7 @@ from ._api_work import WorkApi
 from ._blobs import FileBlobStore
 from ._engine import Actor, token_digest
 from ._errors import Invalid, Unauthenticated
+from ._inputs import check_inputs
 from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
@@ -53,6 +54,7 @@ from ._surface import User as User
 from ._views import PrincipalInfo, TokenInfo
 
 
+@check_inputs
 class LocalSkift(WorkApi, ContentApi, ImportApi):
     """skift in this process, over a store. Use ``skift.open`` to make one."""
 

@@ -127,6 +127,9 @@ class GraphApi(Session):
         on_behalf_of: str | None = None,
     ) -> PatchResult:
         no_delegation(on_behalf_of)
+        if len(ops) > self.engine.limits.ops_per_patch:
+            # counted before a single operation is parsed or built
+            self.engine.check_patch_limits(ops)  # pyright: ignore[reportArgumentType]
         parsed = _ops(ops)
         rid = request_id or ulid_str(new_id())
         if not rid.strip():

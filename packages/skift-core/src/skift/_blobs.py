@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -27,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from ._errors import Invalid
+from ._errors import Invalid, Unavailable
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -97,7 +98,20 @@ class FileBlobStore:
         return self.root / algo / hexpart[:2] / hexpart[2:]
 
     async def put(self, digest: str, data: bytes) -> None:
-        await asyncio.to_thread(self._put, digest, data)
+        try:
+            await asyncio.to_thread(self._put, digest, data)
+        except OSError as exc:
+            raise self._unavailable("write", exc) from exc
+
+    def _unavailable(self, doing: str, exc: OSError) -> Unavailable:
+        """A storage failure (disk full, read-only, permissions) as a retryable refusal naming it."""
+        cause = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+        return Unavailable(
+            f"the blob store cannot {doing} under {self.root}: {exc.strerror or exc} ({cause})",
+            next="Retry later with the same request; the operator must free space or "
+            "make the blob directory writable (--blob-dir).",
+            cause=cause,
+        )
 
     def _put(self, digest: str, data: bytes) -> None:
         # Never skip the write when the file exists: the two paths must take the same time.
@@ -116,7 +130,10 @@ class FileBlobStore:
             raise
 
     async def get(self, digest: str) -> bytes | None:
-        return await asyncio.to_thread(self._get, digest)
+        try:
+            return await asyncio.to_thread(self._get, digest)
+        except OSError as exc:
+            raise self._unavailable("read", exc) from exc
 
     def _get(self, digest: str) -> bytes | None:
         try:
@@ -125,7 +142,10 @@ class FileBlobStore:
             return None
 
     async def has(self, digest: str) -> bool:
-        return await asyncio.to_thread(self.path(digest).exists)
+        try:
+            return await asyncio.to_thread(self.path(digest).exists)
+        except OSError as exc:
+            raise self._unavailable("read", exc) from exc
 
 
 def default_blob_dir() -> Path:

@@ -26,6 +26,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+MESSAGE_CHARS = 1000
+"""The most of a message (or a next move, or a detail) an error carries: a message
+that repeats its input is shortened in the middle, so a 30,000-character
+reference cannot make an error too big for the HTTP/2 headers that carry it."""
+
+
+def _short(text: str) -> str:
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    half = (MESSAGE_CHARS - 40) // 2
+    return f"{text[:half]} …({len(text) - 2 * half} characters left out)… {text[-half:]}"
+
 
 class SkiftError(Exception):
     """Something went wrong in skift.
@@ -47,11 +59,13 @@ class SkiftError(Exception):
         move: Mapping[str, Any] | None = None,
         **details: Any,
     ) -> None:
-        self.message = message or (type(self).__doc__ or "").strip()
-        self.next = next
+        self.message = _short(message or (type(self).__doc__ or "").strip())
+        self.next = _short(next)
         if move is not None:
             details["move"] = {k: v for k, v in move.items() if v is not None}
-        self.details = details
+        self.details: dict[str, Any] = {
+            k: _short(v) if isinstance(v, str) else v for k, v in details.items()
+        }
         super().__init__(self.message)
 
     @property

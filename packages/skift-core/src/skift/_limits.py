@@ -24,6 +24,10 @@ class Limits:
     comment_bytes: int = 64 * 1024
     query_chars: int = 1000
     reason_chars: int = 2000
+    request_id_chars: int = 200
+    kind_chars: int = 100
+    # how many levels a tree of parents may span: Explain and Ready walk it
+    tree_depth: int = 100
     labels_per_node: int = 64
     label_chars: int = 100
     page_size: int = 500

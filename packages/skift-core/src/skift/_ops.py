@@ -67,11 +67,22 @@ def _opt_assignee_kind(value: object) -> AssigneeKind | None:
         ) from None
 
 
+def _max_nodes(value: object) -> int:
+    """A cascade's bound: a whole number, zero or more (it counts nodes)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(
+            f"cascade.max_nodes is {value!r}; it is a count of nodes, zero or more",
+            next="State how many nodes the drop may take, e.g. cascade max_nodes 10.",
+            field="cascade.max_nodes",
+        )
+    return value
+
+
 @attrs.frozen(kw_only=True)
 class Cascade:
     """The blast radius a cascading drop states before it runs."""
 
-    max_nodes: int
+    max_nodes: int = attrs.field(converter=_max_nodes)
 
 
 @attrs.frozen(kw_only=True)

@@ -218,6 +218,44 @@ class _Patch(PatchState):
         check_size("title", text, self.e.limits.title_chars, chars=True)
         return text
 
+    async def _depth(self, node: Node) -> int:
+        """How deep ``node`` sits in its tree (a root is 1), nodes of this patch included."""
+        depth = 1
+        while node.id in self.created and node.parent_id is not None:
+            node = self.nodes[node.parent_id]
+            depth += 1
+        if node.id in self.created:
+            return depth
+        return depth + len(await self.tx.ancestors(node.id))
+
+    async def _height(self, node: Node) -> int:
+        """How many levels the subtree under ``node`` spans (a leaf is 1)."""
+        if node.id in self.created:
+            return 1
+        nodes = await self.tx.nodes_by_id(set(await self.tx.subtree_ids(node.id)))
+        kids: dict[UUID, list[UUID]] = {}
+        for n in nodes.values():
+            if n.parent_id is not None and n.id != node.id:
+                kids.setdefault(n.parent_id, []).append(n.id)
+        height, frontier = 0, [node.id]
+        while frontier:
+            height += 1
+            frontier = [k for f in frontier for k in kids.get(f, [])]
+        return height
+
+    async def _check_depth(self, parent: Node, height: int) -> None:
+        """A tree is at most ``Limits.tree_depth`` levels deep (Explain and Ready walk it)."""
+        bound = self.e.limits.tree_depth
+        depth = await self._depth(parent) + height
+        if depth > bound:
+            raise LimitExceeded(
+                f"under {self.refs.get(parent.id, 'that parent')} the tree would be {depth} levels "
+                f"deep; the limit is {bound}",
+                next="File the work under a shallower parent, or link it with a blocks edge.",
+                limit="tree_depth",
+                bound=bound,
+            )
+
     async def _parent(self, ref: str, child_project: UUID) -> Node:
         parent = await self.node(ref)
         if parent.project_id != child_project:
@@ -250,7 +288,9 @@ class _Patch(PatchState):
                 )
         parent_id: UUID | None = None
         if op.parent is not None:
-            parent_id = (await self._parent(op.parent, self.project.id)).id
+            parent = await self._parent(op.parent, self.project.id)
+            await self._check_depth(parent, 1)
+            parent_id = parent.id
         now = await self.tx.now()
         number = self.next_number
         self.next_number += 1
@@ -391,6 +431,8 @@ class _Patch(PatchState):
                         f"{self.refs[node.id]} cannot contain itself", next="Choose another parent."
                     )
                 new_parent = parent.id
+                if new_parent != node.parent_id:
+                    await self._check_depth(parent, await self._height(node))
             if new_parent != node.parent_id:
                 if node.parent_id is not None:
                     old_parent = await self.node(ulid_str(node.parent_id))

@@ -14,6 +14,9 @@ from ._secrets import token_digest
 from ._store import Tx
 from ._views import IdentityInfo, PrincipalInfo, TokenInfo
 
+MAX_UID = 2**32 - 2
+"""The largest unix uid (2**32 - 1 is the kernel's "no uid")."""
+
 
 class Principals(Context):
     """Adding principals, attaching identities, minting and revoking bearer tokens."""
@@ -94,8 +97,13 @@ class Principals(Context):
         return p
 
     async def _attach(self, tx: Tx, p: Principal, scheme: IdentityScheme, value: str) -> Identity:
-        if scheme is IdentityScheme.UNIX and not value.isdigit():
-            raise Invalid(f"{value!r} is not a uid", next="Give the numeric uid, e.g. 1000.")
+        if scheme is IdentityScheme.UNIX and not (
+            value.isascii() and value.isdigit() and int(value) <= MAX_UID
+        ):
+            raise Invalid(
+                f"{value[:40]!r} is not a uid (0 to {MAX_UID})",
+                next="Give the numeric uid, e.g. 1000.",
+            )
         ident = Identity(
             id=new_id(),
             org_id=tx.org_id,

@@ -27,6 +27,7 @@ from uuid import UUID
 import attrs
 
 from ._errors import Invalid, Refused
+from ._inputs import shown
 from ._intent import intent
 from ._models import Node, Principal, PrincipalKind, Project
 from ._refs import format_ref, new_id, ulid_str
@@ -69,6 +70,10 @@ if TYPE_CHECKING:
     from ._store import Tx
 
 _MILLION = Decimal(1_000_000)
+MAX_TOKENS = 2**63 - 1
+"""A token count fits a signed 64-bit integer (PostgreSQL's bigint)."""
+MAX_MONEY = Decimal(10**12)
+"""No price, budget or cap is over a trillion currency units."""
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _MODEL_CHARS = 200
 # ------------------------------------------------------------------ values
@@ -86,6 +91,11 @@ def money(value: object, what: str) -> Decimal:
         ) from None
     if not amount.is_finite() or amount < 0:
         raise Invalid(f"{what} {value!r} must be zero or more", next="Give a number such as 12.50.")
+    if amount > MAX_MONEY:
+        raise Invalid(
+            f"{what} {shown(value)} is over {MAX_MONEY:,}",
+            next="Give an amount in the currency's units, such as 12.50.",
+        )
     return amount
 
 
@@ -95,9 +105,9 @@ def optional_money(value: object, what: str) -> Decimal | None:
 
 
 def _tokens(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
         raise Invalid(
-            f"{name} is {value!r}; token counts are whole numbers, zero or more",
+            f"{name} is {shown(value)}; token counts are whole numbers from 0 to {MAX_TOKENS}",
             next="Report counts as integers (no currency: rates price them).",
         )
     return value

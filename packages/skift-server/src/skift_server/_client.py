@@ -152,6 +152,7 @@ def _pick_ops(ops: Sequence[skift.Op | dict[str, Any]]) -> list[skift.Op]:
     return [skift.parse_op(op, i) if isinstance(op, dict) else op for i, op in enumerate(ops)]
 
 
+@skift.check_inputs
 class RemoteSkift:
     """skift over gRPC. Use :func:`connect` to make one."""
 
