@@ -13,13 +13,6 @@ if TYPE_CHECKING:
     from conftest import Snap
 
 
-@pytest.fixture(autouse=True)
-def _not_over_grpc_yet(store_url: str) -> None:
-    # The RPCs follow the rewritten proto (h14); until it lands these run on memory and pg.
-    if store_url.startswith("remote"):
-        pytest.skip("preemption and live leases are not on the wire yet")
-
-
 @pytest.fixture
 async def bot(sk: skift.LocalSkift) -> skift.LocalSkift:
     """Project w with two nodes; the agent bot on the same store."""

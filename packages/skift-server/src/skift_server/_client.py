@@ -584,13 +584,23 @@ class RemoteSkift:
         self,
         ref: str,
         *,
-        lease: str,
+        lease: str | None = None,
         reason: skift.ReleaseReason | str = skift.ReleaseReason.CRASH,
         project: str | None = None,
+        preempt: bool = False,
     ) -> skift.NodeInfo:
-        req = v1.ReleaseRequest(
-            ref=ref, lease=lease, reason=enum_pb(v1.ReleaseReason, reason), project=project
-        )
+        """End the lease on ``ref``: the holder's own, or with ``preempt=True`` (a person)
+        whoever's it is, ``reason`` then being the person's explanation."""
+        if preempt:
+            why = reason.value if isinstance(reason, skift.ReleaseReason) else str(reason)
+            req = v1.ReleaseRequest(ref=ref, project=project, preempt=True, preempt_reason=why)
+        else:
+            req = v1.ReleaseRequest(
+                ref=ref,
+                lease=lease or "",
+                reason=enum_pb(v1.ReleaseReason, reason),
+                project=project,
+            )
         got = await self._call("Release", req, v1.ReleaseResponse, safe=False)
         return g.node_view(got.node or v1.Node())
 
@@ -615,9 +625,29 @@ class RemoteSkift:
         got = await self._call("Gate", req, v1.GateResponse, safe=True)
         return g.patch_result_view(got.result)
 
-    async def leases(self, ref: str, *, project: str | None = None) -> list[skift.LeaseInfo]:
+    async def leases(
+        self,
+        ref: str | None = None,
+        *,
+        project: str | None = None,
+        projects: Sequence[str] = (),
+        mine: bool = False,
+    ) -> list[skift.LeaseInfo]:
+        """With ``ref``: every attempt on that node. Without: the organization's live leases
+        (of ``projects``; the caller's own with ``mine``), an id only on the caller's own."""
         out: list[skift.LeaseInfo] = []
         token = ""
+        if ref is None:
+            while True:
+                live = v1.ListLiveLeasesRequest(
+                    projects=list(projects), mine=mine, page_token=token
+                )
+                page = await self._call(
+                    "ListLiveLeases", live, v1.ListLiveLeasesResponse, safe=True
+                )
+                out += [g.lease_view(x) for x in page.leases]
+                if not (token := page.next_page_token):
+                    return out
         while True:
             req = v1.ListLeasesRequest(ref=ref, project=project, page_token=token)
             got = await self._call("ListLeases", req, v1.ListLeasesResponse, safe=True)

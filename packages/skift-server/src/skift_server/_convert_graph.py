@@ -41,6 +41,7 @@ def node_pb(n: skift.NodeInfo) -> v1.Node:
         body_author_kind=enum_pb(v1.PrincipalKind, n.body_author_kind),
         result_author=n.result_author,
         result_author_kind=enum_pb(v1.PrincipalKind, n.result_author_kind),
+        lease=lease_pb(n.lease) if n.lease is not None else None,
     )
 
 
@@ -97,6 +98,7 @@ def lease_pb(x: skift.LeaseInfo) -> v1.Lease:
         session_ref=x.session_ref,
         released_at=utc(x.released_at),
         release_reason=enum_pb(v1.ReleaseReason, x.release_reason),
+        title=x.title,
     )
 
 
@@ -153,6 +155,7 @@ def node_view(m: v1.Node) -> skift.NodeInfo:
         body_author_kind=kind_word(m.body_author_kind),
         result_author=m.result_author,
         result_author_kind=kind_word(m.result_author_kind),
+        lease=lease_view(m.lease) if m.lease is not None else None,
     )
 
 
@@ -230,6 +233,7 @@ def lease_view(m: v1.Lease | None) -> skift.LeaseInfo:
         session_ref=m.session_ref,
         released_at=opt_ts(m.released_at),
         release_reason=skift.ReleaseReason(reason) if reason else None,
+        title=m.title,
     )
 
 

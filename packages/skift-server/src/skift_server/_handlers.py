@@ -317,8 +317,11 @@ async def _complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteR
 
 
 async def _release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:
+    if r.preempt:
+        got = await sk.release(r.ref, preempt=True, reason=r.preempt_reason, project=r.project)
+        return v1.ReleaseResponse(node=node_pb(got))
     reason = enum_word(r.reason, v1.ReleaseReason, "reason") or "crash"
-    got = await sk.release(r.ref, lease=r.lease, reason=reason, project=r.project)
+    got = await sk.release(r.ref, lease=r.lease or None, reason=reason, project=r.project)
     return v1.ReleaseResponse(node=node_pb(got))
 
 
@@ -339,6 +342,15 @@ async def _list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.List
     got = [lease_pb(x) for x in await sk.leases(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size))
     return v1.ListLeasesResponse(leases=items, next_page_token=nxt)
+
+
+async def _list_live_leases(
+    sk: skift.LocalSkift, r: v1.ListLiveLeasesRequest
+) -> v1.ListLiveLeasesResponse:
+    token = paging.decode("ListLiveLeases", r.page_token)
+    got = [lease_pb(x) for x in await sk.leases(projects=tuple(r.projects), mine=r.mine)]
+    items, nxt = paging.slice_page("ListLiveLeases", got, token, _size(sk, r.page_size))
+    return v1.ListLiveLeasesResponse(leases=items, next_page_token=nxt)
 
 
 async def _sweep_expired(
@@ -588,6 +600,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "Release": _release,
     "Gate": _gate,
     "ListLeases": _list_leases,
+    "ListLiveLeases": _list_live_leases,
     "SweepExpired": _sweep_expired,
     "ListEvents": _list_events,
     "WatchEvents": _watch_events,

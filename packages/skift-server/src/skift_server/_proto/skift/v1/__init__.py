@@ -98,6 +98,8 @@ __all__ = (
     "ListInputsResponse",
     "ListLeasesRequest",
     "ListLeasesResponse",
+    "ListLiveLeasesRequest",
+    "ListLiveLeasesResponse",
     "ListNodesRequest",
     "ListNodesResponse",
     "ListPrincipalsRequest",
@@ -2615,6 +2617,11 @@ class Lease(betterproto2.Message):
     Why it ended; UNSPECIFIED while it is live.
     """
 
+    title: "str" = betterproto2.field(11, betterproto2.TYPE_STRING)
+    """
+    The node's title (ListLiveLeases fills it).
+    """
+
 
 default_message_pool.register_message("skift.v1", "Lease", Lease)
 
@@ -2874,6 +2881,56 @@ class ListLeasesResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ListLeasesResponse", ListLeasesResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListLiveLeasesRequest(betterproto2.Message):
+    """
+    ListLiveLeases' request: the organization's live leases.
+    """
+
+    projects: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Only these projects (slugs or ids); every project when empty.
+    """
+
+    mine: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
+    """
+    Only the caller's own leases.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListLiveLeasesRequest", ListLiveLeasesRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListLiveLeasesResponse(betterproto2.Message):
+    """
+    ListLiveLeases' response.
+    """
+
+    leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    Live leases, oldest first; a lease's id only on the caller's own.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListLiveLeasesResponse", ListLiveLeasesResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -3362,6 +3419,12 @@ class Node(betterproto2.Message):
     )
     """
     The kind of result_author; UNSPECIFIED where result_author is absent.
+    """
+
+    lease: "Lease | None" = betterproto2.field(26, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    GetNode only: the live lease while the node is claimed (its id only to
+    its holder).
     """
 
 
@@ -4147,6 +4210,17 @@ class ReleaseRequest(betterproto2.Message):
     project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
     """
     The project a bare `#N` is read in.
+    """
+
+    preempt: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
+    """
+    A person takes back whoever's live lease is on the node: no lease id
+    needed, the release reason is PREEMPTED, and preempt_reason says why.
+    """
+
+    preempt_reason: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    Why the person preempts (required with preempt).
     """
 
 
@@ -5875,6 +5949,28 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def list_live_leases(
+        self,
+        message: "ListLiveLeasesRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListLiveLeasesResponse":
+        """
+        The organization's live leases, oldest first (a lease's id to its holder
+        only).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListLiveLeases",
+            message,
+            ListLiveLeasesResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
     async def sweep_expired(
         self,
         message: "SweepExpiredRequest",
@@ -6807,6 +6903,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def list_live_leases(self, message: "ListLiveLeasesRequest") -> "ListLiveLeasesResponse":
+        """
+        The organization's live leases, oldest first (a lease's id to its holder
+        only).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def sweep_expired(self, message: "SweepExpiredRequest") -> "SweepExpiredResponse":
         """
         Record expiry for leases whose time ran out (the server also does this
@@ -7282,6 +7386,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.list_leases(request)
         await stream.send_message(response)
 
+    async def __rpc_list_live_leases(
+        self, stream: "grpclib.server.Stream[ListLiveLeasesRequest, ListLiveLeasesResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_live_leases(request)
+        await stream.send_message(response)
+
     async def __rpc_sweep_expired(
         self, stream: "grpclib.server.Stream[SweepExpiredRequest, SweepExpiredResponse]"
     ) -> None:
@@ -7711,6 +7823,12 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ListLeasesRequest,
                 ListLeasesResponse,
+            ),
+            "/skift.v1.SkiftService/ListLiveLeases": grpclib.const.Handler(
+                self.__rpc_list_live_leases,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListLiveLeasesRequest,
+                ListLiveLeasesResponse,
             ),
             "/skift.v1.SkiftService/SweepExpired": grpclib.const.Handler(
                 self.__rpc_sweep_expired,
