@@ -320,12 +320,11 @@ async def test_human_written(sk: skift.LocalSkift) -> None:
     assert not (await sk.get("p#3")).human_written
 
 
+@pytest.mark.in_process("authenticate is the transport's step; tests/server covers it over TCP")
 async def test_a_revoked_or_expired_identity_ends_a_waiting_call(sk: skift.LocalSkift) -> None:
     """What a transport authenticated is re-checked when a waiting call wakes: revoking the token
     (or an OIDC token's expiry) ends a waiting ClaimNext and change-stream read Unauthenticated,
     and the work written meanwhile is not handed out. (Through the server: tests/server.)"""
-    if not isinstance(sk, skift.LocalSkift):
-        pytest.skip("authenticate is the transport's step; tests/server covers it over TCP")
     await sk.create_project("Quiet")
     await sk.add_principal("bot", "agent")
     token = await sk.create_token("bot")
