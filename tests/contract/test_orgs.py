@@ -8,11 +8,9 @@ import pytest
 import skift
 
 
-@pytest.fixture(autouse=True)
-def _not_over_grpc_yet(store_url: str) -> None:
-    # CreateOrg and ListOrgs follow the rewritten proto (h14); until it lands: memory and pg.
-    if store_url.startswith("remote"):
-        pytest.skip("organizations are not on the wire yet")
+# CreateOrg and ListOrgs have no RPCs yet: memory and PostgreSQL only (a real server over TCP:
+# tests/server/test_org_token_tcp.py).
+pytestmark = pytest.mark.in_process("organizations are not on the wire yet")
 
 
 async def test_a_server_admin_creates_an_organization(sk: skift.LocalSkift) -> None:
