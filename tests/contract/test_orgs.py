@@ -7,7 +7,6 @@ import pytest
 
 import skift
 
-
 # CreateOrg and ListOrgs have no RPCs yet: memory and PostgreSQL only (a real server over TCP:
 # tests/server/test_org_token_tcp.py).
 pytestmark = pytest.mark.in_process("organizations are not on the wire yet")
