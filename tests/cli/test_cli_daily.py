@@ -225,3 +225,27 @@ def test_the_demo_shows_distinct_lease_ids(cli: Cli) -> None:
     ids = re.findall(r"\(lease …([0-9A-Z]{8})\)", out)
     assert len(ids) >= 2, out
     assert len(set(ids)) == len(ids)
+
+
+def test_leases_show_and_preempt(cli: Cli) -> None:
+    """A lost lease id is found with `skift leases` and `skift show`; a person takes a lease back
+    with `release --preempt` (no lease id), and the old lease is fenced from then on."""
+    p, (ref,) = cli.project("leases", "Stuck work")
+    claim = cli.json("claim", ref, "--harness", "test-harness")
+    lease = claim["lease"]["id"]
+    listed = cli.json("leases", "-p", p)["leases"]
+    assert [(x["node"], x["holder"], x["harness"], x["id"]) for x in listed] == [
+        (ref, claim["lease"]["holder"], "test-harness", lease)
+    ]
+    assert lease in cli.run("leases", "-p", p).out
+    shown = cli.json("show", ref)
+    assert (shown["lease"]["id"], shown["claimed"]) == (lease, True)
+    assert "leased by" in cli.run("show", ref).out
+    cli.run("release", ref, "--preempt", expect=2)  # a reason is required
+    out = cli.run("release", ref, "--preempt", "--reason", "stuck for an hour").out
+    assert "preempted" in out
+    after = cli.json("show", ref)
+    assert (after["lease"], after["ready"]) == (None, True)
+    assert cli.json("leases", "-p", p) == {"leases": []}
+    fenced = cli.run("heartbeat", ref, "--lease", lease, "--json", expect=1)
+    assert json.loads(fenced.err)["error"]["code"] == "conflict"

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "events",
     "graph",
     "holds",
+    "leases",
     "maintenance",
     "nodes",
     "projects",

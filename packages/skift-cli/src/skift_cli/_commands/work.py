@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 import click
 
 from .._base import (
-    RELEASE_REASONS,
     app,
     command,
     complete_ref,
@@ -208,27 +207,38 @@ def complete(
 
 @command("Work")
 @click.argument("ref", shell_complete=complete_ref)
-@click.option("--lease", required=True, metavar="LEASE")
+@click.option("--lease", metavar="LEASE", help="The lease you hold (its id, from claim).")
+@click.option(
+    "--preempt",
+    is_flag=True,
+    help="A person takes back whoever's lease it is (no lease id; --reason says why).",
+)
 @click.option(
     "--reason",
-    type=click.Choice(RELEASE_REASONS),
-    default="crash",
-    show_default=True,
-    help="crash: it cannot be done this attempt; budget: out of budget; preempted: other.",
+    help="crash (default): it cannot be done this attempt; budget: out of budget; "
+    "preempted: other. With --preempt: your explanation, in words.",
 )
 @global_options
-def release(ref: str, lease: str, reason: str) -> None:
-    """Give work back without completing it.
+def release(ref: str, lease: str | None, preempt: bool, reason: str | None) -> None:
+    """Give work back without completing it, or (a person) take a stuck lease back.
 
     Example: skift release oauth-spike#3 --lease 01JE… --reason crash
+    Example: skift release oauth-spike#3 --preempt --reason "agent stuck for an hour"
     """
     a = app()
     proj = a.project()
-    n = a.call(lambda sk: sk.release(ref, lease=lease, reason=reason, project=proj))
+    if preempt and lease:
+        usage_error("--preempt takes no --lease: it ends whoever's lease is live on REF")
+    if preempt and not reason:
+        usage_error("--preempt needs --reason: say why you take the lease back")
+    why = reason or "crash"
+    n = a.call(lambda sk: sk.release(ref, lease=lease, reason=why, project=proj, preempt=preempt))
     if a.json:
         a.emit(to_json(n))
+    elif preempt:
+        click.echo(f"preempted the lease on {n.ref}: {why}")
     else:
-        click.echo(f"released {n.ref} ({reason})")
+        click.echo(f"released {n.ref} ({why})")
 
 
 @command("Work")

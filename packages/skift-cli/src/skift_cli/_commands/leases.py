@@ -1,0 +1,55 @@
+"""``skift leases``: the live leases, what is being worked on, by whom and until when
+(a lease's id, the fencing token, is shown to its holder only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .._base import app, command, global_options
+
+
+def lease_json(lease: Any) -> dict[str, Any]:
+    """SURFACE's lease shape: ``id`` only when the caller holds it."""
+    out: dict[str, Any] = {
+        "node": lease.node,
+        "title": lease.title,
+        "holder": lease.holder,
+        "harness": lease.harness,
+        "agent_ref": lease.agent_ref,
+        "expires_at": lease.expires_at.isoformat(),
+    }
+    if lease.id:
+        out["id"] = lease.id
+    return out
+
+
+@command("Work")
+@click.option("--mine", is_flag=True, help="Only the leases you hold.")
+@global_options
+def leases(mine: bool) -> None:
+    """List live leases: what is being worked on, by whom, until when.
+
+    A lease's id (the fencing token) is shown to its holder only, so an agent
+    that lost its lease id finds it here. A person takes a stuck lease back
+    with 'skift release REF --preempt --reason R'.
+
+    Example: skift leases -p oauth-spike
+    """
+    a = app()
+    projects = a.projects()
+    got = a.call(lambda sk: sk.leases(projects=projects, mine=mine))
+    if a.json:
+        a.emit({"leases": [lease_json(x) for x in got]})
+        return
+    if not got:
+        click.echo("no live leases")
+        return
+    for x in got:
+        where = f" via {x.harness}" if x.harness else ""
+        token = f"  lease {x.id}" if x.id else ""
+        click.echo(
+            f"{x.node}  {x.title}  held by {x.holder}{where} "
+            f"until {x.expires_at:%Y-%m-%d %H:%M:%S}{token}"
+        )
