@@ -32,6 +32,7 @@ from ._orgs import OrgCreated, OrgInfo, is_server_admin, refuse_uid_binding
 from ._orgs import create_org as orgs_create
 from ._orgs import list_orgs as orgs_list
 from ._policy import Policy
+from ._principals import check_uid
 from ._signin import (
     SESSION_TTL,
     SIGNIN_CODE_TTL,
@@ -154,6 +155,8 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                 next="Use --kind user|agent|service.",
             ) from None
 
+        if uid is not None:
+            check_uid(str(uid))
         binds = uid is not None and not await is_server_admin(self.store, await self._whoami())
 
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:

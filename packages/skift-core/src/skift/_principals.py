@@ -18,6 +18,16 @@ MAX_UID = 2**32 - 2
 """The largest unix uid (2**32 - 1 is the kernel's "no uid")."""
 
 
+def check_uid(value: str) -> None:
+    """:class:`Invalid` unless ``value`` is a unix uid (0 to :data:`MAX_UID`), checked before
+    anything else looks at the request (who may bind it included)."""
+    if not (value.isascii() and value.isdigit() and int(value) <= MAX_UID):
+        raise Invalid(
+            f"{value[:40]!r} is not a uid (0 to {MAX_UID})",
+            next="Give the numeric uid, e.g. 1000.",
+        )
+
+
 class Principals(Context):
     """Adding principals, attaching identities, minting and revoking bearer tokens."""
 
@@ -97,13 +107,8 @@ class Principals(Context):
         return p
 
     async def _attach(self, tx: Tx, p: Principal, scheme: IdentityScheme, value: str) -> Identity:
-        if scheme is IdentityScheme.UNIX and not (
-            value.isascii() and value.isdigit() and int(value) <= MAX_UID
-        ):
-            raise Invalid(
-                f"{value[:40]!r} is not a uid (0 to {MAX_UID})",
-                next="Give the numeric uid, e.g. 1000.",
-            )
+        if scheme is IdentityScheme.UNIX:
+            check_uid(value)
         ident = Identity(
             id=new_id(),
             org_id=tx.org_id,
