@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,26 +20,23 @@ import attrs
 
 from . import _memory_webhooks as webhooks
 from . import _readiness as readiness
-from . import _search as search
 from ._blobs import BlobStore, MemoryBlobStore
 from ._errors import Conflict
 from ._growth import StoreStats, TableStat
+from ._memory_base import MemoryState
+from ._memory_content import MemoryContentTx
 from ._models import (
-    Comment,
     Edge,
     Event,
     Identity,
     Lease,
     Node,
-    NodeOrigin,
     Org,
     Principal,
     PrincipalKind,
     Project,
-    Revision,
     Status,
 )
-from ._parts import ArtifactRecord, BlobRecord
 from ._refs import new_id, ulid_str
 from ._retention import PruneReport
 from ._signin import MemorySignins
@@ -49,49 +46,10 @@ from ._store import (
     EventBatch,
     EventPosition,
     ReadyQuery,
-    SearchQuery,
     StoredRequest,
     Writer,
 )
-from ._usage_records import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery
-
-Undo = Callable[[], None]
-
-
-class _State:
-    def __init__(self) -> None:
-        self.orgs: dict[UUID, Org] = {}
-        self.principals: dict[UUID, Principal] = {}
-        self.projects: dict[UUID, Project] = {}
-        self.slugs: dict[tuple[UUID, str], UUID] = {}
-        self.nodes: dict[UUID, Node] = {}
-        self.numbers: dict[tuple[UUID, int], UUID] = {}
-        self.edges: dict[tuple[UUID, UUID, str], Edge] = {}
-        self.into: dict[UUID, set[UUID]] = {}
-        self.out: dict[UUID, set[UUID]] = {}
-        self.children: dict[UUID, set[UUID]] = {}
-        self.leases: dict[UUID, Lease] = {}
-        self.node_leases: dict[UUID, list[UUID]] = {}
-        self.requests: dict[tuple[UUID, UUID, str], StoredRequest] = {}
-        self.cursors: dict[tuple[UUID, UUID, str], UUID] = {}
-        # when each request record was made and each claim cursor last moved (retention)
-        self.request_times: dict[tuple[UUID, UUID, str], datetime] = {}
-        self.cursor_times: dict[tuple[UUID, UUID, str], datetime] = {}
-        self.last_prune: PruneReport | None = None
-        self.events: list[Event] = []
-        self.identities: dict[UUID, Identity] = {}
-        # usage and cost, artifacts and blob metadata (bytes: MemoryStore.blobs)
-        self.usage: dict[UUID, UsageRecord] = {}
-        self.rates: dict[tuple[UUID, str], Rate] = {}
-        self.org_limits: dict[UUID, dict[str, int]] = {}
-        self.budgets: dict[UUID, Budget] = {}
-        self.artifacts: dict[UUID, ArtifactRecord] = {}
-        self.blobs: dict[tuple[UUID, str], BlobRecord] = {}
-        self.comments: dict[UUID, Comment] = {}
-        self.secrets: dict[str, bytes] = {}
-        self.origins: dict[tuple[UUID, str], NodeOrigin] = {}
-        self.webhooks = webhooks.WebhookState()
 
 
 class MemoryStore:
@@ -100,7 +58,7 @@ class MemoryStore:
     def __init__(self, *, blobs: BlobStore | None = None) -> None:
         """``blobs``: where blob bytes go (default: this process's memory)."""
         self.blobs: BlobStore = blobs if blobs is not None else MemoryBlobStore()
-        self._state = _State()
+        self._state = MemoryState()
         self._lock = asyncio.Lock()
         self._changed = asyncio.Condition()
         self._offset = timedelta()
@@ -266,55 +224,8 @@ class MemoryStore:
                 await asyncio.wait_for(self._changed.wait(), timeout.total_seconds())
 
 
-class MemoryTx(webhooks.MemoryWebhooksTx):
+class MemoryTx(MemoryContentTx):
     """One serialized transaction over the in-memory state, undone on failure."""
-
-    def __init__(self, state: _State, org_id: UUID, now: datetime) -> None:
-        self._s = state
-        self._org = org_id
-        self._now = now
-        self._undo: list[Undo] = []
-        self.wrote = False
-        self._wstate = state
-        self._remember = self._set
-
-    @property
-    def org_id(self) -> UUID:
-        return self._org
-
-    async def secret(self, name: str) -> bytes:
-        return self._s.secrets.setdefault(name, secrets.token_bytes(32))
-
-    def rollback(self) -> None:
-        for undo in reversed(self._undo):
-            undo()
-        self._undo.clear()
-        self.wrote = False
-
-    def _set(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
-        missing = key not in mapping
-        old = mapping.get(key)
-        mapping[key] = value
-        self.wrote = True
-        if missing:
-            self._undo.append(lambda: mapping.pop(key, None))
-        else:
-            self._undo.append(lambda: mapping.__setitem__(key, old))
-
-    def _add(self, index: dict[UUID, set[UUID]], key: UUID, value: UUID) -> None:
-        members = index.setdefault(key, set())
-        if value not in members:
-            members.add(value)
-            self._undo.append(lambda: members.discard(value))
-
-    def _discard(self, index: dict[UUID, set[UUID]], key: UUID, value: UUID) -> None:
-        members = index.get(key)
-        if members is not None and value in members:
-            members.discard(value)
-            self._undo.append(lambda: members.add(value))
-
-    async def now(self) -> datetime:
-        return self._now
 
     # principals
     async def principal_by_name(self, name: str) -> Principal | None:
@@ -406,10 +317,6 @@ class MemoryTx(webhooks.MemoryWebhooksTx):
         return {i: Authors(body=writer(body.get(i)), result=writer(result.get(i))) for i in wanted}
 
     # projects
-    def _project(self, project_id: UUID) -> Project | None:
-        p = self._s.projects.get(project_id)
-        return p if p is not None and p.org_id == self._org else None
-
     async def project_by_id(self, project_id: UUID, *, lock: bool = False) -> Project | None:
         return self._project(project_id)
 
@@ -466,10 +373,6 @@ class MemoryTx(webhooks.MemoryWebhooksTx):
         return p.node_counter + 1
 
     # nodes
-    def _node(self, node_id: UUID) -> Node | None:
-        n = self._s.nodes.get(node_id)
-        return n if n is not None and n.org_id == self._org else None
-
     async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]:
         return {i: n for i in ids if (n := self._node(i)) is not None}
 
@@ -715,188 +618,6 @@ class MemoryTx(webhooks.MemoryWebhooksTx):
         key = (self._org, principal_id, request_id)
         old = self._s.requests[key]
         self._set(self._s.requests, key, attrs.evolve(old, response=response))
-
-    # comments
-    async def insert_comment(self, comment: Comment) -> None:
-        self._set(self._s.comments, comment.id, comment)
-
-    async def insert_comments(self, comments: Sequence[Comment]) -> None:
-        for c in comments:
-            self._set(self._s.comments, c.id, c)
-
-    # imports
-    async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]:
-        return [
-            o
-            for o in self._s.origins.values()
-            if o.org_id == self._org and o.project_id == project_id and o.source == source
-        ]
-
-    async def origins_by_external_id(self, external_id: str) -> list[NodeOrigin]:
-        found = [
-            o
-            for o in self._s.origins.values()
-            if o.org_id == self._org and o.external_id == external_id
-        ]
-        return sorted(found, key=lambda o: o.project_id)
-
-    async def upsert_origins(self, origins: Sequence[NodeOrigin]) -> None:
-        for o in origins:
-            self._set(self._s.origins, (o.node_id, o.source), o)
-
-    async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
-        self._set(self._s.comments, comment.id, comment)  # it carries its revisions
-
-    async def comment_by_id(self, comment_id: UUID, *, lock: bool = False) -> Comment | None:
-        found = self._s.comments.get(comment_id)
-        return found if found is not None and found.org_id == self._org else None
-
-    async def comments_of(self, node_ids: Collection[UUID]) -> list[Comment]:
-        wanted = set(node_ids)
-        rows = [
-            c for c in self._s.comments.values() if c.org_id == self._org and c.node_id in wanted
-        ]
-        return sorted(rows, key=lambda c: (c.created_at, c.id))
-
-    async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
-        unresolved = [c for c in await self.comments_of([node_id]) if c.resolved_at is None]
-        return len(unresolved), max((c.created_at for c in unresolved), default=None)
-
-    # search
-    async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:
-        by_node: dict[UUID, list[Comment]] = {}
-        for c in self._s.comments.values():
-            if c.org_id == self._org:
-                by_node.setdefault(c.node_id, []).append(c)
-        hits: list[tuple[Node, float]] = []
-        for n in self._s.nodes.values():
-            if n.org_id != self._org or (query.projects and n.project_id not in query.projects):
-                continue
-            if (
-                self._s.projects[n.project_id].archived_at is not None
-                and not query.include_archived
-            ):
-                continue
-            fields = search.node_fields(n.title, n.body, n.result, by_node.get(n.id, ()))
-            score = search.rank(fields, query.terms)
-            if score is not None:
-                hits.append((n, score))
-        hits.sort(key=lambda h: (-h[1], h[0].project_id, h[0].number))
-        return hits[: query.limit]
-
-    # usage and cost
-    async def insert_usage(self, record: UsageRecord) -> None:
-        self._set(self._s.usage, record.id, record)
-
-    def _scope(self, scope: UsageScope) -> set[UUID]:
-        if scope.project is not None:
-            return {
-                n.id
-                for n in self._s.nodes.values()
-                if n.org_id == self._org and n.project_id == scope.project
-            }
-        if scope.node is None or self._node(scope.node) is None:
-            return set()
-        if not scope.subtree:
-            return {scope.node}
-        return set(self._subtree(scope.node))
-
-    def _subtree(self, root: UUID) -> list[UUID]:
-        out = [root]
-        seen = {root}
-        frontier = [root]
-        while frontier:
-            nxt = [
-                c for f in frontier for c in sorted(self._s.children.get(f, ())) if c not in seen
-            ]
-            seen.update(nxt)
-            out.extend(nxt)
-            frontier = nxt
-        return out
-
-    def _usage_in(self, scope: UsageScope) -> list[UsageRecord]:
-        ids = self._scope(scope)
-        return [u for u in self._s.usage.values() if u.org_id == self._org and u.node_id in ids]
-
-    async def usage_records(self, scope: UsageScope, limit: int) -> list[UsageRecord]:
-        rows = sorted(self._usage_in(scope), key=lambda u: (u.created_at, u.id), reverse=True)
-        return rows[:limit]
-
-    async def usage_totals(self, scope: UsageScope) -> list[UsageTotal]:
-        rows = self._usage_in(scope)
-        latest: dict[UUID, UsageRecord] = {}
-        for u in sorted(rows, key=lambda u: (u.created_at, u.id)):
-            if u.kind is UsageKind.ESTIMATE:
-                latest[u.node_id] = u
-        picked = [u for u in rows if u.kind is UsageKind.ACTUAL] + list(latest.values())
-        sums: dict[tuple[UsageKind, str], list[int]] = {}
-        for u in picked:
-            acc = sums.setdefault((u.kind, u.model), [0, 0, 0, 0])
-            acc[0] += u.input_tokens
-            acc[1] += u.output_tokens
-            acc[2] += u.cache_read_tokens
-            acc[3] += u.cache_write_tokens
-        return [
-            UsageTotal(
-                kind=kind,
-                model=model,
-                input_tokens=a[0],
-                output_tokens=a[1],
-                cache_read_tokens=a[2],
-                cache_write_tokens=a[3],
-            )
-            for (kind, model), a in sorted(sums.items())
-        ]
-
-    async def rates(self) -> list[Rate]:
-        return [r for (o, _), r in self._s.rates.items() if o == self._org]
-
-    async def upsert_rate(self, rate: Rate) -> None:
-        self._set(self._s.rates, (self._org, rate.model), rate)
-
-    async def org_limits(self) -> dict[str, int]:
-        return dict(self._s.org_limits.get(self._org, {}))
-
-    async def set_org_limits(self, limits: Mapping[str, int]) -> None:
-        self._set(self._s.org_limits, self._org, dict(limits))
-
-    async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
-        return {i: b for i in scope_ids if (b := self._s.budgets.get(i)) and b.org_id == self._org}
-
-    async def set_budget(self, budget: Budget) -> None:
-        self._set(self._s.budgets, budget.scope_id, budget)
-
-    async def capped_nodes(self) -> list[Budget]:
-        return [
-            b
-            for b in self._s.budgets.values()
-            if b.org_id == self._org and b.scope == "node" and b.cap is not None
-        ]
-
-    async def subtree_ids(self, root: UUID) -> list[UUID]:
-        return self._subtree(root) if self._node(root) is not None else []
-
-    # artifacts and blob metadata
-    async def insert_artifacts(self, artifacts: Sequence[ArtifactRecord]) -> None:
-        for a in artifacts:
-            self._set(self._s.artifacts, a.id, a)
-
-    async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
-        wanted = set(node_ids)
-        rows = [
-            a for a in self._s.artifacts.values() if a.org_id == self._org and a.node_id in wanted
-        ]
-        return sorted(rows, key=lambda a: (a.created_at, a.id))
-
-    async def count_artifacts(self, node_id: UUID) -> int:
-        return len(await self.artifacts_of([node_id]))
-
-    async def blob(self, digest: str) -> BlobRecord | None:
-        return self._s.blobs.get((self._org, digest))
-
-    async def insert_blob(self, blob: BlobRecord) -> None:
-        if (self._org, blob.digest) not in self._s.blobs:
-            self._set(self._s.blobs, (self._org, blob.digest), blob)
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None:

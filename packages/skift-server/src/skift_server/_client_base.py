@@ -1,0 +1,304 @@
+"""The remote Skift's transport: channels, the deadline and retries of every call.
+
+The calls themselves are mixins by concern (``_client_graph``, ``_client_work``,
+``_client_content``) over :class:`RemoteBase`; ``_client`` composes them into
+:class:`RemoteSkift`. See ``_client`` for what is retried and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import attrs
+import betterproto2
+from grpclib.client import Channel
+from grpclib.exceptions import GRPCError, StreamTerminatedError
+from h2.exceptions import ProtocolError as H2ProtocolError
+
+import skift
+
+from . import _convert_graph as g
+from . import _convert_ops as o
+from ._auth import ACT_AS, CLOCK_OFFSET, ORG
+from ._errors import ErrorDetailsCodec, from_grpc
+from ._paths import check_socket_owner, starting_pid
+from ._proto.skift import v1
+
+T = TypeVar("T", bound=betterproto2.Message)
+
+
+DEFAULT_TIMEOUT = 30.0
+START_WAIT = 60.0  # how long a client waits for a server that announced it is starting
+"""Seconds a call may take (ClaimNext adds its wait)."""
+
+_NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
+
+
+class UnixChannel(Channel):
+    """A channel over a unix socket that first checks who owns the socket (see ``_paths``)."""
+
+    def __init__(self, path: str, codec: ErrorDetailsCodec) -> None:
+        super().__init__(path=path, status_details_codec=codec)  # pyright: ignore[reportUnknownMemberType]
+        self._socket_path = path
+
+    async def _create_connection(self) -> Any:
+        check_socket_owner(self._socket_path)
+        return await super()._create_connection()
+
+
+@attrs.define
+class Shared:
+    """What every handle made from one ``connect`` shares: channels and the test clock."""
+
+    make: Callable[[], Channel]  # a channel; made on first use, inside the caller's event loop
+    size: int
+    metadata: dict[str, str]
+    socket: Path | None = None  # a unix socket's path: for waiting on a starting server and errors
+    looked_at: list[Path] = attrs.field(factory=lambda: list[Path]())  # default paths tried
+    on_wait: Callable[[str], None] | None = None
+    waited: bool = False
+    clock_offset: timedelta | None = None
+    closed: bool = False
+    channels: list[Channel] = attrs.field(factory=lambda: list[Channel]())
+    rr: itertools.count[int] = attrs.field(factory=itertools.count)
+
+    def channel(self) -> Channel:
+        if not self.channels:
+            # grpclib binds a channel to the loop it is made in: making them here, on the
+            # first call, lets connect() run outside the loop that uses it (module level)
+            self.channels = [self.make() for _ in range(self.size)]
+        return self.channels[next(self.rr) % len(self.channels)]
+
+    async def wait_for_start(self) -> bool:
+        """Wait (once, up to START_WAIT) for a server that announced it is starting on the socket."""
+        if self.socket is None or self.waited:
+            return False
+        pid = starting_pid(self.socket)
+        if pid is None:
+            return False
+        self.waited = True
+        if self.on_wait is not None:
+            self.on_wait(f"waiting for the skift server (pid {pid}) to start on {self.socket}…")
+        deadline = time.monotonic() + START_WAIT
+        while time.monotonic() < deadline and not self.socket.exists():
+            if starting_pid(self.socket) is None:
+                break  # it stopped starting: served (the socket appears) or gave up
+            await asyncio.sleep(0.1)
+        return True
+
+    def unreachable(self, exc: OSError) -> skift.Unavailable:
+        """The error for a connection never made, naming the socket (and the others looked at)."""
+        if self.socket is None:
+            return skift.Unavailable(
+                f"cannot reach the skift server: {exc}",
+                next="Check that `skift serve` is running and the address is right.",
+            )
+        why = "no server is listening" if isinstance(exc, ConnectionRefusedError) else "no socket"
+        others = [str(p) for p in self.looked_at if p != self.socket]
+        also = f" (also looked at {', '.join(others)})" if others else ""
+        return skift.Unavailable(
+            f"cannot reach the skift server at {self.socket}: {why}{also}",
+            next="Start it with 'skift serve' (or 'make run'), or point SKIFT_SERVER or "
+            "--server at a running one (unix:///path/skift.sock, https://host:port).",
+            socket=str(self.socket),
+        )
+
+
+class RemoteStore:
+    """The store-side test hook a remote handle offers: the clock (``--test-hooks`` only)."""
+
+    def __init__(self, shared: Shared) -> None:
+        self._shared = shared
+
+    def set_clock_offset(self, offset: timedelta) -> None:
+        """Move the server store's clock by ``offset`` from now on (tests only)."""
+        self._shared.clock_offset = offset
+
+
+def artifact_of(value: skift.Artifact | Mapping[str, Any]) -> skift.Artifact:
+    """An Artifact, from itself or its JSON form (checked as the patch format checks it)."""
+    if isinstance(value, skift.Artifact):
+        return value
+    op = skift.parse_op({"op": "attach_artifact", "node": "-", "artifact": dict(value)})
+    assert isinstance(op, skift.AttachArtifact)
+    return op.artifact
+
+
+def pick_ops(ops: Sequence[skift.Op | dict[str, Any]]) -> list[skift.Op]:
+    return [skift.parse_op(op, i) if isinstance(op, dict) else op for i, op in enumerate(ops)]
+
+
+class RemoteBase:
+    """The transport every mixin of :class:`RemoteSkift` calls through."""
+
+    def __init__(
+        self,
+        shared: Shared,
+        *,
+        principal: skift.PrincipalSpec | None = None,
+        org: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        attempts: int = 5,
+    ) -> None:
+        self._shared = shared
+        self.principal = principal
+        self.org = org
+        self.timeout = timeout
+        self.attempts = attempts
+        self.store = RemoteStore(shared)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channels (shared by every handle made from this connection)."""
+        if not self._shared.closed:
+            self._shared.closed = True
+            for ch in self._shared.channels:
+                ch.close()
+
+    # ------------------------------------------------------------ transport
+
+    def _metadata(self) -> dict[str, str]:
+        md = dict(self._shared.metadata)
+        if self.principal is not None:
+            md[ACT_AS] = f"{self.principal.kind.value}:{self.principal.name}"
+        if self.org is not None:
+            md[ORG] = self.org
+        if self._shared.clock_offset is not None:
+            md[CLOCK_OFFSET] = repr(self._shared.clock_offset.total_seconds())
+        return md
+
+    async def _call(
+        self,
+        method: str,
+        request: betterproto2.Message,
+        reply: type[T],
+        *,
+        safe: bool,
+        timeout: float | None = None,
+    ) -> T:
+        """One unary call with a deadline, retried when that cannot do anything twice."""
+        if self._shared.closed:
+            raise skift.Unavailable(
+                "this skift connection is closed", next="Connect again with skift_server.connect."
+            )
+        route = f"/skift.v1.SkiftService/{method}"
+        last: skift.SkiftError | None = None
+        for attempt in range(self.attempts):
+            channel = self._shared.channel()
+            stub = v1.SkiftServiceStub(channel, metadata=self._metadata())
+            try:
+                return await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
+                    route, request, reply, timeout=timeout or self.timeout
+                )
+            except GRPCError as exc:
+                err = from_grpc(exc)
+                if not (safe and isinstance(err, skift.Unavailable)):
+                    raise err from None
+                last = err
+            except _NOT_SENT as exc:
+                # The connection was never made: nothing was sent, any call may be retried.
+                last = self._shared.unreachable(exc)
+                if attempt < self.attempts - 1 and await self._shared.wait_for_start():
+                    continue
+            except (TimeoutError, StreamTerminatedError, H2ProtocolError, OSError) as exc:
+                last = skift.Unavailable(
+                    f"the connection to the skift server failed: {exc or type(exc).__name__}",
+                    next="Retry; a write with a request id is safe to send again.",
+                )
+                if not safe:
+                    raise last from None
+            if attempt < self.attempts - 1:
+                await asyncio.sleep(random.uniform(0.5, 1.5) * min(0.05 * 2**attempt, 1.0))
+        assert last is not None
+        raise last
+
+    # ------------------------------------------------------------ shared reads
+
+    async def artifacts(self, ref: str, *, project: str | None = None) -> list[skift.ArtifactInfo]:
+        out: list[skift.ArtifactInfo] = []
+        token = ""
+        while True:
+            req = v1.ListArtifactsRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse, safe=True)
+            out += [o.artifact_info_view(a) for a in got.artifacts]
+            if not (token := got.next_page_token):
+                return out
+
+
+def page_size(limit: int | None) -> int:
+    """``limit`` as a wire page size: None is 0 (the server's default); an explicit 0,
+    which the wire cannot tell from "default", is sent as -1 so the server refuses it
+    as the local API does."""
+    if limit is None:
+        return 0
+    return limit if limit != 0 else -1
+
+
+def skip_token(rpc: str, offset: int, size: int | None) -> str:
+    """A page token that starts ``offset`` items in (the server's own token format)."""
+    from ._paging import Token, encode
+
+    if offset < 0:
+        raise skift.Invalid("offset must be 0 or more", next="Give the number of items to skip.")
+    return encode(Token(rpc, offset=offset, size=size))
+
+
+def request_id_of(value: str | None) -> str:
+    """The caller's request id, or a fresh one made before the first attempt."""
+    if value is None:
+        return skift.ulid_str(skift.new_id())
+    if not value.strip():
+        raise skift.Invalid(
+            "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+        )
+    return value
+
+
+def filter_of(filters: dict[str, Any]) -> v1.NodeFilter:
+    return g.filter_pb(node_filter_of(**filters))
+
+
+def node_filter_of(
+    projects: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    any_labels: Sequence[str] = (),
+    assignee_kind: skift.AssigneeKind | str | None = None,
+    min_priority: skift.Priority | str | None = None,
+    parent: str | None = None,
+    status: skift.Status | str | None = None,
+    held: bool | None = None,
+) -> skift.NodeFilter:
+    """The filter keywords of ``ready``/``list_nodes``/``claim_next``, checked as the API does."""
+    try:
+        return skift.NodeFilter(
+            projects=tuple(projects),
+            kinds=tuple(kinds),
+            labels=tuple(labels),
+            any_labels=tuple(any_labels),
+            assignee_kind=skift.AssigneeKind(assignee_kind) if assignee_kind else None,
+            min_priority=skift.Priority(min_priority) if min_priority else None,
+            parent=parent,
+            status=skift.Status(status) if status else None,
+            held=held,
+        )
+    except ValueError as exc:
+        raise skift.Invalid(
+            str(exc),
+            next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
+        ) from None

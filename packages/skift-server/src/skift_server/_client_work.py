@@ -1,0 +1,275 @@
+"""RemoteSkift's work protocol and change stream: claim, heartbeat, complete, release, gate, leases, events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import attrs
+
+import skift
+
+from . import _convert_graph as g
+from . import _convert_ops as o
+from . import _convert_records as rc
+from ._client_base import (
+    RemoteBase,
+    artifact_of,
+    filter_of,
+    page_size,
+    request_id_of,
+)
+from ._convert import enum_pb
+from ._proto.skift import v1
+
+
+class WorkCalls(RemoteBase):
+    """RemoteSkift's work protocol and change stream: claim, heartbeat, complete, release, gate, leases, events."""
+
+    # ------------------------------------------------------------ work protocol
+
+    async def claim(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        ttl: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+        on_behalf_of: str | None = None,
+    ) -> skift.Claim:
+        req = v1.ClaimRequest(
+            ref=ref,
+            project=project,
+            ttl=ttl,
+            harness=harness,
+            agent_ref=agent_ref,
+            session_ref=session_ref,
+            on_behalf_of=on_behalf_of,
+        )
+        got = await self._call("Claim", req, v1.ClaimResponse, safe=False)
+        return await self._whole(got.claim or v1.Claim())
+
+    async def claim_next(
+        self,
+        *,
+        ttl: timedelta | None = None,
+        wait: timedelta | None = None,
+        harness: str = "",
+        agent_ref: str = "",
+        session_ref: str = "",
+        on_behalf_of: str | None = None,
+        **filters: Any,
+    ) -> skift.Claim:
+        req = v1.ClaimNextRequest(
+            filter=filter_of(filters),
+            ttl=ttl,
+            wait=wait,
+            harness=harness,
+            agent_ref=agent_ref,
+            session_ref=session_ref,
+            on_behalf_of=on_behalf_of,
+        )
+        timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
+        got = await self._call("ClaimNext", req, v1.ClaimNextResponse, safe=False, timeout=timeout)
+        return await self._whole(got.claim or v1.Claim())
+
+    async def _whole(self, claim: v1.Claim) -> skift.Claim:
+        """The claim with every input whole: what did not fit in the claim's answer is read
+        with ListInputs (and ListArtifacts for an input whose artifacts were cut)."""
+        inputs = list(claim.inputs)
+        token = claim.next_inputs_page_token
+        ref = (claim.node or v1.Node()).ref
+        if token:
+            inputs += await self._input_pages(ref, None, token)
+        return attrs.evolve(g.claim_view(claim, []), inputs=tuple(await self._inputs(inputs)))
+
+    async def _input_pages(self, ref: str, project: str | None, token: str) -> list[v1.Input]:
+        out: list[v1.Input] = []
+        while True:
+            req = v1.ListInputsRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListInputs", req, v1.ListInputsResponse, safe=True)
+            out += got.inputs
+            if not (token := got.next_page_token):
+                return out
+
+    async def _inputs(self, inputs: list[v1.Input]) -> list[skift.Input]:
+        out: list[skift.Input] = []
+        for i in inputs:
+            view = g.input_view(i)
+            if i.artifacts_cut:
+                view = attrs.evolve(view, artifacts=tuple(await self.artifacts(i.ref)))
+            out.append(view)
+        return out
+
+    async def inputs(self, ref: str, *, project: str | None = None) -> list[skift.Input]:
+        """A node's inputs, as a claim carries them (without claiming it)."""
+        return await self._inputs(await self._input_pages(ref, project, ""))
+
+    async def heartbeat(
+        self,
+        ref: str,
+        *,
+        lease: str,
+        ttl: timedelta | None = None,
+        project: str | None = None,
+    ) -> skift.LeaseInfo:
+        # Renewing twice sets the same kind of expiry: safe to retry.
+        req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
+        got = await self._call("Heartbeat", req, v1.HeartbeatResponse, safe=True)
+        return g.lease_view(got.lease)
+
+    async def complete(
+        self,
+        ref: str,
+        *,
+        lease: str | None = None,
+        result: str = "",
+        artifacts: Sequence[skift.Artifact | Mapping[str, Any]] = (),
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.CompleteRequest(
+            ref=ref,
+            lease=lease,
+            result=result,
+            artifacts=[o.artifact_pb(artifact_of(a)) for a in artifacts],
+            project=project,
+            request_id=request_id_of(request_id),
+        )
+        got = await self._call("Complete", req, v1.CompleteResponse, safe=True)
+        return g.patch_result_view(got.result)
+
+    async def release(
+        self,
+        ref: str,
+        *,
+        lease: str | None = None,
+        reason: skift.ReleaseReason | str = skift.ReleaseReason.CRASH,
+        project: str | None = None,
+        preempt: bool = False,
+    ) -> skift.NodeInfo:
+        """End the lease on ``ref``: the holder's own, or with ``preempt=True`` (a person)
+        whoever's it is, ``reason`` then being the person's explanation."""
+        if preempt:
+            why = reason.value if isinstance(reason, skift.ReleaseReason) else str(reason)
+            req = v1.ReleaseRequest(ref=ref, project=project, preempt=True, preempt_reason=why)
+        else:
+            req = v1.ReleaseRequest(
+                ref=ref,
+                lease=lease or "",
+                reason=enum_pb(v1.ReleaseReason, reason),
+                project=project,
+            )
+        got = await self._call("Release", req, v1.ReleaseResponse, safe=False)
+        return g.node_view(got.node or v1.Node())
+
+    async def gate(
+        self,
+        ref: str,
+        *,
+        lease: str,
+        title: str,
+        body: str = "",
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.GateRequest(
+            ref=ref,
+            lease=lease,
+            title=title,
+            body=body,
+            project=project,
+            request_id=request_id_of(request_id),
+        )
+        got = await self._call("Gate", req, v1.GateResponse, safe=True)
+        return g.patch_result_view(got.result)
+
+    async def leases(
+        self,
+        ref: str | None = None,
+        *,
+        project: str | None = None,
+        projects: Sequence[str] = (),
+        mine: bool = False,
+    ) -> list[skift.LeaseInfo]:
+        """With ``ref``: every attempt on that node. Without: the organization's live leases
+        (of ``projects``; the caller's own with ``mine``), an id only on the caller's own."""
+        out: list[skift.LeaseInfo] = []
+        token = ""
+        if ref is None:
+            while True:
+                live = v1.ListLiveLeasesRequest(
+                    projects=list(projects), mine=mine, page_token=token
+                )
+                page = await self._call(
+                    "ListLiveLeases", live, v1.ListLiveLeasesResponse, safe=True
+                )
+                out += [g.lease_view(x) for x in page.leases]
+                if not (token := page.next_page_token):
+                    return out
+        while True:
+            req = v1.ListLeasesRequest(ref=ref, project=project, page_token=token)
+            got = await self._call("ListLeases", req, v1.ListLeasesResponse, safe=True)
+            out += [g.lease_view(x) for x in got.leases]
+            if not (token := got.next_page_token):
+                return out
+
+    async def sweep_expired(self, limit: int = 500) -> int:
+        req = v1.SweepExpiredRequest(limit=limit)
+        got = await self._call("SweepExpired", req, v1.SweepExpiredResponse, safe=False)
+        return got.expired
+
+    # ------------------------------------------------------------ events
+
+    async def events(
+        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+    ) -> list[skift.EventInfo]:
+        pages: list[list[skift.EventInfo]] = []
+        got_count = 0
+        token = ""
+        most = 500
+        while got_count < limit:
+            req = v1.ListEventsRequest(
+                ref=ref, project=project, page_size=min(limit - got_count, most), page_token=token
+            )
+            try:
+                got = await self._call("ListEvents", req, v1.ListEventsResponse, safe=True)
+            except skift.LimitExceeded as exc:
+                bound = exc.details.get("bound")
+                if exc.details.get("limit") != "page_size" or not isinstance(bound, int):
+                    raise
+                most = bound  # this server pages smaller: ask for its largest page
+                continue
+            pages.append([rc.event_view(e) for e in got.events])
+            got_count += len(got.events)
+            if not (token := got.next_page_token):
+                break
+        # each page is older than the one before it, oldest first within itself
+        return [e for page in reversed(pages) for e in page]
+
+    async def watch_events(
+        self,
+        *,
+        after: str | None = None,
+        projects: Sequence[str] | None = None,
+        ops: Sequence[str] | None = None,
+        limit: int = 100,
+        wait: timedelta | None = None,
+    ) -> skift.EventPage:
+        req = v1.WatchEventsRequest(
+            page_token=after or "",
+            projects=list(projects or ()),
+            ops=list(ops or ()),
+            page_size=page_size(limit),
+            wait=wait,
+        )
+        timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
+        got = await self._call(
+            "WatchEvents", req, v1.WatchEventsResponse, safe=True, timeout=timeout
+        )
+        return skift.EventPage(
+            events=tuple(rc.event_view(e) for e in got.events), cursor=got.next_page_token
+        )
