@@ -16,9 +16,6 @@ from beads_data import beads_gen
 
 import skift
 
-# Import and export are not on the wire yet (no RPCs): memory and PostgreSQL only.
-pytestmark = pytest.mark.in_process("beads import and export have no RPCs yet")
-
 HERE = Path(__file__).parent / "beads"
 N = 1000
 
@@ -362,3 +359,21 @@ async def test_an_agent_may_not_import(open_skift: Any) -> None:
     bot = await open_skift(principal=skift.Agent("bot"))
     with pytest.raises(skift.Refused, match="may not import"):
         await bot.import_beads(fixture("dangling.jsonl"), project="bd", skip_dangling=True)
+
+
+async def test_a_large_export_travels_whole_and_tells_its_progress(
+    skift_local: skift.LocalSkift,
+) -> None:
+    # some 4.6 MB: over a default gRPC client's 4 MiB message, so the wire streams it
+    sk = skift_local
+    text = beads_gen.text(5000, seed=2)
+    assert len(text.encode()) > 4 * 1024 * 1024
+    seen: list[tuple[int, int]] = []
+    result = await sk.import_beads(text, project="big", progress=lambda d, t: seen.append((d, t)))
+    assert (result.created, len(result.nodes)) == (5000, 5000)
+    assert seen[-1] == (5000, 5000)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    told: list[tuple[int, int]] = []
+    back = await sk.export_beads("big", progress=lambda d, t: told.append((d, t)))
+    assert [json.loads(v)["id"] for v in back.splitlines()] == list(result.nodes)
+    assert told[-1] == (5000, 5000)

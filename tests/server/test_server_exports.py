@@ -30,8 +30,6 @@ def test_remote_offers_every_public_method_of_local_skift() -> None:
     in_process_only |= {"check_action"}
     # organizations have no RPCs yet (issue 23): a server administrator's library calls
     in_process_only |= {"create_org", "list_orgs"}
-    # beads import and export reach the server with the rewritten proto (issue 22)
-    in_process_only |= {"import_beads", "export_beads"}
     # the board's side of sign-in: what the web board does in the server's process
     in_process_only |= {"redeem_signin_code", "session", "end_session"}
     # the board's reads that reach the server with the rewritten proto

@@ -36,7 +36,8 @@ class ImportApi(Session):
         nothing, a newer one updates what changed (matched by beads id). See
         docs/migrating-from-beads.md for the mapping.
         """
-        lines = data.splitlines() if isinstance(data, str) else data
+        # JSON lines end at "\n" only: a string may hold U+2028 and the like unescaped
+        lines = data.split("\n") if isinstance(data, str) else data
         issues = _beads.parse(lines)
 
         async def go(tx: Tx, a: Actor) -> BeadsImport:

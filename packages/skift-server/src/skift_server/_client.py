@@ -35,6 +35,7 @@ from ._client_base import (
 )
 from ._client_content import ContentCalls
 from ._client_graph import GraphCalls
+from ._client_import import ImportCalls
 from ._client_work import WorkCalls
 from ._errors import ErrorDetailsCodec
 from ._paths import find_socket
@@ -43,7 +44,7 @@ __all__ = ["RemoteSkift", "RemoteStore", "connect"]
 
 
 @skift.check_inputs
-class RemoteSkift(GraphCalls, WorkCalls, ContentCalls):
+class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls):
     """skift over gRPC. Use :func:`connect` to make one."""
 
     def acting_as(self, principal: skift.PrincipalSpec, *, org: str | None = None) -> RemoteSkift:

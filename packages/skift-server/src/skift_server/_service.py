@@ -15,7 +15,7 @@ import asyncio
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import grpclib.const
@@ -28,6 +28,7 @@ import skift
 from ._auth import Authenticator
 from ._errors import describe, invalid, to_grpc
 from ._handlers import HANDLERS, LONG_POLLS, Handler
+from ._import_wire import STREAM_HANDLERS, StreamHandler
 from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
@@ -67,10 +68,28 @@ async def recv_request(
     oversized message is refused before its body is accepted (HTTP/2 flow
     control then keeps the sender from pushing more than a window).
     """
+    got = await _recv(stream, cls, max_bytes)
+    if got is None:
+        raise invalid("the request carries no message", next="Send exactly one request message.")
+    return got
+
+
+async def recv_requests(
+    stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int
+) -> AsyncIterator[Any]:
+    """The request messages of a client stream, each read as :func:`recv_request` reads one."""
+    while (got := await _recv(stream, cls, max_bytes)) is not None:
+        yield got
+
+
+async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int) -> Any:
+    """The next request message, or None when the client ended its stream."""
     raw = stream._stream  # pyright: ignore[reportPrivateUsage]
     header = await raw.recv_data(5)
+    if not header:
+        return None
     if len(header) < 5:
-        raise invalid("the request carries no message", next="Send exactly one request message.")
+        raise invalid("the request ended inside a message header", next="Send whole messages.")
     compressed, length = struct.unpack(">BI", header)
     if compressed:
         raise invalid(
@@ -170,10 +189,19 @@ class SkiftService:
         out: dict[str, grpclib.const.Handler] = {}
         for route, h in generated.items():
             name = route.rsplit("/", 1)[1]
+            handler: Any = h
+            streamed = STREAM_HANDLERS.get(name)
+            if streamed is not None:
+                out[route] = grpclib.const.Handler(
+                    self._bind_stream(name, streamed, handler.request_type),
+                    handler.cardinality,
+                    handler.request_type,
+                    handler.reply_type,
+                )
+                continue
             fn = self.handlers.get(name)
             if fn is None:  # an RPC the proto declares and this build does not serve
                 continue
-            handler: Any = h
             out[route] = grpclib.const.Handler(
                 self._bind(name, fn, handler.request_type),
                 handler.cardinality,
@@ -190,12 +218,29 @@ class SkiftService:
 
         return serve
 
+    def _bind_stream(
+        self, name: str, fn: StreamHandler, request_type: type[Any]
+    ) -> Callable[[grpclib.server.Stream[Any, Any]], Awaitable[None]]:
+        """A streaming RPC: the caller is identified first, the handler reads and sends."""
+
+        async def call(sk: skift.LocalSkift, stream: grpclib.server.Stream[Any, Any]) -> None:
+            requests = recv_requests(stream, request_type, self.max_message_bytes)
+            await fn(sk, requests, stream.send_message)
+
+        async def serve(stream: grpclib.server.Stream[Any, Any]) -> None:
+            await self._serve(name, None, request_type, stream, streamed=call)
+
+        return serve
+
     async def _serve(
         self,
         name: str,
-        fn: Handler,
+        fn: Handler | None,
         request_type: type[Any],
         stream: grpclib.server.Stream[Any, Any],
+        *,
+        streamed: Callable[[skift.LocalSkift, grpclib.server.Stream[Any, Any]], Awaitable[None]]
+        | None = None,
     ) -> None:
         started = time.monotonic()
         code = "OK"
@@ -211,6 +256,16 @@ class SkiftService:
                         next="Retry: another server, or this one once it is back, will answer.",
                     )
                 )
+            if streamed is not None:
+                sk = await self.auth.caller(stream)
+                try:
+                    await streamed(sk, stream)
+                except skift.TransientError as exc:
+                    raise skift.Unavailable(
+                        f"the store stayed busy: {exc}", next="Retry the call."
+                    ) from exc
+                return
+            assert fn is not None
             request = await recv_request(stream, request_type, self.max_message_bytes)
             sk = await self.auth.caller(stream)
             action = ADMIN_ACTIONS.get(name)

@@ -60,6 +60,8 @@ __all__ = (
     "Event",
     "ExplainRequest",
     "ExplainResponse",
+    "ExportBeadsRequest",
+    "ExportBeadsResponse",
     "FocusRequest",
     "FocusResponse",
     "FocusResult",
@@ -85,6 +87,9 @@ __all__ = (
     "HoldProjectRequest",
     "HoldProjectResponse",
     "Identity",
+    "ImportBeadsRequest",
+    "ImportBeadsResponse",
+    "ImportBeadsSummary",
     "Input",
     "Labels",
     "Lease",
@@ -186,6 +191,7 @@ __all__ = (
 )
 
 import datetime
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -1979,6 +1985,47 @@ default_message_pool.register_message("skift.v1", "ExplainResponse", ExplainResp
 
 
 @dataclass(eq=False, repr=False)
+class ExportBeadsRequest(betterproto2.Message):
+    """
+    ExportBeads' request.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project (slug or ULID).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ExportBeadsRequest", ExportBeadsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ExportBeadsResponse(betterproto2.Message):
+    """
+    ExportBeads' response, sent as a stream of chunks of the JSONL text (whole
+    lines, byte-budgeted), read in one transaction.
+    """
+
+    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+    """
+    The next whole lines of `bd export` JSONL, one issue a line.
+    """
+
+    done: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+    """
+    Issues sent so far, this chunk's included.
+    """
+
+    total: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    Issues in the export.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ExportBeadsResponse", ExportBeadsResponse)
+
+
+@dataclass(eq=False, repr=False)
 class FocusRequest(betterproto2.Message):
     """
     Focus' request: hold everything outside `keep`.
@@ -2482,6 +2529,127 @@ class Identity(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "Identity", Identity)
+
+
+@dataclass(eq=False, repr=False)
+class ImportBeadsRequest(betterproto2.Message):
+    """
+    ============================================================== requests and responses: import and export
+
+    ImportBeads' request, sent as a stream: the first message carries the
+    project and the options (later messages leave them unset), every message a
+    chunk of the file's bytes (under the server's largest message, 1 MiB is a
+    good size). The chunks joined are the JSONL text of `bd export`.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project (slug or ULID) to import into; created, with this as its
+    slug, when absent. Read from the first message only.
+    """
+
+    dry_run: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
+    """
+    Report what the import would do and write nothing.
+    """
+
+    break_cycles: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    Drop the fewest `blocks` dependencies that break the file's cycles
+    (listed in the warnings) instead of refusing it.
+    """
+
+    skip_dangling: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+    """
+    Skip a dependency on an issue in neither the file nor the project (a
+    warning) instead of refusing the file.
+    """
+
+    data: "bytes" = betterproto2.field(5, betterproto2.TYPE_BYTES)
+    """
+    The next chunk of the file's bytes (UTF-8; a chunk may end inside a line).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ImportBeadsRequest", ImportBeadsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ImportBeadsResponse(betterproto2.Message):
+    """
+    ImportBeads' response, sent as a stream: each message carries a part of the
+    map from beads id to node (byte-budgeted); the last one carries the summary.
+    """
+
+    nodes: "dict[str, str]" = betterproto2.field(
+        1,
+        betterproto2.TYPE_MAP,
+        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
+    )
+    """
+    A part of the map from each issue's beads id to its node (`slug#N`).
+    """
+
+    summary: "ImportBeadsSummary | None" = betterproto2.field(
+        2, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    What the import did (or would do); set on the last message only.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ImportBeadsResponse", ImportBeadsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ImportBeadsSummary(betterproto2.Message):
+    """
+    What a beads import did (or, with dry_run, would do): SURFACE.md's
+    `import beads --json` without the node map.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project's slug.
+    """
+
+    created: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+    """
+    Nodes created.
+    """
+
+    updated: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    Nodes updated (a newer export of an issue imported before).
+    """
+
+    unchanged: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+    """
+    Issues imported before and unchanged since.
+    """
+
+    edges: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
+    """
+    `blocks` edges added.
+    """
+
+    comments: "int" = betterproto2.field(6, betterproto2.TYPE_INT32)
+    """
+    Comments added.
+    """
+
+    warnings: "list[str]" = betterproto2.field(7, betterproto2.TYPE_STRING, repeated=True)
+    """
+    What was skipped or dropped, each naming its line.
+    """
+
+    dry_run: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
+    """
+    True when nothing was written (a dry run).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ImportBeadsSummary", ImportBeadsSummary)
 
 
 @dataclass(eq=False, repr=False)
@@ -6692,6 +6860,56 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def import_beads(
+        self,
+        messages: "AsyncIterable[ImportBeadsRequest] | Iterable[ImportBeadsRequest]",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "AsyncIterator[ImportBeadsResponse]":
+        """
+        ---- import and export (docs/migrating-from-beads.md)
+
+        Import a beads export (`bd export` JSONL) into a project in one
+        transaction, matched by beads id (a second import changes nothing). The
+        file is uploaded as a stream of chunks; the answer streams the map from
+        beads id to node, then the summary. A person's call.
+        """
+
+        async for response in self._stream_stream(
+            "/skift.v1.SkiftService/ImportBeads",
+            messages,
+            ImportBeadsRequest,
+            ImportBeadsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        ):
+            yield response
+
+    async def export_beads(
+        self,
+        message: "ExportBeadsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "AsyncIterator[ExportBeadsResponse]":
+        """
+        A project as `bd export` JSONL, streamed in chunks of whole lines.
+        """
+
+        async for response in self._unary_stream(
+            "/skift.v1.SkiftService/ExportBeads",
+            message,
+            ExportBeadsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        ):
+            yield response
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -7171,6 +7389,31 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def import_beads(
+        self, messages: "AsyncIterator[ImportBeadsRequest]"
+    ) -> "AsyncIterator[ImportBeadsResponse]":
+        """
+        ---- import and export (docs/migrating-from-beads.md)
+
+        Import a beads export (`bd export` JSONL) into a project in one
+        transaction, matched by beads id (a second import changes nothing). The
+        file is uploaded as a stream of chunks; the answer streams the map from
+        beads id to node, then the summary. A person's call.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+        yield ImportBeadsResponse()
+
+    async def export_beads(
+        self, message: "ExportBeadsRequest"
+    ) -> "AsyncIterator[ExportBeadsResponse]":
+        """
+        A project as `bd export` JSONL, streamed in chunks of whole lines.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+        yield ExportBeadsResponse()
 
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
@@ -7660,6 +7903,27 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.test_webhook(request)
         await stream.send_message(response)
 
+    async def __rpc_import_beads(
+        self, stream: "grpclib.server.Stream[ImportBeadsRequest, ImportBeadsResponse]"
+    ) -> None:
+        request = stream.__aiter__()
+        await self._call_rpc_handler_server_stream(
+            self.import_beads,
+            stream,
+            request,
+        )
+
+    async def __rpc_export_beads(
+        self, stream: "grpclib.server.Stream[ExportBeadsRequest, ExportBeadsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        await self._call_rpc_handler_server_stream(
+            self.export_beads,
+            stream,
+            request,
+        )
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -8027,5 +8291,17 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 TestWebhookRequest,
                 TestWebhookResponse,
+            ),
+            "/skift.v1.SkiftService/ImportBeads": grpclib.const.Handler(
+                self.__rpc_import_beads,
+                grpclib.const.Cardinality.STREAM_STREAM,
+                ImportBeadsRequest,
+                ImportBeadsResponse,
+            ),
+            "/skift.v1.SkiftService/ExportBeads": grpclib.const.Handler(
+                self.__rpc_export_beads,
+                grpclib.const.Cardinality.UNARY_STREAM,
+                ExportBeadsRequest,
+                ExportBeadsResponse,
             ),
         }

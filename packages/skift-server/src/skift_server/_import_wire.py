@@ -1,0 +1,138 @@
+"""skift.v1's import and export RPCs (docs/migrating-from-beads.md): streamed both ways.
+
+A beads export of 100,000 issues is tens of MB, over a default client's 4 MiB
+message: ImportBeads takes the file as a stream of chunks and answers with
+the map from beads id to node in byte-budgeted parts, then the summary;
+ExportBeads answers with chunks of whole lines. The handlers decode, call
+the API and encode; the rules are the engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final
+
+import betterproto2
+
+import skift
+
+from ._proto.skift import v1
+
+Send = Callable[[betterproto2.Message], Awaitable[None]]
+StreamHandler = Callable[[skift.LocalSkift, AsyncIterator[Any], Send], Awaitable[None]]
+
+CHUNK_BYTES: Final = 1024 * 1024
+"""The bytes of a chunk either way: well under any client's or server's largest message."""
+
+MAX_IMPORT_BYTES: Final = 1024 * 1024 * 1024
+"""The largest file an import takes (a beads export of 100,000 issues is some 50 MB)."""
+
+
+def summary_pb(r: skift.BeadsImport) -> v1.ImportBeadsSummary:
+    return v1.ImportBeadsSummary(
+        project=r.project,
+        created=r.created,
+        updated=r.updated,
+        unchanged=r.unchanged,
+        edges=r.edges,
+        comments=r.comments,
+        warnings=list(r.warnings),
+        dry_run=r.dry_run,
+    )
+
+
+def import_view(nodes: dict[str, str], s: v1.ImportBeadsSummary | None) -> skift.BeadsImport:
+    s = s or v1.ImportBeadsSummary()
+    return skift.BeadsImport(
+        project=s.project,
+        created=s.created,
+        updated=s.updated,
+        unchanged=s.unchanged,
+        nodes=nodes,
+        edges=s.edges,
+        comments=s.comments,
+        warnings=tuple(s.warnings),
+        dry_run=s.dry_run,
+    )
+
+
+def decode_text(data: bytes) -> str:
+    """The uploaded file as text; bytes that are not UTF-8 are Invalid naming their line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise skift.Invalid(
+            f"line {line}: not UTF-8 text (byte {exc.start})",
+            next="Export again with bd export; a beads export is UTF-8 JSONL.",
+            line=line,
+        ) from None
+
+
+async def _import_beads(
+    sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportBeadsRequest], send: Send
+) -> None:
+    first: v1.ImportBeadsRequest | None = None
+    chunks: list[bytes] = []
+    size = 0
+    async for r in requests:
+        first = first or r
+        size += len(r.data)
+        if size > MAX_IMPORT_BYTES:
+            raise skift.LimitExceeded(
+                f"the file is over {MAX_IMPORT_BYTES} bytes",
+                next="Split the beads export (by label or status) and import each part.",
+                limit="import_bytes",
+                bound=MAX_IMPORT_BYTES,
+            )
+        chunks.append(r.data)
+    if first is None:
+        raise skift.Invalid(
+            "the import sent no message", next="Send the project and the file's bytes."
+        )
+    text = decode_text(b"".join(chunks))
+    chunks.clear()
+    res = await sk.import_beads(
+        text,
+        project=first.project,
+        dry_run=first.dry_run,
+        break_cycles=first.break_cycles,
+        skip_dangling=first.skip_dangling,
+    )
+    part: dict[str, str] = {}
+    budget = 0
+    for beads_id, ref in res.nodes.items():
+        part[beads_id] = ref
+        budget += len(beads_id) + len(ref) + 8  # the map entry's framing
+        if budget >= CHUNK_BYTES:
+            await send(v1.ImportBeadsResponse(nodes=part))
+            part, budget = {}, 0
+    await send(v1.ImportBeadsResponse(nodes=part, summary=summary_pb(res)))
+
+
+async def _export_beads(
+    sk: skift.LocalSkift, requests: AsyncIterator[v1.ExportBeadsRequest], send: Send
+) -> None:
+    r = await anext(requests)
+    text = await sk.export_beads(r.project)
+    lines = text.splitlines(keepends=True)
+    total = len(lines)
+    buf: list[bytes] = []
+    budget = 0
+    done = 0
+    for line in lines:
+        b = line.encode("utf-8")
+        if buf and budget + len(b) > CHUNK_BYTES:
+            await send(v1.ExportBeadsResponse(data=b"".join(buf), done=done, total=total))
+            buf, budget = [], 0
+        buf.append(b)
+        budget += len(b)
+        done += 1
+    await send(v1.ExportBeadsResponse(data=b"".join(buf), done=done, total=total))
+
+
+STREAM_HANDLERS: Final[dict[str, StreamHandler]] = {
+    "ImportBeads": _import_beads,
+    "ExportBeads": _export_beads,
+}
+"""The streaming RPCs: each handler reads its requests and sends its answers itself."""
