@@ -162,6 +162,17 @@ def pg_dsn(pg_server_dsn: str, pg_template: str) -> Iterator[str]:
         _drop_database(pg_server_dsn, name)
 
 
+@pytest.fixture
+def pg_empty_dsn(pg_server_dsn: str) -> Iterator[str]:
+    """DSN of a fresh database with no migration applied (to test a migration), dropped after."""
+    name = f"skift_e_{secrets.token_hex(6)}"
+    _create_database(pg_server_dsn, name)
+    try:
+        yield _with_dbname(pg_server_dsn, name)
+    finally:
+        _drop_database(pg_server_dsn, name)
+
+
 class SessionDatabases:
     """Migrated databases that live as long as the test session (for shared servers)."""
 

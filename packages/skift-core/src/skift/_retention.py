@@ -51,6 +51,8 @@ class PruneReport:
     claim_cursors: int
     requests_before: datetime
     claim_cursors_before: datetime
+    #: event partitions created ahead by this run (PostgreSQL; never on a dry run)
+    partitions_created: int = 0
 
 
 async def prune(
@@ -72,10 +74,11 @@ async def prune(
         log.info("prune skipped: another run holds the lock")
     else:
         log.info(
-            "prune%s: %d request records, %d claim cursors",
+            "prune%s: %d request records, %d claim cursors, %d event partitions created",
             " (dry run)" if dry_run else "",
             report.requests,
             report.claim_cursors,
+            report.partitions_created,
         )
     return report
 

@@ -14,9 +14,20 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from skift import FileBlobStore, Limits
 
 from ._migrate import migrate, migrations
+from ._partitions import ArchivedPartition, archive_events, attach_events
 from ._store import PgStore, PgTx
 
-__all__ = ["MigratingPgStore", "PgStore", "PgTx", "migrate", "migrations", "open_store"]
+__all__ = [
+    "ArchivedPartition",
+    "MigratingPgStore",
+    "PgStore",
+    "PgTx",
+    "archive_events",
+    "attach_events",
+    "migrate",
+    "migrations",
+    "open_store",
+]
 
 
 class MigratingPgStore(PgStore):

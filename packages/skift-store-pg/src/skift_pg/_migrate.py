@@ -8,6 +8,7 @@ database serialize on the lock, so exactly one applies each migration.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from importlib import resources
 
 import psycopg
@@ -34,8 +35,9 @@ def migrations() -> list[tuple[int, str, str]]:
     return out
 
 
-async def migrate(dsn: str) -> list[str]:
-    """Bring the database at ``dsn`` up to date; returns the names of migrations applied."""
+async def migrate(dsn: str, *, upto: int | None = None) -> list[str]:
+    """Bring the database at ``dsn`` up to date (or only up to migration ``upto``, for tests
+    and benchmarks of a migration); returns the names of migrations applied."""
     applied: list[str] = []
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(q("migration_lock"), {"key": _LOCK_KEY})
@@ -44,12 +46,17 @@ async def migrate(dsn: str) -> list[str]:
             cur = await conn.execute(q("applied_migrations"))
             done = {row[0] for row in await cur.fetchall()}
             for version, name, sql in migrations():
-                if version in done:
+                if version in done or (upto is not None and version > upto):
                     continue
                 async with conn.transaction():
                     await conn.execute(sql.encode())
                     await conn.execute(q("record_migration"), {"version": version, "name": name})
                 applied.append(name)
+            # Partitions ahead of the present (migrations/0012): every migrate run extends them.
+            cur = await conn.execute(q("partitioned"))
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                await conn.execute(q("extend_event_partitions"), {"offset": timedelta()})
         finally:
             await conn.execute(q("migration_unlock"), {"key": _LOCK_KEY})
     return applied

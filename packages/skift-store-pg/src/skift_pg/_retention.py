@@ -3,6 +3,7 @@ lock; and the store's growth (skift._growth): table sizes, partitions, waiting d
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,8 @@ from ._queries import q
 # an arbitrary constant naming "skift's prune lock" among advisory locks
 PRUNE_LOCK_KEY = 0x736B696674_02
 
+log = logging.getLogger("skift.retention")
+
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
 
@@ -27,7 +30,14 @@ async def prune(
     claim_cursor_retention: timedelta,
     dry_run: bool,
 ) -> PruneReport:
-    """One run in one transaction on ``conn``; nothing when another run holds the lock."""
+    """One run in one transaction on ``conn``; nothing when another run holds the lock.
+
+    Event partitions ahead of the present are created first, in a transaction of their own
+    (under the partition lock, giving up after a few seconds behind a long reader: the
+    default partition takes any event meanwhile and the next run retries)."""
+    made = 0
+    if not dry_run:
+        made = await extend_partitions(conn, offset)
     async with conn.transaction():
         cur = await conn.execute(q("prune_lock"), {"key": PRUNE_LOCK_KEY, "offset": offset})
         lock = await cur.fetchone()
@@ -52,7 +62,22 @@ async def prune(
             claim_cursors=int(counts["claim_cursors"]),
             requests_before=params["requests_before"],
             claim_cursors_before=params["cursors_before"],
+            partitions_created=made,
         )
+
+
+async def extend_partitions(conn: Conn, offset: timedelta) -> int:
+    """Create the event partitions the present and the configured time ahead need; how many
+    were created (0 when the lock wait timed out: logged, retried by the next run)."""
+    try:
+        async with conn.transaction():
+            await conn.execute(q("partition_lock_timeout"))
+            cur = await conn.execute(q("extend_event_partitions"), {"offset": offset})
+            row = await cur.fetchone()
+    except psycopg.errors.LockNotAvailable:
+        log.warning("creating event partitions timed out waiting for a lock; the next run retries")
+        return 0
+    return int(row["made"]) if row else 0
 
 
 async def last_prune(conn: Conn) -> PruneReport | None:

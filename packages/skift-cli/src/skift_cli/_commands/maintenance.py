@@ -93,6 +93,7 @@ def admin_prune(
         "claim_cursors": report.claim_cursors,
         "requests_before": report.requests_before.isoformat(),
         "claim_cursors_before": report.claim_cursors_before.isoformat(),
+        "partitions_created": report.partitions_created,
     }
     if a.json:
         a.emit(shown)
@@ -105,6 +106,8 @@ def admin_prune(
             f"{report.requests_before:%Y-%m-%d %H:%M}), {report.claim_cursors} claim cursors "
             f"(unused since before {report.claim_cursors_before:%Y-%m-%d %H:%M})"
         )
+        if report.partitions_created:
+            click.echo(f"created {report.partitions_created} event partitions ahead")
 
 
 async def _on_store(

@@ -1,0 +1,15 @@
+-- Events partitioned by time (migrations/0012_event_partitions.sql, docs/operations.md):
+-- creating partitions ahead, archiving old ones to a file and attaching them back.
+
+-- name: extend_event_partitions
+-- Create the partitions that cover the present and the configured time ahead (under the
+-- partition lock, in the function); how many were created.
+SELECT skift_extend_event_partitions(now() + %(offset)s::interval) AS made
+
+-- name: partitioned
+-- Whether events is partitioned yet (migrate extends partitions only then).
+SELECT to_regprocedure('skift_extend_event_partitions(timestamptz)') IS NOT NULL AS yes
+
+-- name: partition_lock_timeout
+-- A scheduled run gives up rather than queue behind a long reader (the next run retries).
+SET LOCAL lock_timeout = '5s'
