@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "projects",
     "setup",
     "sweep",
+    "transfer",
     "usage",
     "webhooks",
     "work",

@@ -1,0 +1,171 @@
+"""``skift import`` and ``skift export``: a beads export in, a project out (docs/migrating-from-beads.md).
+
+A long import or export shows a progress bar on a terminal (stderr), never
+with ``--json`` or when stderr is not a terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from .._base import App, app, global_options, group, read_text, usage_error
+
+SHOWN_NODES = 20
+"""How many beads id -> node lines an import prints (``--json`` gives them all)."""
+
+
+@group("Projects", name="import")
+@global_options
+def import_() -> None:
+    """Bring work in from another tracker: `skift import beads FILE -p SLUG`."""
+
+
+@group("Projects")
+@global_options
+def export() -> None:
+    """Write a project out for another tracker: `skift export beads -p SLUG -o FILE`."""
+
+
+@contextmanager
+def progress_bar(a: App, what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich bar on stderr, told ``(done, total)``; None (no bar) with --json or no terminal."""
+    if a.json or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+    from .. import _render
+
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=_render.err(),
+        transient=True,
+    )
+    task = bar.add_task(what, total=None)
+
+    def tell(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+        if done >= total:
+            bar.update(task, description=f"{what}: the server is at work")
+
+    with bar:
+        yield tell
+
+
+@import_.command("beads")
+@click.argument("file", metavar="FILE|-")
+@click.option("--dry-run", is_flag=True, help="Report what the import would do; write nothing.")
+@click.option(
+    "--break-cycles",
+    is_flag=True,
+    help="Drop the fewest blocks dependencies that make cycles (listed as warnings).",
+)
+@click.option(
+    "--skip-dangling",
+    is_flag=True,
+    help="Skip dependencies on issues in neither the file nor the project (warnings).",
+)
+@global_options
+def import_beads(file: str, dry_run: bool, break_cycles: bool, skip_dangling: bool) -> None:
+    """Import a beads export (`bd export` JSONL; - reads stdin) into a project (-p, created
+    when absent). One transaction; a second import of the same file changes nothing, a newer
+    export updates what changed (matched by beads id).
+
+    Example: bd export -o issues.jsonl && skift import beads issues.jsonl -p myproj
+    """
+    a = app()
+    proj = a.project(required=True)
+    assert proj is not None
+    text = read_text(file, "FILE")
+    with progress_bar(a, "uploading") as tell:
+        res = a.call(
+            lambda sk: sk.import_beads(
+                text,
+                project=proj,
+                dry_run=dry_run,
+                break_cycles=break_cycles,
+                skip_dangling=skip_dangling,
+                progress=tell,
+            )
+        )
+    if a.json:
+        a.emit(
+            {
+                "project": res.project,
+                "created": res.created,
+                "updated": res.updated,
+                "unchanged": res.unchanged,
+                "nodes": res.nodes,
+                "edges": res.edges,
+                "comments": res.comments,
+                "warnings": list(res.warnings),
+                "dry_run": res.dry_run,
+            }
+        )
+        return
+    for w in res.warnings:
+        click.echo(f"warning: {w}", err=True)
+    verb = "would import" if dry_run else "imported"
+    click.echo(
+        f"{verb} {len(res.nodes)} issues into {res.project}: {res.created} created, "
+        f"{res.updated} updated, {res.unchanged} unchanged; {res.edges} edges and "
+        f"{res.comments} comments added"
+    )
+    shown = list(res.nodes.items())[:SHOWN_NODES]
+    width = max((len(k) for k, _ in shown), default=0)
+    for beads_id, ref in shown:
+        click.echo(f"  {beads_id.ljust(width)}  {ref}")
+    if len(res.nodes) > SHOWN_NODES:
+        click.echo(
+            f"  … and {len(res.nodes) - SHOWN_NODES} more (--json lists them all; "
+            "`skift show BEADS_ID` finds any)"
+        )
+    if dry_run:
+        click.echo("dry run: nothing was written")
+    elif res.created:
+        click.echo(f"next: skift ready -p {res.project}")
+
+
+@export.command("beads")
+@click.option(
+    "-o", "--output", "output", metavar="FILE", help="Write to FILE (default: stdout; - too)."
+)
+@global_options
+def export_beads(output: str | None) -> None:
+    """Write a project (-p) as beads JSONL (`bd export`'s field names): beads ids kept for
+    imported nodes and made (`slug-N`) for the rest.
+
+    Example: skift export beads -p myproj -o issues.jsonl
+    """
+    a = app()
+    proj = a.project(required=True)
+    assert proj is not None
+    to_stdout = output is None or output == "-"
+    quiet = to_stdout and sys.stdout.isatty()
+    with progress_bar(a, "exporting") as tell:
+        text = a.call(lambda sk: sk.export_beads(proj, progress=None if quiet else tell))
+    _write(a, text, output, count=text.count("\n"), project=proj)
+
+
+def _write(a: App, text: str, output: str | None, **about: Any) -> None:
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        usage_error(f"-o {output}: {exc.strerror}")
+    if a.json:
+        a.emit({**about, "path": output})
+    else:
+        click.echo(f"wrote {about['count']} issues of {about['project']} to {output}", err=True)
