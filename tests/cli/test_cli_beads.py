@@ -47,7 +47,8 @@ def test_the_guide_goes_from_bd_export_to_skift_ready_in_three_commands(
     commands = three_commands()
     assert len(commands) == 3
     (bd, *bd_args), importing, ready = commands
-    assert bd == "bd" and bd_args[0] == "export"
+    assert bd == "bd"
+    assert bd_args[0] == "export"
     out = Path(bd_args[bd_args.index("-o") + 1])
     (tmp_path / out).write_text(EXPORT)  # what `bd export -o issues.jsonl` wrote
     assert importing[:3] == ["skift", "import", "beads"]
@@ -100,9 +101,7 @@ def test_dry_run_and_stdin(cli: Cli) -> None:
 
 def test_bad_input_names_the_line_and_exits_per_surface(cli: Cli) -> None:
     p = slug("bad")
-    bad = cli.run(
-        "import", "beads", str(DATA / "malformed.jsonl"), "-p", p, "--json", expect=2
-    )
+    bad = cli.run("import", "beads", str(DATA / "malformed.jsonl"), "-p", p, "--json", expect=2)
     err = assert_error(bad.err, "invalid")
     assert err["message"].startswith("line 3: not JSON")
     human = cli.run("import", "beads", str(DATA / "malformed.jsonl"), "-p", p, expect=2)
@@ -133,11 +132,19 @@ def test_export_round_trips_through_a_fresh_project(cli: Cli, tmp_path: Path) ->
     assert [x["id"] for x in lines] == list(original)
     for x in lines:
         assert isinstance(x["priority"], int)
-        assert (x["title"], x["status"]) == (original[x["id"]]["title"], original[x["id"]]["status"])
+        assert (x["title"], x["status"]) == (
+            original[x["id"]]["title"],
+            original[x["id"]]["status"],
+        )
     stdout = cli.run("export", "beads", "-p", one).out
     assert stdout == out.read_text()
     second = cli.json("import", "beads", str(out), "-p", two)
     assert second["created"] == 300
-    ready_one = {n["ref"].split("#")[1] for n in cli.json("ready", "-p", one, "--limit", "500")["nodes"]}
-    ready_two = {n["ref"].split("#")[1] for n in cli.json("ready", "-p", two, "--limit", "500")["nodes"]}
-    assert ready_one == ready_two and ready_one
+    ready_one = {
+        n["ref"].split("#")[1] for n in cli.json("ready", "-p", one, "--limit", "500")["nodes"]
+    }
+    ready_two = {
+        n["ref"].split("#")[1] for n in cli.json("ready", "-p", two, "--limit", "500")["nodes"]
+    }
+    assert ready_one == ready_two
+    assert ready_one
