@@ -148,3 +148,39 @@ def test_export_round_trips_through_a_fresh_project(cli: Cli, tmp_path: Path) ->
     }
     assert ready_one == ready_two
     assert ready_one
+
+
+def test_on_a_terminal_a_long_import_shows_a_bar(cli: Cli, tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    from cli_harness import SKIFT
+
+    src = tmp_path / "big.jsonl"
+    src.write_text(beads_gen.text(3000, seed=6))
+    leader, follower = pty.openpty()
+    env = cli.env()
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(
+        [str(SKIFT), "import", "beads", str(src), "-p", slug("tty")],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**env, "TERM": "xterm"},
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            got = os.read(leader, 65536)
+        except OSError:
+            break
+        if not got:
+            break
+        seen += got
+    assert proc.wait(timeout=60) == 0, seen
+    os.close(leader)
+    text = seen.decode(errors="replace")
+    assert "uploading" in text  # the bar, on stderr (the terminal)
+    assert "imported 3000 issues" in text
