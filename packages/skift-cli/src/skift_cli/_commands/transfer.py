@@ -7,7 +7,7 @@ with ``--json`` or when stderr is not a terminal.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,7 +32,7 @@ def export() -> None:
 
 
 @contextmanager
-def progress_bar(a: App, what: str) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(a: App, what: str) -> Generator[Callable[[int, int], None] | None]:
     """A rich bar on stderr, told ``(done, total)``; None (no bar) with --json or no terminal."""
     if a.json or not sys.stderr.isatty():
         yield None
