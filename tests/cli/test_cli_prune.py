@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from cli_harness import SKIFT
 
 import skift
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.pg
 
@@ -90,3 +93,61 @@ async def test_stats_names_tables_partitions_deliveries_and_the_last_prune(pg_ds
     text = _stats(pg_dsn)
     assert f"events: {len(parts)} partitions" in text
     assert "last prune: " in text
+
+
+def _admin(*argv: str) -> Any:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIFT_")}
+    proc = subprocess.run(
+        [str(SKIFT), "admin", *argv, "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+async def test_events_archive_and_attach_back(pg_empty_dsn: str, tmp_path: Path) -> None:
+    """A database partitioned since two months ago: its first partition (every event before
+    then) is archived to a file and attached back."""
+    import psycopg
+
+    from skift_pg import migrate
+
+    dsn = pg_empty_dsn
+    await migrate(dsn, upto=11)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT date_trunc('month', now() - interval '40 days', 'UTC')::text"
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        cutoff = row[0]
+        await conn.execute(
+            "ALTER TABLE events ADD CONSTRAINT events_partition_bound "
+            f"CHECK (occurred_at < '{cutoff}')".encode()
+        )
+    await migrate(dsn)
+    async with skift.open(dsn) as sk:
+        p = await sk.create_project("Aged")
+        sk.store.set_clock_offset(timedelta(days=-90))  # before the cut-off
+        await sk.patch(p.slug, [skift.CreateNode(title="old")])
+        sk.store.set_clock_offset(timedelta(0))
+        await sk.patch(p.slug, [skift.CreateNode(title="new")])
+        before = [e.id for e in await sk.events()]
+
+        target = tmp_path / "old.skiftev"
+        day = cutoff[:10]
+        dry = _admin(
+            "events", "archive", "--before", day, "--to", str(target), "--dsn", dsn, "--dry-run"
+        )
+        assert dry["dry_run"]
+        [part] = dry["partitions"]
+        assert part["name"] == f"events_before_{day.replace('-', '')}"
+        assert part["events"] == 1  # the old node (the project came today)
+        assert not target.exists()
+        done = _admin("events", "archive", "--before", day, "--to", str(target), "--dsn", dsn)
+        assert done["partitions"] == dry["partitions"]
+        remaining = [e.id for e in await sk.events()]
+        assert len(remaining) == len(before) - part["events"]
+
+        back = _admin("events", "attach", str(target), "--dsn", dsn)
+        assert back["partitions"] == dry["partitions"]
+        assert [e.id for e in await sk.events()] == before

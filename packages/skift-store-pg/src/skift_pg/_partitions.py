@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from skift import Invalid
+from skift import Invalid, Unavailable
 
 __all__ = ["ArchivedPartition", "archive_events", "attach_events", "event_partitions"]
 
@@ -76,8 +76,25 @@ async def archive_events(
     receiving today's events, nor the default), write them to ``to`` and drop them.
 
     With ``dry_run`` nothing is detached or written; the partitions and their row
-    counts are what would be archived. Refuses to overwrite an existing file.
+    counts are what would be archived. Refuses to overwrite an existing file. A
+    database error is :class:`~skift.Unavailable` naming it.
     """
+    try:
+        return await _archive(dsn, before, to, dry_run=dry_run)
+    except psycopg.Error as exc:
+        raise _unavailable("archive", exc) from exc
+
+
+def _unavailable(doing: str, exc: psycopg.Error) -> Unavailable:
+    return Unavailable(
+        f"cannot {doing} events: {exc}",
+        next="Check the DSN and the database's log; nothing was dropped that is not in the file.",
+    )
+
+
+async def _archive(
+    dsn: str, before: datetime, to: Path, *, dry_run: bool
+) -> list[ArchivedPartition]:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         cur = await conn.execute("SELECT now()")
         row = await cur.fetchone()
@@ -154,7 +171,15 @@ async def _write(
 
 async def attach_events(dsn: str, source: Path) -> list[ArchivedPartition]:
     """Attach the partitions archived in ``source`` back to events, each in a transaction
-    of its own (the default partition's events of its range move into it)."""
+    of its own (the default partition's events of its range move into it). A database
+    error (a partition already there, say) is :class:`~skift.Unavailable` naming it."""
+    try:
+        return await _attach(dsn, source)
+    except psycopg.Error as exc:
+        raise _unavailable("attach", exc) from exc
+
+
+async def _attach(dsn: str, source: Path) -> list[ArchivedPartition]:
     out: list[ArchivedPartition] = []
     with gzip.open(source, "rb") as gz:
         header = _read_json(gz, source)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -17,6 +17,7 @@ from .._base import Failure, app, global_options, group, usage_error
 
 if TYPE_CHECKING:
     from skift import Store
+    from skift_pg import ArchivedPartition
 
 T = TypeVar("T")
 
@@ -114,9 +115,24 @@ async def _on_store(
     dsn: str | None, data_dir: str | None, run: Callable[[Store], Awaitable[T]]
 ) -> T:
     """Run ``run`` over the database at ``dsn`` (else SKIFT_DSN, else the embedded cluster)."""
-    try:
+
+    async def on(target: str) -> T:
         import skift_pg
-    except ImportError:
+
+        store = skift_pg.PgStore(target, min_size=1, max_size=1, listen=False)
+        try:
+            return await run(store)
+        finally:
+            await store.close()
+
+    return await _on_dsn(dsn, data_dir, on)
+
+
+async def _on_dsn(dsn: str | None, data_dir: str | None, run: Callable[[str], Awaitable[T]]) -> T:
+    """Run ``run`` with the DSN of ``dsn`` (else SKIFT_DSN, else the embedded cluster's)."""
+    import importlib.util
+
+    if importlib.util.find_spec("skift_pg") is None:
         usage_error("skift admin needs the skift-store-pg package")
     given = dsn or os.environ.get("SKIFT_DSN") or None
     cluster: Any = None
@@ -130,11 +146,7 @@ async def _on_store(
     else:
         target = given
     try:
-        store = skift_pg.PgStore(target, min_size=1, max_size=1, listen=False)
-        try:
-            return await run(store)
-        finally:
-            await store.close()
+        return await run(target)
     finally:
         if cluster is not None:
             cluster.stop()
@@ -230,3 +242,112 @@ def _size(n: int | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TB"
+
+
+@admin.group("events")
+def admin_events() -> None:
+    """Old event partitions: archive them to a file and attach them back."""
+
+
+@admin_events.command("archive")
+@click.option(
+    "--before",
+    required=True,
+    type=click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]),
+    help="Archive the partitions that end at or before this date (UTC).",
+)
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The archive file to write (never overwritten).",
+)
+@click.option("--dry-run", is_flag=True, help="Name the partitions and count their events only.")
+@_DSN
+@_DATA_DIR
+@global_options
+def admin_events_archive(
+    before: datetime, to: str, dry_run: bool, dsn: str | None, data_dir: str | None
+) -> None:
+    """Move event partitions that ended before a date out of the database, into a file.
+
+    Each partition is written to the file while attached, the file synced, then the
+    partition is detached and dropped (a brief lock on events). The partition still
+    receiving events and the default partition are never archived. Bring them back
+    with `skift admin events attach FILE`.
+    Example: skift admin events archive --before 2026-01-01 --to events-2025.skiftev
+    """
+    import asyncio
+    from pathlib import Path
+
+    import skift
+    import skift_pg
+
+    a = app()
+    when = before.replace(tzinfo=UTC)
+    try:
+        done = asyncio.run(
+            _on_dsn(
+                dsn,
+                data_dir,
+                lambda target: skift_pg.archive_events(target, when, Path(to), dry_run=dry_run),
+            )
+        )
+    except skift.SkiftError as exc:
+        raise Failure(exc) from None
+    except OSError as exc:
+        raise Failure(skift.Unavailable(f"cannot archive: {exc}", next="Check the DSN.")) from None
+    _show_partitions(a, done, "would archive" if dry_run else f"archived to {to}", dry_run)
+
+
+@admin_events.command("attach")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_DSN
+@_DATA_DIR
+@global_options
+def admin_events_attach(file: str, dsn: str | None, data_dir: str | None) -> None:
+    """Attach the event partitions of an archive FILE back (`skift admin events archive`).
+
+    Events keep their positions, so the change stream and a node's history read
+    them where they were; events written meanwhile for those dates move in with them.
+    Example: skift admin events attach events-2025.skiftev
+    """
+    import asyncio
+    from pathlib import Path
+
+    import skift
+    import skift_pg
+
+    a = app()
+    try:
+        done = asyncio.run(
+            _on_dsn(dsn, data_dir, lambda target: skift_pg.attach_events(target, Path(file)))
+        )
+    except skift.SkiftError as exc:
+        raise Failure(exc) from None
+    except OSError as exc:
+        raise Failure(skift.Unavailable(f"cannot attach: {exc}", next="Check the DSN.")) from None
+    _show_partitions(a, done, "attached", False)
+
+
+def _show_partitions(a: Any, parts: list[ArchivedPartition], verb: str, dry_run: bool) -> None:
+    rows: list[dict[str, Any]] = [
+        {
+            "name": p.name,
+            "from": p.lo.isoformat() if p.lo else None,
+            "to": p.hi.isoformat(),
+            "events": p.rows,
+        }
+        for p in parts
+    ]
+    if a.json:
+        a.emit({"dry_run": dry_run, "partitions": rows})
+        return
+    if not parts:
+        click.echo("nothing to attach" if verb == "attached" else "no partition ends by then")
+        return
+    click.echo(f"{verb}: {len(parts)} partitions, {sum(p.rows for p in parts)} events")
+    for p in parts:
+        start = p.lo.isoformat() if p.lo else "the beginning"
+        click.echo(f"  {p.name:<24} {start} .. {p.hi.isoformat()}  {p.rows:,}")
