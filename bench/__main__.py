@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _beads, _board, _scenarios, _webhooks
+from . import _baselines, _beads, _board, _mcp, _scenarios, _webhooks
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
@@ -33,6 +33,7 @@ SCENARIOS = (
     "policy",
     "webhook",
     "cli",
+    "mcp",
     "beads",
     "board",
 )
@@ -177,6 +178,9 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)
+    if "mcp" in only:
+        _log("skift-mcp start-up over stdio")
+        results += await asyncio.to_thread(_mcp.mcp_startup)
     results += _ratios(results)
     return {
         "mode": "smoke" if args.smoke else "full" if cfg.full else "quick",

@@ -8,12 +8,34 @@
 unix socket, so the agent acts as the principal of its uid; ``--server`` and
 ``SKIFT_TOKEN`` reach a remote server; ``--transport streamable-http`` serves
 HTTP instead of stdio. See docs/mcp.md.
+
+The names load on first use: ``skift-mcp`` answers an agent harness before
+the MCP SDK has finished importing (see ``skift_mcp._stdio``).
 """
 
 from __future__ import annotations
 
-from ._api import Api
-from ._cli import main
-from ._server import INSTRUCTIONS, build_server
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._api import Api
+    from ._cli import main
+    from ._server import INSTRUCTIONS, build_server
 
 __all__ = ["INSTRUCTIONS", "Api", "build_server", "main"]
+
+_WHERE = {"INSTRUCTIONS": "_server", "Api": "_api", "build_server": "_server", "main": "_cli"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'skift_mcp' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

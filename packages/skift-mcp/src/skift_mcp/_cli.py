@@ -11,13 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import cast
 
 import anyio
-
-import skift
-import skift_server
-
-from ._server import build_server
 
 
 def parser(prog: str = "skift-mcp") -> argparse.ArgumentParser:
@@ -49,12 +45,17 @@ def parser(prog: str = "skift-mcp") -> argparse.ArgumentParser:
 
 
 async def _serve(url: str | None, transport: str, host: str, port: int) -> None:
+    if transport == "stdio":
+        from ._stdio import serve
+
+        await serve(url)
+        return
+    import skift_server
+
+    from ._server import build_server
+
     async with skift_server.connect(url) as sk:
-        server = build_server(sk)
-        if transport == "stdio":
-            await server.run_stdio_async()
-        else:
-            await server.run_streamable_http_async(host=host, port=port)
+        await build_server(sk).run_streamable_http_async(host=host, port=port)
 
 
 def main(argv: list[str] | None = None, *, prog: str = "skift-mcp") -> None:
@@ -62,8 +63,28 @@ def main(argv: list[str] | None = None, *, prog: str = "skift-mcp") -> None:
     ns = parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
     try:
         anyio.run(_serve, ns.server, ns.transport, ns.host, ns.port)
-    except skift.SkiftError as exc:
-        print(f"skift-mcp: {exc}", file=sys.stderr)
-        raise SystemExit(4 if isinstance(exc, skift.Unavailable) else 1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    except Exception as exc:
+        import skift
+
+        err = _skift_error(exc)
+        if err is None:
+            raise
+        print(f"skift-mcp: {err}", file=sys.stderr)
+        raise SystemExit(4 if isinstance(err, skift.Unavailable) else 1) from None
+
+
+def _skift_error(exc: BaseException) -> BaseException | None:
+    """The skift error behind ``exc``, also from inside the task group's exception group."""
+    import skift
+
+    if isinstance(exc, skift.SkiftError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        group = cast("BaseExceptionGroup[BaseException]", exc)
+        for inner in group.exceptions:
+            found = _skift_error(inner)
+            if found is not None:
+                return found
+    return None

@@ -5,6 +5,8 @@ API once and encodes the answer; a :class:`skift.SkiftError` becomes a tool
 error whose text is the rule that refused and the next move. To add a group
 of tools: write ``_tools/<name>.py`` with ``tools(sk)`` returning its
 tools (see ``_tooling.ToolSet``) and add it to :data:`TOOL_MODULES` (one line).
+Then regenerate the stdio front's answers: ``uv run python -m skift_mcp._manifest``
+(``skift_mcp._stdio`` answers the handshake with them before this module loads).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from mcp.server.mcpserver.tools import Tool
 
 from ._api import Api
 from ._tools import content, graph, work
+from ._version import server_version
 
 INSTRUCTIONS = """\
 skift is the work graph you share with other agents and people. The loop:
@@ -50,13 +53,4 @@ def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
     the process; over TCP, the token's principal.
     """
     tools = [t for make in TOOL_MODULES for t in make(sk)]
-    return MCPServer(name, instructions=INSTRUCTIONS, version=_version(), tools=tools)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("skift-mcp")
-    except PackageNotFoundError:
-        return "0"
+    return MCPServer(name, instructions=INSTRUCTIONS, version=server_version(), tools=tools)
