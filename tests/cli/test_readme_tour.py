@@ -1,0 +1,168 @@
+"""The README's quick tour, pasted into a shell as one block, works as written.
+
+The test reads the tour's ```sh block from README.md and runs it with bash in
+an empty directory, as a user pastes it after cloning: a home, config and
+runtime directory of its own, no SKIFT_* variables, skift not on PATH until
+the tour's ``. .venv/bin/activate``. Every command must exit 0 (the script
+stops at the first that does not and names it), and each prints what the
+README says it does. Edit the tour and the test runs the new block; a claim
+below names the command it checks, so a command that changes or goes away
+fails here until its claim is updated.
+
+Two things differ from a fresh clone, both in the harness, not in the tour's
+commands:
+
+- ``make sync`` is the environment this test runs in (already synced): the
+  tour's ``.venv`` links to it, and ``make`` accepts ``sync`` and does nothing.
+- ``skift serve`` gets ``--dsn`` for a fresh, empty database on the test
+  PostgreSQL instead of the embedded cluster, and a free port for ``--http``
+  instead of 7434: as root, the embedded cluster's default directory is the
+  machine's ``/var/lib/skift/pg`` (shared), and 7434 may be taken. The server
+  still starts on an empty store and migrates it, as a first start does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from cli_harness import PYCACHE
+from serverproc import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+MARK = "@@tour@@ "
+
+# What the README says each command prints: (the command as the tour writes it, texts in
+# its output, texts not in it). {port} is the board's port.
+CLAIMS: list[tuple[str, list[str], list[str]]] = [
+    ("skift demo", ["That was an in-memory store"], []),
+    ("skift board", ["http://127.0.0.1:{port}/signin?code=skc_"], []),
+    ('skift project create "OAuth spike"', ["created project oauth-spike"], []),
+    (
+        'skift -p oauth-spike create "Recommend a provider"',
+        ["created oauth-spike#1 Recommend a provider"],
+        [],
+    ),
+    (
+        "skift -p oauth-spike create \"Sign up with the provider\" --assignee-kind user --blocked-by '#1'",
+        ["created oauth-spike#2 Sign up with the provider"],
+        [],
+    ),
+    ("skift ready", ["oauth-spike#1", "Recommend a provider"], ["oauth-spike#2"]),
+    ('skift complete oauth-spike#1 --lease "$LEASE" --result "Use GitHub"', ["completed"], []),
+    (
+        "skift -p oauth-spike list",
+        ["#1 done Recommend a provider", "#2 ready (gate) Sign up with the provider"],
+        [],
+    ),
+    ("skift explain oauth-spike#2", ["oauth-spike#2 Sign up with the provider: ready"], []),
+]
+
+
+def tour_block() -> list[str]:
+    """The lines of the first ```sh block under "## Quick tour" in README.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Quick tour\n", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def command(line: str) -> str:
+    """A tour line without its comment."""
+    return re.sub(r"\s+#\s.*$", "", line).strip()
+
+
+def script(lines: list[str], dsn: str, port: int) -> str:
+    out = [
+        "set -eE -o pipefail",
+        "trap 'echo \"tour: exit $? from: $BASH_COMMAND\"' ERR",
+        "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT",
+        'make() { [ "$*" = sync ]; }  # this environment is what `make sync` made',
+    ]
+    served = False
+    for line in lines:
+        run = line
+        if command(line).startswith("skift serve "):
+            assert "127.0.0.1:7434" in line, line
+            run = line.replace("skift serve ", f"skift serve --dsn {shlex.quote(dsn)} ", 1)
+            run = run.replace("127.0.0.1:7434", f"127.0.0.1:{port}")
+            served = True
+        out.append(f"printf '%s\\n' {shlex.quote(MARK + command(line))}")
+        out.append(run)
+    assert served, "the tour no longer starts `skift serve`: update this test's harness"
+    out.append(f"printf '%s\\n' {shlex.quote(MARK + 'end')} \"LEASE=$LEASE\"")
+    out.append("kill %1")  # the README: "Stop it with `kill %1`"
+    out.append("wait %1")  # and it stops cleanly (exit 0)
+    return "\n".join(out) + "\n"
+
+
+def environment(home: Path, runtime: Path) -> dict[str, str]:
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SKIFT_", "XDG_", "PYTHON", "VIRTUAL_ENV", "COLUMNS"))
+    }
+    env.update(
+        PATH=path or "/usr/bin:/bin",
+        HOME=str(home),
+        XDG_RUNTIME_DIR=str(runtime),
+        PYTHONPYCACHEPREFIX=str(PYCACHE),
+    )
+    return env
+
+
+def sections(output: str) -> dict[str, str]:
+    """The output of the run, by the command that printed it."""
+    found: dict[str, str] = {}
+    current: str | None = None
+    for line in output.splitlines():
+        if line.startswith(MARK):
+            current = line[len(MARK) :]
+            found.setdefault(current, "")
+        elif current is not None:
+            found[current] += line + "\n"
+    return found
+
+
+def test_the_readme_tour_pasted_as_one_block(pg_empty_dsn: str, tmp_path: Path) -> None:
+    lines = tour_block()
+    port = free_port()
+    work = tmp_path / "clone"
+    work.mkdir()
+    (work / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    home = tmp_path / "home"
+    home.mkdir()
+    runtime = Path(tempfile.mkdtemp(prefix="tour-", dir="/tmp"))  # short: a socket path
+    proc = subprocess.run(
+        ["bash", "-c", script(lines, pg_empty_dsn, port)],
+        cwd=work,
+        env=environment(home, runtime),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    log = work / "skift-serve.log"
+    report = f"{proc.stdout}\n--- skift-serve.log:\n{log.read_text() if log.exists() else ''}"
+    assert proc.returncode == 0, report
+
+    ran = sections(proc.stdout)
+    assert list(ran) == [*(command(line) for line in lines), "end"], report
+    lease = re.search(r"^LEASE=(\S+)$", ran["end"], re.M)
+    assert lease, report  # `skift claim -q` printed the lease id alone
+    assert "skift is serving on unix://" in log.read_text()  # "the server is ready when ..."
+    for cmd, present, absent in CLAIMS:
+        assert cmd in ran, f"the tour no longer runs `{cmd}`: update CLAIMS\n{report}"
+        for text in present:
+            assert text.format(port=port) in ran[cmd], f"`{cmd}` lacks {text!r}\n{report}"
+        for text in absent:
+            assert text not in ran[cmd], f"`{cmd}` prints {text!r}\n{report}"
