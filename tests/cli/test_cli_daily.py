@@ -78,6 +78,12 @@ def test_graph_as_mermaid_and_dot(cli: Cli) -> None:
     assert [a, b] in doc["blocks"]
     assert [epic, a] in doc["contains"]
 
+    async def finish(sk: object) -> None:
+        await sk.complete(a, result="done")  # type: ignore[attr-defined]
+
+    cli.api(finish)  # a done blocker constrains nothing: no longer drawn
+    assert cli.json("-p", p, "graph")["blocks"] == []
+
 
 def test_completion_scripts(cli: Cli) -> None:
     assert "_SKIFT_COMPLETE" in cli.run("completion", "bash").out

@@ -1,5 +1,5 @@
 """Reading the blocks edges around nodes (``edges``): what the board draws a project's graph
-and a node's blockers and inputs from."""
+and a node's blockers and inputs from, and ``skift graph`` its edges (ListEdges over gRPC)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,6 @@ import secrets
 import pytest
 
 import skift
-
-
-@pytest.fixture(params=["memory", pytest.param("pg", marks=pytest.mark.pg)])
-def store_url(request: pytest.FixtureRequest) -> str:
-    """Memory and PostgreSQL (the gRPC call for this read is not there yet)."""
-    if request.param == "memory":
-        return "memory:"
-    dsn: str = request.getfixturevalue("pg_dsn")
-    return dsn
 
 
 def _pairs(edges: list[skift.EdgeInfo]) -> list[tuple[str, str]]:
@@ -58,3 +49,19 @@ async def test_edges_of_unknown_or_foreign_nodes_are_not_found(sk: skift.LocalSk
         await sk.edges([secret.id])
     with pytest.raises(skift.NotFound):
         await sk.edges(["t#1"])
+
+
+async def test_edges_of_a_node_many_wait_on_come_whole(sk: skift.LocalSkift) -> None:
+    """More edges than a page holds (50 by default): the remote client reads every page."""
+    await sk.create_project("Fan", slug="f")
+    await sk.patch(
+        "f",
+        [
+            skift.CreateNode(alias="root", title="Root"),
+            *(skift.CreateNode(title=f"Leaf {i}", blocked_by=["root"]) for i in range(120)),
+        ],
+    )
+    got = await sk.edges(["f#1"])
+    assert len(got) == 120
+    assert {e.source.ref for e in got} == {"f#1"}
+    assert len({e.target.ref for e in got}) == 120

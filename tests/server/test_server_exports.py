@@ -32,8 +32,6 @@ def test_remote_offers_every_public_method_of_local_skift() -> None:
     in_process_only |= {"create_org", "list_orgs"}
     # the board's side of sign-in: what the web board does in the server's process
     in_process_only |= {"redeem_signin_code", "session", "end_session"}
-    # the board's reads that reach the server with the rewritten proto
-    in_process_only |= {"edges"}
     local = {n for n in dir(skift.LocalSkift) if not n.startswith("_")}
     local = {n for n in local if callable(getattr(skift.LocalSkift, n))} - in_process_only
     remote = {n for n in dir(skift_server.RemoteSkift) if not n.startswith("_")}

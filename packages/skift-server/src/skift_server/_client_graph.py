@@ -168,6 +168,19 @@ class GraphCalls(RemoteBase):
         got = await self._call("ListNodes", req, v1.ListNodesResponse, safe=True)
         return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
 
+    async def edges(
+        self, nodes: Sequence[str], *, project: str | None = None
+    ) -> list[skift.EdgeInfo]:
+        """The ``blocks`` edges into and out of these nodes (references or ids), both ends named."""
+        out: list[skift.EdgeInfo] = []
+        token = ""
+        while True:
+            req = v1.ListEdgesRequest(nodes=list(nodes), project=project, page_token=token)
+            got = await self._call("ListEdges", req, v1.ListEdgesResponse, safe=True)
+            out += [g.edge_view(x) for x in got.edges]
+            if not (token := got.next_page_token):
+                return out
+
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:
         req = v1.ExplainRequest(ref=ref, project=project)
         return g.explanation_view(await self._call("Explain", req, v1.ExplainResponse, safe=True))

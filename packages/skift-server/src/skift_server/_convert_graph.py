@@ -76,6 +76,13 @@ def reasons_pb(e: skift.Explanation) -> list[v1.Reason]:
     return [v1.Reason(kind=r.kind, detail=to_struct(r.detail)) for r in e.reasons]
 
 
+def edge_pb(x: skift.EdgeInfo) -> v1.EdgeInfo:
+    def end(e: skift.EdgeEnd) -> v1.EdgeEnd:
+        return v1.EdgeEnd(ref=e.ref, title=e.title, status=enum_pb(v1.NodeStatus, e.status))
+
+    return v1.EdgeInfo(source=end(x.source), target=end(x.target), kind=x.kind)
+
+
 def focus_pb(f: skift.FocusResult) -> v1.FocusResult:
     return v1.FocusResult(
         scope=f.scope,
@@ -206,6 +213,16 @@ def explanation_view(m: v1.ExplainResponse) -> skift.Explanation:
         ready=m.ready,
         reasons=tuple(skift.Reason(kind=r.kind, detail=from_struct(r.detail)) for r in m.reasons),
     )
+
+
+def edge_view(m: v1.EdgeInfo) -> skift.EdgeInfo:
+    def end(e: v1.EdgeEnd | None) -> skift.EdgeEnd:
+        e = e or v1.EdgeEnd()
+        return skift.EdgeEnd(
+            ref=e.ref, title=e.title, status=skift.Status(kind_word(e.status) or "open")
+        )
+
+    return skift.EdgeInfo(source=end(m.source), target=end(m.target), kind=m.kind or "blocks")
 
 
 def focus_view(m: v1.FocusResult | None) -> skift.FocusResult:

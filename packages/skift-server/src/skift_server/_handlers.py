@@ -20,6 +20,7 @@ from . import _paging as paging
 from ._convert import enum_word
 from ._convert_graph import (
     claim_pb,
+    edge_pb,
     filter_kwargs,
     focus_pb,
     input_pb,
@@ -197,6 +198,13 @@ async def _list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNo
         held_count_exact=page.held_count_exact,
         next_page_token=nxt,
     )
+
+
+async def _list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdgesResponse:
+    token = paging.decode("ListEdges", r.page_token)
+    got = [edge_pb(x) for x in await sk.edges(list(r.nodes), project=r.project)]
+    items, nxt = paging.slice_page("ListEdges", got, token, _size(sk, r.page_size))
+    return v1.ListEdgesResponse(edges=items, next_page_token=nxt)
 
 
 async def _explain(sk: skift.LocalSkift, r: v1.ExplainRequest) -> v1.ExplainResponse:
@@ -586,6 +594,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "Ready": _ready,
     "ListNodes": _list_nodes,
     "Explain": _explain,
+    "ListEdges": _list_edges,
     "DropNode": _drop_node,
     "ReopenNode": _reopen_node,
     "HoldNode": _hold_node,

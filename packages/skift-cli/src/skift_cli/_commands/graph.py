@@ -1,8 +1,8 @@
 """``skift graph``: a project (or a subtree) as Mermaid or Graphviz dot text.
 
 Containment (parent → child) is drawn as a plain arrow; what an open node
-waits on (FROM blocks TO, as ``skift explain`` reads it) as a dashed arrow
-labelled ``blocks``. Done blockers no longer constrain anything and are not
+waits on (FROM blocks TO, read with ``edges``: the ListEdges RPC) as a dashed
+arrow labelled ``blocks``. Done blockers no longer constrain anything and are not
 drawn as edges. Status shows as a node's class (Mermaid) or style (dot).
 """
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from skift_server import RemoteSkift
 
 MAX_NODES = 2000
+EDGES_PER_CALL = 1000  # the most nodes one edges call asks about
 
 
 async def _collect(
@@ -50,14 +51,15 @@ async def _collect(
             if not page:
                 break
     refs = {n.ref for n in nodes}
-    blocked = [n for n in nodes if n.blocked and str(n.status) == "open"]
-    exs = await asyncio.gather(*(sk.explain(n.ref) for n in blocked))
+    blocked = [n.ref for n in nodes if n.blocked and str(n.status) == "open"]
+    chunks = [blocked[i : i + EDGES_PER_CALL] for i in range(0, len(blocked), EDGES_PER_CALL)]
+    found = await asyncio.gather(*(sk.edges(chunk) for chunk in chunks))
+    waiting = set(blocked)
     edges: list[tuple[str, str]] = []
-    for n, ex in zip(blocked, exs, strict=True):
-        for r in ex.reasons:
-            src = str(r.detail.get("ref", ""))
-            if r.kind == "blocked_by" and src in refs:
-                edges.append((src, n.ref))
+    for e in (e for got in found for e in got):
+        # what an open node still waits on: an open blocker inside the drawing
+        if e.target.ref in waiting and e.source.ref in refs and str(e.source.status) == "open":
+            edges.append((e.source.ref, e.target.ref))
     return nodes, edges
 
 

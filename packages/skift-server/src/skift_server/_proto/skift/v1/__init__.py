@@ -52,6 +52,8 @@ __all__ = (
     "DropNodeOp",
     "DropNodeRequest",
     "DropNodeResponse",
+    "EdgeEnd",
+    "EdgeInfo",
     "EditCommentRequest",
     "EditCommentResponse",
     "EnableWebhookRequest",
@@ -97,6 +99,8 @@ __all__ = (
     "ListArtifactsResponse",
     "ListCommentsRequest",
     "ListCommentsResponse",
+    "ListEdgesRequest",
+    "ListEdgesResponse",
     "ListEventsRequest",
     "ListEventsResponse",
     "ListInputsRequest",
@@ -1741,6 +1745,59 @@ default_message_pool.register_message("skift.v1", "DropNodeResponse", DropNodeRe
 
 
 @dataclass(eq=False, repr=False)
+class EdgeEnd(betterproto2.Message):
+    """
+    One end of an edge, named as responses name nodes.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    `slug#N`.
+    """
+
+    title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The node's title.
+    """
+
+    status: "NodeStatus" = betterproto2.field(
+        3, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
+    )
+    """
+    The node's status.
+    """
+
+
+default_message_pool.register_message("skift.v1", "EdgeEnd", EdgeEnd)
+
+
+@dataclass(eq=False, repr=False)
+class EdgeInfo(betterproto2.Message):
+    """
+    An edge: `source` blocks `target` (the target waits until the source is
+    done or dropped).
+    """
+
+    source: "EdgeEnd | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The blocking node.
+    """
+
+    target: "EdgeEnd | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The waiting node.
+    """
+
+    kind: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The edge kind (`blocks`).
+    """
+
+
+default_message_pool.register_message("skift.v1", "EdgeInfo", EdgeInfo)
+
+
+@dataclass(eq=False, repr=False)
 class EditCommentRequest(betterproto2.Message):
     """
     EditComment's request.
@@ -2894,6 +2951,58 @@ class ListCommentsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ListCommentsResponse", ListCommentsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListEdgesRequest(betterproto2.Message):
+    """
+    ListEdges' request: the `blocks` edges into and out of some nodes (what
+    each waits on and what waits on it), for whoever draws the graph.
+    """
+
+    nodes: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+    """
+    The nodes: references or ids, at most 1,000.
+    """
+
+    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+    """
+    The project a bare `#N` is read in.
+    """
+
+    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    At most this many edges per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListEdgesRequest", ListEdgesRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListEdgesResponse(betterproto2.Message):
+    """
+    ListEdges' response.
+    """
+
+    edges: "list[EdgeInfo]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The edges, by waiting node then blocking node (each once, even when both
+    ends were asked about).
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListEdgesResponse", ListEdgesResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -5817,6 +5926,28 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def list_edges(
+        self,
+        message: "ListEdgesRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListEdgesResponse":
+        """
+        The `blocks` edges into and out of some nodes, both ends named: what each
+        waits on and what waits on it (for drawing the graph).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListEdges",
+            message,
+            ListEdgesResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
     async def drop_node(
         self,
         message: "DropNodeRequest",
@@ -7017,6 +7148,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def list_edges(self, message: "ListEdgesRequest") -> "ListEdgesResponse":
+        """
+        The `blocks` edges into and out of some nodes, both ends named: what each
+        waits on and what waits on it (for drawing the graph).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def drop_node(self, message: "DropNodeRequest") -> "DropNodeResponse":
         """
         Drop a node (optionally its subtree). Safe to retry with the same request id.
@@ -7519,6 +7658,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.explain(request)
         await stream.send_message(response)
 
+    async def __rpc_list_edges(
+        self, stream: "grpclib.server.Stream[ListEdgesRequest, ListEdgesResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_edges(request)
+        await stream.send_message(response)
+
     async def __rpc_drop_node(
         self, stream: "grpclib.server.Stream[DropNodeRequest, DropNodeResponse]"
     ) -> None:
@@ -8003,6 +8150,12 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ExplainRequest,
                 ExplainResponse,
+            ),
+            "/skift.v1.SkiftService/ListEdges": grpclib.const.Handler(
+                self.__rpc_list_edges,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListEdgesRequest,
+                ListEdgesResponse,
             ),
             "/skift.v1.SkiftService/DropNode": grpclib.const.Handler(
                 self.__rpc_drop_node,
