@@ -430,3 +430,52 @@ deny contains {
 	i.action == "manage_webhook"
 	not person
 }
+
+# ---------------------------------------------------------------- reads
+#
+# The read decision, asked once per request (not per row) with its own input:
+#   principal:  {id, name, kind}
+#   restricted: [{id, slug, readers, reader_names}]  the organization's projects
+#               that carry a reader list ('skift project restrict'); readers are
+#               principal ids, reader_names their names
+# and answering `unreadable`: the projects (ids, or slugs) the principal may not
+# read. Every read path leaves them out, exactly as a slug nobody created, and a
+# write into one finds nothing to write to.
+#
+# By default everyone in the organization reads everything (a project inherits
+# the organization's policy and diverges only when someone restricts it); a
+# restricted project is read by its readers only. An organization's own modules
+# may add to both sets:
+#   readable contains "payroll" if input.principal.name == "auditor"
+#   unreadable contains "hr" if not input.principal.kind == "user"
+
+unreadable contains p.id if {
+	some p in input.restricted
+	not p.id in readable
+	not p.slug in readable
+}
+
+readable contains p.id if {
+	some p in input.restricted
+	input.principal.id in p.readers
+}
+
+# Restricting and unrestricting a project is a person's call (like a hold:
+# hiding work from others is a decision someone answers for).
+actions_read := {"restrict_project", "unrestrict_project"}
+
+well_formed(i) if {
+	is_object(i)
+	i.action in actions_read
+}
+
+deny contains {
+	"msg": sprintf("only a person restricts who reads %s", [i.project]),
+	"next": "File a gate asking a person to restrict or unrestrict the project.",
+} if {
+	some i in input.intents
+	i.action in actions_read
+	not person
+}
+
+permitted(i) if i.action in actions_read

@@ -269,6 +269,8 @@ def project_panel(p: skift.ProjectInfo) -> Panel:
         rows.add_row("held", Text(p.hold_reason or "", style="magenta"))
     if p.archived:
         rows.add_row("archived", reltime(p.archived_at))
+    if p.readers is not None:
+        rows.add_row("readers", Text(", ".join(p.readers), style="yellow"))
     return Panel(rows, title=escape(p.title), title_align="left")
 
 

@@ -374,8 +374,9 @@ class ContentApi(GraphApi):
             if ref is not None:
                 proj = await self.engine.resolve_project(tx, project) if project else None
                 node_id = (await self.engine.resolve_node(tx, ref, proj)).id
+            hidden = await self.engine.hidden(tx) if node_id is None else ()
             return await _stream.with_cursors(
-                self.engine, tx, await tx.events(node_id=node_id, limit=limit)
+                self.engine, tx, await tx.events(node_id=node_id, limit=limit, hidden=hidden)
             )
 
         return await self._run(go)

@@ -67,7 +67,9 @@ class GraphApi(Session):
             raise Invalid("offset must be 0 or more", next="Give the number of projects to skip.")
 
         async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
-            rows = await tx.list_projects(archived=archived, limit=size, offset=offset)
+            rows = await tx.list_projects(
+                archived=archived, limit=size, offset=offset, hidden=await self.engine.hidden(tx)
+            )
             return await self.engine.project_infos(tx, rows)
 
         return await self._run(go)
@@ -99,6 +101,28 @@ class GraphApi(Session):
     async def archive_project(self, ref: str, *, reason: str = "archived") -> ProjectInfo:
         async def go(tx: Tx, a: Actor) -> ProjectInfo:
             p = await self.engine.archive_project(tx, a, ref, reason)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def restrict_project(
+        self, ref: str, *, readers: Sequence[str], reason: str
+    ) -> ProjectInfo:
+        """Make a project readable and writable only by ``readers`` (principal names) and
+        the caller; to everyone else it does not exist. A person's call."""
+        names = [readers] if isinstance(readers, str) else list(readers)
+
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.restrict_project(tx, a, ref, names, reason)
+            return (await self.engine.project_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def unrestrict_project(self, ref: str, *, reason: str) -> ProjectInfo:
+        """Make a restricted project readable by the whole organization again."""
+
+        async def go(tx: Tx, a: Actor) -> ProjectInfo:
+            p = await self.engine.unrestrict_project(tx, a, ref, reason)
             return (await self.engine.project_infos(tx, [p]))[0]
 
         return await self._run(go)

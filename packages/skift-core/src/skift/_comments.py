@@ -62,7 +62,7 @@ async def _node_and_project(tx: Tx, node_id: UUID) -> tuple[Node, Project]:
     return node, project
 
 
-async def _comment(tx: Tx, comment_id: str, *, lock: bool = False) -> Comment:
+async def _comment(e: Context, tx: Tx, comment_id: str, *, lock: bool = False) -> Comment:
     ident = parse_ulid(comment_id.strip())
     if ident is None:
         raise Invalid(
@@ -70,6 +70,8 @@ async def _comment(tx: Tx, comment_id: str, *, lock: bool = False) -> Comment:
             next="Use the id a comment was given ('skift comments REF' lists them).",
         )
     found = await tx.comment_by_id(ident, lock=lock)
+    if found is not None and found.project_id in await e.hidden(tx):
+        found = None  # a comment in a project the caller may not read is no comment
     if found is None:
         raise NotFound(
             f"no comment {comment_id}",
@@ -95,7 +97,7 @@ async def new_comment(
     text = await _body(e, tx, body)
     parent_id: UUID | None = None
     if reply_to is not None:
-        parent = await _comment(tx, reply_to)
+        parent = await _comment(e, tx, reply_to)
         if parent.node_id != node.id:
             other, other_project = await _node_and_project(tx, parent.node_id)
             where, here = ref_of(other, other_project), ref_of(node, project)
@@ -180,7 +182,7 @@ async def _guarded(
     e: Context, tx: Tx, actor: Actor, comment_id: str, action: str
 ) -> tuple[Comment, Node, Project]:
     """Load a comment for a change: its project must be live and the policy must allow it."""
-    c = await _comment(tx, comment_id, lock=True)
+    c = await _comment(e, tx, comment_id, lock=True)
     node, project = await _node_and_project(tx, c.node_id)
     e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
     live = (await tx.live_leases([node.id])).get(node.id)

@@ -36,7 +36,7 @@ from ._models import (
     Status,
 )
 from ._origins import node_by_external_id
-from ._policy import Policy
+from ._policy import Policy, default_digest
 from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, ulid_str
 from ._store import Authors, Tx
 from ._views import EventInfo, NodeInfo, Resolved
@@ -181,6 +181,9 @@ class Context:
         self.policy = policy or Policy.default()
         # the effective size limits, read once per transaction (see sizes)
         self._sizes: weakref.WeakKeyDictionary[Tx, Limits] = weakref.WeakKeyDictionary()
+        # who reads through each transaction, and the projects hidden from them (see hidden)
+        self._readers: weakref.WeakKeyDictionary[Tx, Actor] = weakref.WeakKeyDictionary()
+        self._hidden: weakref.WeakKeyDictionary[Tx, frozenset[UUID]] = weakref.WeakKeyDictionary()
 
     async def sizes(self, tx: Tx) -> Limits:
         """The limits with the organization's size limits in force (the server's, lowered).
@@ -197,6 +200,70 @@ class Context:
     def forget_sizes(self, tx: Tx) -> None:
         """Drop a transaction's reading after it changed the organization's limits."""
         self._sizes.pop(tx, None)
+
+    # ------------------------------------------------------------------- reads
+
+    def reading_as(self, tx: Tx, actor: Actor) -> None:
+        """Say whose request a transaction serves: its reads follow that principal's
+        read decision (``hidden``). A transaction nobody reads through hides nothing
+        (the engine's own work, e.g. creating an organization)."""
+        self._readers[tx] = actor
+
+    async def hidden(self, tx: Tx) -> frozenset[UUID]:
+        """The projects the request's principal may not read, decided once per request.
+
+        The policy's read decision (``data.skift.authz.unreadable``) is asked once,
+        with the organization's restricted projects as input; the answer is a set of
+        project ids every read path leaves out (pushed into the store's queries,
+        never checked row by row). Empty, and no policy evaluation, when nothing is
+        restricted and the policy is the default.
+        """
+        got = self._hidden.get(tx)
+        if got is None:
+            actor = self._readers.get(tx)
+            got = frozenset[UUID]() if actor is None else await self._unreadable(tx, actor)
+            self._hidden[tx] = got
+        return got
+
+    def forget_hidden(self, tx: Tx) -> None:
+        """Decide again after a transaction changed who reads a project."""
+        self._hidden.pop(tx, None)
+
+    async def _unreadable(self, tx: Tx, actor: Actor) -> frozenset[UUID]:
+        restricted = await tx.restricted_projects()
+        if not restricted and self.policy.digest == default_digest():
+            return frozenset()
+        reader_ids = {r for p in restricted for r in p.readers or ()}
+        names = await tx.principals_by_id(reader_ids) if reader_ids else {}
+        request = {
+            "principal": {
+                "id": ulid_str(actor.id),
+                "name": actor.principal.name,
+                "kind": actor.kind.value,
+            },
+            "restricted": [
+                {
+                    "id": ulid_str(p.id),
+                    "slug": p.slug,
+                    "readers": [ulid_str(r) for r in p.readers or ()],
+                    "reader_names": [names[r].name for r in p.readers or () if r in names],
+                }
+                for p in restricted
+            ],
+        }
+        by_id = {ulid_str(p.id): p.id for p in restricted}
+        out: set[UUID] = set()
+        for item in self.policy.unreadable(request):
+            if item in by_id:
+                out.add(by_id[item])
+                continue
+            ident = parse_ulid(item)
+            found = await tx.project_by_id(ident) if ident is not None else None
+            if found is None:
+                found = await tx.project_by_slug(item.strip().lower())
+            if found is not None:
+                out.add(found.id)
+        return frozenset(out)
 
     # ------------------------------------------------------------------ events
 
@@ -243,6 +310,8 @@ class Context:
                 project = await tx.project_by_id(ident)
             if project is None:
                 project = await tx.project_by_slug(text.lower())
+        if project is not None and project.id in await self.hidden(tx):
+            project = None  # a project the principal may not read is a slug nobody created
         if project is None:
             raise NotFound(
                 f"no project {ref!r}",
@@ -297,7 +366,7 @@ class Context:
             parsed = parse_node_ref(ref)
         except Invalid:
             imported = await node_by_external_id(tx, ref, project)  # a beads id (skift._origins)
-            if imported is None:
+            if imported is None or imported.project_id in await self.hidden(tx):
                 raise
             return (await tx.nodes_by_id([imported.id], lock=lock))[imported.id]
         node: Node | None = None
@@ -317,6 +386,8 @@ class Context:
                     move={"do": "name_project", "ref": ref},
                 )
             node = await tx.node_by_number(target.id, parsed.number, lock=lock)
+        if node is not None and node.project_id in await self.hidden(tx):
+            node = None  # in a project the principal may not read: nothing
         if node is None:
             raise NotFound(
                 f"no node {ref!r}",

@@ -52,7 +52,9 @@ class Focus(Context):
             group = new_id()
             now = await tx.now()
             held: list[Project] = []
-            for p in await tx.list_projects(archived=False, limit=10**9, offset=0):
+            # a project the caller may not read is not theirs to park (nor to see)
+            unread = await self.hidden(tx)
+            for p in await tx.list_projects(archived=False, limit=10**9, offset=0, hidden=unread):
                 if p.id in kept or p.hold is not None:
                     continue
                 locked = await tx.project_by_id(p.id, lock=True) or p
@@ -187,7 +189,8 @@ class Focus(Context):
     async def _clear_org_sweep(self, tx: Tx, actor: Actor, reason: str) -> list[str]:
         released: list[str] = []
         events: list[Event] = []
-        for p in await tx.list_projects(archived=True, limit=10**9, offset=0):
+        unread = await self.hidden(tx)
+        for p in await tx.list_projects(archived=True, limit=10**9, offset=0, hidden=unread):
             if p.hold is None or p.hold.group is None:
                 continue
             locked = await tx.project_by_id(p.id, lock=True) or p

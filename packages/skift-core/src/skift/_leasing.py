@@ -99,7 +99,12 @@ async def live_leases(
     if not leases:
         return []
     nodes = await tx.nodes_by_id([lease.node_id for lease in leases])
-    ordered = [nodes[lease.node_id] for lease in leases if lease.node_id in nodes]
+    hidden = await engine.hidden(tx)
+    ordered = [
+        nodes[lease.node_id]
+        for lease in leases
+        if lease.node_id in nodes and nodes[lease.node_id].project_id not in hidden
+    ]
     infos = {n.id: i for n, i in zip(ordered, await engine.infos(tx, ordered), strict=True)}
     holders = await tx.principals_by_id({lease.holder for lease in leases})
     out: list[LeaseInfo] = []

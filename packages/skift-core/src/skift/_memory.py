@@ -346,15 +346,27 @@ class MemoryTx(MemoryContentTx):
         if (self._org, project.slug) not in self._s.slugs:
             self._set(self._s.slugs, (self._org, project.slug), project.id)
 
-    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
+    async def list_projects(
+        self, *, archived: bool, limit: int, offset: int, hidden: Collection[UUID] = ()
+    ) -> list[Project]:
         rows = [
             p
             for p in self._s.projects.values()
-            if p.org_id == self._org and (archived or p.archived_at is None)
+            if p.org_id == self._org and (archived or p.archived_at is None) and p.id not in hidden
         ]
         activity = await self.project_activity([p.id for p in rows])
         rows.sort(key=lambda p: (activity.get(p.id, p.created_at), p.id), reverse=True)
         return rows[offset : offset + limit]
+
+    async def restricted_projects(self) -> list[Project]:
+        return sorted(
+            (
+                p
+                for p in self._s.projects.values()
+                if p.org_id == self._org and p.readers is not None
+            ),
+            key=lambda p: p.id,
+        )
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
         wanted = set(ids)
@@ -627,11 +639,15 @@ class MemoryTx(MemoryContentTx):
         self._undo.append(lambda: self._s.events.__delitem__(slice(start, None)))
         self._announce(start)
 
-    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
+    async def events(
+        self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()
+    ) -> list[Event]:
         rows = [
             e
             for e in self._s.events
-            if e.org_id == self._org and (node_id is None or e.node_id == node_id)
+            if e.org_id == self._org
+            and (node_id is None or e.node_id == node_id)
+            and not (hidden and e.project_id in hidden)
         ]
         return rows[-limit:] if limit > 0 else []
 
@@ -650,8 +666,9 @@ class MemoryTx(MemoryContentTx):
         projects: Collection[UUID] = (),
         ops: Collection[str] = (),
         limit: int,
+        hidden: Collection[UUID] = (),
     ) -> EventBatch:
-        want_projects, want_ops = set(projects), set(ops)
+        want_projects, want_ops, unreadable = set(projects), set(ops), set(hidden)
         found: list[tuple[EventPosition, Event]] = []
         log = self._s.events
         for i in range(max(after.seq - 1, 0), len(log)):
@@ -662,6 +679,8 @@ class MemoryTx(MemoryContentTx):
             if pos <= after or e.org_id != self._org:
                 continue
             if want_projects and e.project_id not in want_projects:
+                continue
+            if unreadable and e.project_id in unreadable:
                 continue
             if want_ops and e.op not in want_ops:
                 continue

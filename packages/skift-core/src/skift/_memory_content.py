@@ -81,6 +81,8 @@ class MemoryContentTx(MemoryTxBase):
         for n in self._s.nodes.values():
             if n.org_id != self._org or (query.projects and n.project_id not in query.projects):
                 continue
+            if n.project_id in query.hidden:
+                continue
             if (
                 self._s.projects[n.project_id].archived_at is not None
                 and not query.include_archived

@@ -128,6 +128,9 @@ class Project:
     archived_at: datetime | None = None
     hold: Hold | None = None
     created_at: datetime
+    readers: tuple[UUID, ...] | None = None
+    """Who may read a restricted project (principal ids); None: unrestricted (everyone of
+    the organization, as the default policy reads it)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -6,6 +6,10 @@ its own Rego modules in package ``skift.authz``; the engine asks for
 ``data.skift.authz.deny``, a set of ``{"msg", "next"}`` objects, and refuses
 the request when it is not empty.
 
+Reads ask once per request for ``data.skift.authz.unreadable``: the projects
+(ids or slugs) the principal may not read, given the organization's restricted
+projects as input. Every read path then leaves those projects out.
+
 A regorus engine is pinned to the thread that created it, so each thread
 keeps its own. Anything that goes wrong while evaluating denies: a policy
 that cannot be evaluated never allows.
@@ -13,6 +17,7 @@ that cannot be evaluated never allows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -22,9 +27,10 @@ from typing import Any
 
 import regorus
 
-from ._errors import Invalid
+from ._errors import Invalid, Refused
 
 QUERY = "data.skift.authz.deny"
+READ_QUERY = "data.skift.authz.unreadable"
 
 # Compiled engines, per thread and per policy digest. Module-level on purpose:
 # a regorus engine may only be dropped by the thread that made it, and a
@@ -37,14 +43,22 @@ def _default_source() -> str:
     return (resources.files("skift") / "policy" / "default.rego").read_text(encoding="utf-8")
 
 
+def _digest(modules: Sequence[tuple[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(tuple(modules), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def default_digest() -> str:
+    """The digest of the default policy (a policy with it reads as the default does)."""
+    return _digest((("default.rego", _default_source()),))
+
+
 class Policy:
     """A set of Rego modules that together define ``data.skift.authz.deny``."""
 
     def __init__(self, modules: Sequence[tuple[str, str]]) -> None:
         self.modules = tuple(modules)
-        self.digest = hashlib.sha256(json.dumps(self.modules, sort_keys=True).encode()).hexdigest()[
-            :16
-        ]
+        self.digest = _digest(self.modules)
         self._engine()  # compile now, so a broken module fails at open, not mid-request
 
     @classmethod
@@ -109,3 +123,30 @@ class Policy:
                 out.append({"msg": str(item), "next": ""})  # pyright: ignore[reportUnknownArgumentType]
         out.sort(key=lambda d: d["msg"])
         return out
+
+    def unreadable(self, request: dict[str, Any]) -> list[str]:
+        """The projects (ids or slugs) this policy keeps from the request's principal.
+
+        A policy that cannot be evaluated refuses the request (it never reads as
+        "everything is readable").
+        """
+        try:
+            engine = self._engine()
+            engine.set_input_json(json.dumps(request, default=str))
+            raw: Any = json.loads(engine.eval_rule_as_json(READ_QUERY))
+        except Exception as exc:
+            if "not a valid rule path" in str(exc):
+                return []  # a policy with no read rule: everyone reads everything
+            raise Refused(
+                f"the policy's read decision could not be evaluated ({exc})",
+                next="Ask an administrator to check the organization's policy.",
+            ) from None
+        if raw == "<undefined>" or raw is None:
+            return []
+        if not isinstance(raw, list):
+            raise Refused(
+                "the policy's unreadable is not a set",
+                next="Ask an administrator to fix the organization's policy.",
+            )
+        items: list[Any] = raw  # pyright: ignore[reportUnknownVariableType]
+        return sorted(str(x) for x in items)

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import attrs
 
 from ._context import Actor, Context, check_size, check_vcs_url, jsonable
-from ._errors import Conflict, Invalid, Refused
+from ._errors import Conflict, Invalid, LimitExceeded, NotFound, Refused
 from ._intent import intent
 from ._models import Priority, Project
 from ._refs import check_slug, disambiguate, new_id, slugify, ulid_str
 from ._store import Tx
 from ._usage import set_budget
 from ._views import ProjectInfo
+
+_MAX_READERS = 1000
 
 
 class Projects(Context):
@@ -159,9 +162,101 @@ class Projects(Context):
         )
         return updated
 
+    # ------------------------------------------------------------ who reads it
+
+    async def restrict_project(
+        self, tx: Tx, actor: Actor, ref: str, readers: Sequence[str], reason: str
+    ) -> Project:
+        """Make a project readable (and so writable) only by ``readers`` and the person
+        restricting it; to everyone else it is a slug nobody created. Restricting a
+        restricted project replaces its readers."""
+        project = await self.resolve_project(tx, ref)
+        self.authorize(actor, [intent("restrict_project", project=project.slug)])
+        project = await tx.project_by_id(project.id, lock=True) or project
+        reason = self._reason(reason, "restriction")
+        if len(readers) > _MAX_READERS:
+            raise LimitExceeded(
+                f"{len(readers)} readers; a project lists at most {_MAX_READERS}",
+                next="List fewer readers, or give the rest access through the organization's policy.",
+                limit="readers",
+                bound=_MAX_READERS,
+            )
+        ids: list[UUID] = [actor.id]  # the restricting person always reads it
+        for name in readers:
+            p = await tx.principal_by_name(name.strip())
+            if p is None:
+                raise NotFound(
+                    f"no principal {name.strip()!r}",
+                    next="Name registered principals ('skift principal list' shows them).",
+                )
+            if p.id not in ids:
+                ids.append(p.id)
+        before = await self._reader_names(tx, project.readers)
+        updated = attrs.evolve(project, readers=tuple(ids))
+        await tx.update_project(updated)
+        after = await self._reader_names(tx, updated.readers)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "restrict_project",
+                    project_id=project.id,
+                    reason=reason,
+                    before={"readers": before},
+                    after={"readers": after},
+                )
+            ]
+        )
+        self.forget_hidden(tx)
+        return updated
+
+    async def unrestrict_project(self, tx: Tx, actor: Actor, ref: str, reason: str) -> Project:
+        """Make a restricted project readable by the whole organization again."""
+        project = await self.resolve_project(tx, ref)
+        self.authorize(actor, [intent("unrestrict_project", project=project.slug)])
+        project = await tx.project_by_id(project.id, lock=True) or project
+        reason = self._reason(reason, "restriction's end")
+        if project.readers is None:
+            raise Refused(f"{project.slug} is not restricted", next="Nothing to do.")
+        before = await self._reader_names(tx, project.readers)
+        updated = attrs.evolve(project, readers=None)
+        await tx.update_project(updated)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "unrestrict_project",
+                    project_id=project.id,
+                    reason=reason,
+                    before={"readers": before},
+                    after={"readers": None},
+                )
+            ]
+        )
+        self.forget_hidden(tx)
+        return updated
+
+    async def _reader_names(self, tx: Tx, ids: Sequence[UUID] | None) -> list[str] | None:
+        if ids is None:
+            return None
+        found = await tx.principals_by_id(ids)
+        return [found[i].name if i in found else ulid_str(i) for i in ids]
+
     async def project_infos(self, tx: Tx, projects: Sequence[Project]) -> list[ProjectInfo]:
         activity = await tx.project_activity([p.id for p in projects])
-        return [self._project_info(p, activity.get(p.id, p.created_at)) for p in projects]
+        reader_ids = {r for p in projects for r in p.readers or ()}
+        names = await tx.principals_by_id(reader_ids) if reader_ids else {}
+        return [
+            attrs.evolve(
+                self._project_info(p, activity.get(p.id, p.created_at)),
+                readers=tuple(names[r].name if r in names else ulid_str(r) for r in p.readers)
+                if p.readers is not None
+                else None,
+            )
+            for p in projects
+        ]
 
     def _project_info(self, project: Project, active_at: datetime) -> ProjectInfo:
         return ProjectInfo(

@@ -55,6 +55,8 @@ def matches(node: Node, q: ReadyQuery) -> bool:
     """Does a node pass the filter of a Ready or ClaimNext (readiness aside)?"""
     if q.projects and node.project_id not in q.projects:
         return False
+    if q.hidden and node.project_id in q.hidden:
+        return False
     if q.kinds and node.kind not in q.kinds:
         return False
     if q.labels and not set(q.labels) <= set(node.labels):

@@ -55,6 +55,9 @@ class Reads(Context):
             agent_only=for_work and not actor.is_user,
             max_priority_rank=flt.min_priority.rank if flt.min_priority else 4,
             parent=parent,
+            # the projects the caller may not read; a filter naming projects has
+            # resolved each already (an unreadable one is not found)
+            hidden=() if projects else tuple(await self.hidden(tx)),
         )
         return q, projects
 
@@ -127,8 +130,18 @@ class Reads(Context):
                     detail={"project": own_project.slug, "at": own_project.archived_at.isoformat()},
                 )
             )
-        cone = await _Cone.load(self, tx, node)
+        cone = await _Cone.load(self, tx, node, hidden=await self.hidden(tx))
         for blocker in cone.unsatisfied(node.id):
+            if blocker.project_id in cone.hidden:
+                # a blocker in a project the caller may not read: that it blocks is all
+                # Explain says (where it is, what it is, and what stalls it stay unread)
+                reasons.append(
+                    Reason(
+                        kind="blocked_by",
+                        detail={"ref": "", "title": "", "status": "open", "unreadable": True},
+                    )
+                )
+                continue
             detail: dict[str, Any] = {
                 "ref": cone.ref(blocker),
                 "title": blocker.title,
@@ -221,8 +234,9 @@ class _Cone:
     node, and whether the node has any path to readiness at all.
     """
 
-    def __init__(self, engine: Context) -> None:
+    def __init__(self, engine: Context, hidden: frozenset[UUID] = frozenset()) -> None:
         self.e = engine
+        self.hidden = hidden
         self.nodes: dict[UUID, Node] = {}
         self.blockers: dict[UUID, list[UUID]] = {}
         self.children: dict[UUID, list[UUID]] = {}
@@ -230,8 +244,16 @@ class _Cone:
         self.ancestors: dict[UUID, list[Node]] = {}
 
     @classmethod
-    async def load(cls, engine: Context, tx: Tx, root: Node, bound: int = 5000) -> _Cone:
-        cone = cls(engine)
+    async def load(
+        cls,
+        engine: Context,
+        tx: Tx,
+        root: Node,
+        bound: int = 5000,
+        *,
+        hidden: frozenset[UUID] = frozenset(),
+    ) -> _Cone:
+        cone = cls(engine, hidden)
         cone.nodes[root.id] = root
         frontier = [root.id]
         while frontier and len(cone.nodes) < bound:
@@ -251,11 +273,14 @@ class _Cone:
             for nid, n in loaded.items():
                 if nid not in cone.nodes:
                     cone.nodes[nid] = n
-            # only open nodes can hold anything up further
+            # only open nodes can hold anything up further; nothing upstream of a node
+            # the caller may not read is walked
             frontier = [
                 nid
                 for nid in loaded
-                if cone.nodes[nid].status is Status.OPEN and nid not in cone.blockers
+                if cone.nodes[nid].status is Status.OPEN
+                and nid not in cone.blockers
+                and cone.nodes[nid].project_id not in hidden
             ]
         cone.projects = await tx.projects_by_id({n.project_id for n in cone.nodes.values()})
         for nid, n in cone.nodes.items():
@@ -311,6 +336,8 @@ class _Cone:
             cur = stack.pop(0)
             if cur in seen or cur not in self.nodes or self.nodes[cur].status is not Status.OPEN:
                 continue
+            if self.nodes[cur].project_id in self.hidden:
+                continue
             seen.add(cur)
             found = self.hold_of(cur)
             if found is not None:
@@ -333,6 +360,8 @@ class _Cone:
                 return memo[cur]
             memo[cur] = None
             node = self.nodes[cur]
+            if node.project_id in self.hidden:
+                return None  # what is beyond a project the caller may not read stays unread
             result: dict[str, Any] | None = None
             project = self.projects[node.project_id]
             if project.archived_at is not None and node.status is Status.OPEN:

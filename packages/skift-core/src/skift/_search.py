@@ -136,9 +136,15 @@ async def search(
         if pid not in ids:
             ids.append(pid)
     rows = await tx.search(
-        SearchQuery(terms=terms, projects=tuple(ids), include_archived=include_archived, limit=size)
+        SearchQuery(
+            terms=terms,
+            projects=tuple(ids),
+            include_archived=include_archived,
+            limit=size,
+            hidden=tuple(await e.hidden(tx)),
+        )
     )
-    rows = await _imported_first(tx, query, ids, include_archived, rows, size)
+    rows = await _imported_first(e, tx, query, ids, include_archived, rows, size)
     nodes = [n for n, _ in rows]
     infos = await e.infos(tx, nodes)
     by_node: dict[UUID, list[Comment]] = {}
@@ -166,6 +172,7 @@ IMPORTED_RANK = 1000.0
 
 
 async def _imported_first(
+    e: Context,
     tx: Tx,
     query: str,
     projects: Sequence[UUID],
@@ -176,10 +183,11 @@ async def _imported_first(
     """A query that is a beads id (``bd-a1b2``) finds its node first (``skift._origins``)."""
     if not looks_external(query):
         return rows
+    hidden = await e.hidden(tx)
     found = [
         o
         for o in await tx.origins_by_external_id(query.strip())
-        if not projects or o.project_id in projects
+        if (not projects or o.project_id in projects) and o.project_id not in hidden
     ]
     if not found:
         return rows

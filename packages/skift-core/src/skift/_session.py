@@ -109,6 +109,7 @@ class Session:
         for attempt in range(attempts):
             try:
                 async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
+                    self.engine.reading_as(tx, actor)  # reads follow this principal's policy
                     return await fn(tx, actor)
             except TransientError as exc:
                 if attempt == attempts - 1:

@@ -119,6 +119,9 @@ class ReadyQuery:
     offset: int = 0
     # nodes left out whatever their state (ClaimNext: nodes under a spent cap)
     exclude: tuple[UUID, ...] = ()
+    # projects left out whatever the filter: the caller may not read them (the
+    # policy's read decision, ``Context.hidden``)
+    hidden: tuple[UUID, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -136,6 +139,8 @@ class SearchQuery:
     projects: tuple[UUID, ...] = ()
     include_archived: bool = False
     limit: int = 20
+    hidden: tuple[UUID, ...] = ()
+    """Projects left out: the caller may not read them."""
 
 
 NIL_ID = UUID(int=0)
@@ -232,8 +237,15 @@ class Tx(Protocol):
         """Write the row; a changed slug is added to the project's slugs, the old one kept."""
         ...
 
-    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
-        """Projects in activity order, most recent first; archived ones only when asked."""
+    async def list_projects(
+        self, *, archived: bool, limit: int, offset: int, hidden: Collection[UUID] = ()
+    ) -> list[Project]:
+        """Projects in activity order, most recent first; archived ones only when asked;
+        never those in ``hidden``."""
+        ...
+
+    async def restricted_projects(self) -> list[Project]:
+        """The projects that carry a reader list (``Project.readers``), archived or not."""
         ...
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
@@ -415,8 +427,11 @@ class Tx(Protocol):
 
     # events
     async def append_events(self, events: Sequence[Event]) -> None: ...
-    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
-        """The newest ``limit`` events (of one node, when given), oldest first."""
+    async def events(
+        self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()
+    ) -> list[Event]:
+        """The newest ``limit`` events (of one node, when given), oldest first, none of a
+        project in ``hidden``."""
         ...
 
     # the change stream (skift._stream): commit-ordered positions
@@ -427,10 +442,12 @@ class Tx(Protocol):
         projects: Collection[UUID] = (),
         ops: Collection[str] = (),
         limit: int,
+        hidden: Collection[UUID] = (),
     ) -> EventBatch:
         """At most ``limit`` events strictly after ``after`` and below the horizon, in
         commit order, of these projects (all when empty) and operations (all when
-        empty), read together with the horizon (one statement in PostgreSQL)."""
+        empty), none of a project in ``hidden``, read together with the horizon (one
+        statement in PostgreSQL)."""
         ...
 
     async def replay_start(self, since: datetime) -> EventPosition:

@@ -89,8 +89,8 @@ async def watch(
     """One read of the stream: the events after ``after`` (or from the start of the
     replay window), filtered, and the cursor to read from next.
 
-    Every principal of an organization reads all of its events today (the policy
-    has no read rule yet); ``actor`` is where a per-principal filter would apply.
+    The events of a project the principal may not read are left out (the policy's
+    read decision, ``Context.hidden``, pushed into the store's read).
     """
     size = engine.page_size(limit)
     seal = await seal_of(tx)
@@ -102,7 +102,13 @@ async def watch(
     else:
         start, _handed_out = decode(after, seal)
         await _check_window(engine, tx, start, since, now, seal)
-    batch = await tx.events_after(start, projects=project_ids, ops=tuple(ops), limit=size)
+    batch = await tx.events_after(
+        start,
+        projects=project_ids,
+        ops=tuple(ops),
+        limit=size,
+        hidden=() if project_ids else await engine.hidden(tx),
+    )
     # A cursor may stand above this read's horizon: PostgreSQL's horizon errs low (a
     # transaction that ended between the snapshot and the pg_stat_activity read still
     # counts), so it can fall below one handed out earlier. Nothing is below the cursor

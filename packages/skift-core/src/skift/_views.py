@@ -70,6 +70,8 @@ class ProjectInfo:
     created_at: datetime
     active_at: datetime
     node_count: int
+    readers: tuple[str, ...] | None = None
+    """A restricted project's readers (principal names); None: unrestricted."""
 
 
 @attrs.frozen(kw_only=True)

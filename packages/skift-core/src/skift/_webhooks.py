@@ -315,6 +315,8 @@ async def _append(e: Context, tx: Tx, actor: Actor, op: str, ep: Endpoint) -> No
 async def list_webhooks(e: Context, tx: Tx, project: str | None) -> list[WebhookInfo]:
     proj = await e.resolve_project(tx, project) if project else None
     eps = await tx.endpoints(proj.id if proj else None)
+    hidden = await e.hidden(tx)
+    eps = [ep for ep in eps if ep.project_id not in hidden]
     slugs = await _slugs(tx, {ep.project_id for ep in eps})
     return [_info(ep, slugs[ep.project_id]) for ep in eps]
 
@@ -338,6 +340,8 @@ async def list_deliveries(
         parked_only=parked,
         limit=size,
     )
+    hidden = await e.hidden(tx)
+    rows = [d for d in rows if d.project_id not in hidden]
     slugs = await _slugs(tx, {d.project_id for d in rows})
     seal = await _stream.seal_of(tx)
     return [delivery_info(d, slugs[d.project_id], seal) for d in rows]

@@ -215,6 +215,9 @@ class Work(Reads):
         """The predecessors' results, attributed to who completed each (``authors``,
         from ``tx.authors``), with their artifacts: a fixed number of reads however
         many predecessors there are."""
+        hidden = await self.hidden(tx)
+        # a predecessor in a project the caller may not read is left out
+        sources = [n for n in sources if n.project_id not in hidden]
         if not sources:
             return []
         ordered = sorted(sources, key=lambda n: (n.project_id, n.number))

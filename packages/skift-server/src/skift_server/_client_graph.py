@@ -95,6 +95,19 @@ class GraphCalls(RemoteBase):
         got = await self._call("ArchiveProject", req, v1.ArchiveProjectResponse, safe=False)
         return g.project_view(got.project)
 
+    async def restrict_project(
+        self, ref: str, *, readers: Sequence[str], reason: str
+    ) -> skift.ProjectInfo:
+        names = [readers] if isinstance(readers, str) else list(readers)
+        req = v1.RestrictProjectRequest(ref=ref, readers=names, reason=reason)
+        got = await self._call("RestrictProject", req, v1.RestrictProjectResponse, safe=False)
+        return g.project_view(got.project)
+
+    async def unrestrict_project(self, ref: str, *, reason: str) -> skift.ProjectInfo:
+        req = v1.UnrestrictProjectRequest(ref=ref, reason=reason)
+        got = await self._call("UnrestrictProject", req, v1.UnrestrictProjectResponse, safe=False)
+        return g.project_view(got.project)
+
     async def hold_project(self, ref: str, *, reason: str) -> int:
         req = v1.HoldProjectRequest(ref=ref, reason=reason)
         got = await self._call("HoldProject", req, v1.HoldProjectResponse, safe=False)

@@ -59,6 +59,8 @@ def project_pb(p: skift.ProjectInfo) -> v1.Project:
         created_at=utc(p.created_at),
         active_at=utc(p.active_at),
         node_count=p.node_count,
+        restricted=p.readers is not None,
+        readers=list(p.readers or ()),
     )
 
 
@@ -181,6 +183,7 @@ def project_view(m: v1.Project | None) -> skift.ProjectInfo:
         created_at=ts(m.created_at),
         active_at=ts(m.active_at),
         node_count=m.node_count,
+        readers=tuple(m.readers) if m.restricted else None,
     )
 
 

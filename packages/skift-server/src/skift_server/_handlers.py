@@ -105,6 +105,20 @@ async def _update_project(
     return v1.UpdateProjectResponse(project=project_pb(p))
 
 
+async def _restrict_project(
+    sk: skift.LocalSkift, r: v1.RestrictProjectRequest
+) -> v1.RestrictProjectResponse:
+    p = await sk.restrict_project(r.ref, readers=list(r.readers), reason=r.reason)
+    return v1.RestrictProjectResponse(project=project_pb(p))
+
+
+async def _unrestrict_project(
+    sk: skift.LocalSkift, r: v1.UnrestrictProjectRequest
+) -> v1.UnrestrictProjectResponse:
+    p = await sk.unrestrict_project(r.ref, reason=r.reason)
+    return v1.UnrestrictProjectResponse(project=project_pb(p))
+
+
 async def _archive_project(
     sk: skift.LocalSkift, r: v1.ArchiveProjectRequest
 ) -> v1.ArchiveProjectResponse:
@@ -586,6 +600,8 @@ HANDLERS: Final[dict[str, Handler]] = {
     "ListProjects": _list_projects,
     "UpdateProject": _update_project,
     "ArchiveProject": _archive_project,
+    "RestrictProject": _restrict_project,
+    "UnrestrictProject": _unrestrict_project,
     "HoldProject": _hold_project,
     "UnholdProject": _unhold_project,
     "Patch": _patch,

@@ -22,7 +22,10 @@ def parse(text: str) -> dict[str, str]:
     raw: dict[str, str] = {}
     for i in range(1, len(parts), 2):
         name, body = parts[i], parts[i + 1]
-        lines = [ln for ln in body.strip().splitlines() if not ln.startswith("-- ")]
+        # indentation and whole-line comments are dropped: what psycopg caches is the
+        # text, and a query past 4,096 bytes is parsed again on every call
+        stripped = (ln.strip() for ln in body.strip().splitlines())
+        lines = [ln for ln in stripped if ln and not ln.startswith("-- ")]
         if name in raw:
             raise ValueError(f"query {name!r} is defined twice")
         raw[name] = "\n".join(lines).strip()

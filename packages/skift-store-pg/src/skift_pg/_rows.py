@@ -74,6 +74,7 @@ def project_from_row(row: Row) -> Project:
         archived_at=row["archived_at"],
         hold=_hold(row),
         created_at=row["created_at"],
+        readers=tuple(row["readers"]) if row.get("readers") is not None else None,
     )
 
 
@@ -263,6 +264,7 @@ def project_params(p: Project) -> Row:
         "vcs_url": p.vcs_url,
         "archived_at": p.archived_at,
         "created_at": p.created_at,
+        "readers": list(p.readers) if p.readers is not None else None,
         **_hold_params(p.hold),
     }
 

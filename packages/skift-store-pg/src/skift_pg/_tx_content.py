@@ -160,6 +160,7 @@ class ContentTx(TxBase, PgWebhooksTx):
             projects=list(query.projects),
             archived=query.include_archived,
             limit=query.limit,
+            hidden=list(query.hidden),
         )
         return [(node_from_row(r), float(r["rank"])) for r in rows]
 
@@ -361,8 +362,11 @@ class ContentTx(TxBase, PgWebhooksTx):
             await self.announce(events)
         self.notified = True
 
-    async def events(self, *, node_id: UUID | None = None, limit: int = 1000) -> list[Event]:
-        return [event_from_row(r) for r in await self.rows("events", node=node_id, limit=limit)]
+    async def events(
+        self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()
+    ) -> list[Event]:
+        rows = await self.rows("events", node=node_id, limit=limit, hidden=list(hidden))
+        return [event_from_row(r) for r in rows]
 
     # the change stream (queries/events.sql): positions are (xid, id)
     async def events_after(
@@ -372,6 +376,7 @@ class ContentTx(TxBase, PgWebhooksTx):
         projects: Collection[UUID] = (),
         ops: Collection[str] = (),
         limit: int,
+        hidden: Collection[UUID] = (),
     ) -> EventBatch:
         rows = await self.rows(
             "events_after",
@@ -380,6 +385,7 @@ class ContentTx(TxBase, PgWebhooksTx):
             projects=list(projects),
             ops=list(ops),
             limit=limit,
+            hidden=list(hidden),
         )
         found = [
             (EventPosition(seq=int(r["seq"]), id=r["id"]), event_from_row(r))

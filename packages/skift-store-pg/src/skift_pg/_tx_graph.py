@@ -171,9 +171,16 @@ class GraphTx(TxBase):
         await self.send("update_project", **project_params(project))
         await self.send("add_slug", id=project.id, slug=project.slug)
 
-    async def list_projects(self, *, archived: bool, limit: int, offset: int) -> list[Project]:
-        rows = await self.rows("list_projects", archived=archived, limit=limit, offset=offset)
+    async def list_projects(
+        self, *, archived: bool, limit: int, offset: int, hidden: Collection[UUID] = ()
+    ) -> list[Project]:
+        rows = await self.rows(
+            "list_projects", archived=archived, limit=limit, offset=offset, hidden=list(hidden)
+        )
         return [project_from_row(r) for r in rows]
+
+    async def restricted_projects(self) -> list[Project]:
+        return [self._remember(project_from_row(r)) for r in await self.rows("restricted_projects")]
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
         if not ids:
@@ -312,6 +319,7 @@ class GraphTx(TxBase):
             "max_rank": query.max_priority_rank,
             "parent": query.parent,
             "exclude": list(query.exclude),
+            "hidden": list(query.hidden),
             "now": await self.now(),
         }
 

@@ -1,4 +1,4 @@
-"""``skift project``: create, list, show, rename and archive projects.
+"""``skift project``: create, list, show, rename, archive and restrict projects.
 
 Other modules add sub-commands to :data:`project` (``@project.command(name)``)."""
 
@@ -12,7 +12,7 @@ from .._base import PRIORITIES, app, complete_project, global_options, group, to
 @group("Projects")
 @global_options
 def project() -> None:
-    """Projects: create, list, show, rename, archive."""
+    """Projects: create, list, show, rename, archive, restrict."""
 
 
 @project.command("create")
@@ -95,3 +95,43 @@ def project_archive(ref: str, reason: str) -> None:
         a.emit(to_json(p))
     else:
         click.echo(f"archived {p.slug}")
+
+
+@project.command("restrict")
+@click.argument("ref", metavar="SLUG", shell_complete=complete_project)
+@click.option(
+    "--reader",
+    "readers",
+    multiple=True,
+    metavar="PRINCIPAL",
+    help="A principal who may read and write it (repeat; you are always one).",
+)
+@click.option("--reason", required=True, help="Why (recorded with the change).")
+@global_options
+def project_restrict(ref: str, readers: tuple[str, ...], reason: str) -> None:
+    """Make a project private: readable and writable only by its readers.
+
+    To everyone else it does not exist (show, list, ready, search, events and
+    claims answer as for a slug nobody created). Restricting it again replaces
+    its readers.
+    """
+    a = app()
+    p = a.call(lambda sk: sk.restrict_project(ref, readers=list(readers), reason=reason))
+    if a.json:
+        a.emit(to_json(p))
+    else:
+        click.echo(f"restricted {p.slug}: readers {', '.join(p.readers or ())}")
+
+
+@project.command("unrestrict")
+@click.argument("ref", metavar="SLUG", shell_complete=complete_project)
+@click.option("--reason", required=True, help="Why (recorded with the change).")
+@global_options
+def project_unrestrict(ref: str, reason: str) -> None:
+    """Make a restricted project readable by the whole organization again."""
+    a = app()
+    p = a.call(lambda sk: sk.unrestrict_project(ref, reason=reason))
+    if a.json:
+        a.emit(to_json(p))
+    else:
+        click.echo(f"unrestricted {p.slug}")

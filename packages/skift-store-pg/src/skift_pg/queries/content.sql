@@ -82,6 +82,7 @@ docs AS MATERIALIZED (
     WHERE n.org_id = %(org)s
       AND (%(archived)s OR p.archived_at IS NULL)
       AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
+      AND n.project_id <> ALL (%(hidden)s::uuid[])
 )
 SELECT n.*, ts_rank(d.doc, /*:_q_all*/) AS rank
 FROM docs d JOIN nodes n ON n.id = d.id

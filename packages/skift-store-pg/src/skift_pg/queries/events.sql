@@ -39,6 +39,7 @@ FROM h LEFT JOIN LATERAL (
       AND xid < h.xmin
       AND (cardinality(%(projects)s::uuid[]) = 0 OR project_id = ANY (%(projects)s::uuid[]))
       AND (cardinality(%(ops)s::text[]) = 0 OR op = ANY (%(ops)s::text[]))
+      AND (project_id IS NULL OR project_id <> ALL (%(hidden)s::uuid[]))
     ORDER BY xid, id
     LIMIT %(limit)s
 ) e ON true

@@ -56,7 +56,8 @@ EXISTS (
 ))
 
 -- name: _filter
--- The NodeFilter of Ready, ClaimNext and ListNodes.
+-- The NodeFilter of Ready, ClaimNext and ListNodes, and the projects the
+-- caller may not read (%(hidden)s, the policy's read decision; usually empty).
 n.org_id = %(org)s
 AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
 AND (cardinality(%(kinds)s::text[]) = 0 OR n.kind = ANY (%(kinds)s::text[]))
@@ -66,7 +67,8 @@ AND (%(assignee_kind)s::text IS NULL OR n.assignee_kind = %(assignee_kind)s::tex
 AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
 AND n.priority <= %(max_rank)s
 AND (%(parent)s::uuid IS NULL OR n.parent_id = %(parent)s::uuid)
-AND NOT (n.id = ANY (%(exclude)s::uuid[]))
+AND n.id <> ALL (%(exclude)s::uuid[])
+AND n.project_id <> ALL (%(hidden)s::uuid[])
 
 -- name: _ready_unheld
 -- Ready but for holds: open, in a live project, unblocked, no open children, no live lease.
@@ -90,6 +92,7 @@ FROM (
     SELECT p.id, p.archived_at, p.held_at FROM projects p
     WHERE p.org_id = %(org)s AND p.archived_at IS NULL AND p.held_at IS NULL
       AND (cardinality(%(projects)s::uuid[]) = 0 OR p.id = ANY (%(projects)s::uuid[]))
+      AND p.id <> ALL (%(hidden)s::uuid[])
     ORDER BY (%(after)s::uuid IS NOT NULL AND p.id <= %(after)s::uuid), p.id
 ) p
 CROSS JOIN LATERAL (
@@ -179,7 +182,7 @@ LIMIT 1
 SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
        p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
        p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
-       p.hold_group AS p_hold_group, p.created_at AS p_created_at
+       p.hold_group AS p_hold_group, p.created_at AS p_created_at, p.readers AS p_readers
 FROM picked x JOIN projects p ON p.id = x.project_id
 
 -- name: derive
@@ -297,9 +300,10 @@ WHERE org_id = %(org)s AND (slug = %(base)s OR starts_with(slug, %(base)s || '-'
 -- Create a project and register its slug.
 WITH p AS (
     INSERT INTO projects (id, org_id, slug, title, node_counter, priority, vcs_url, archived_at,
-                          held_at, held_by, held_reason, hold_group, created_at)
+                          held_at, held_by, held_reason, hold_group, created_at, readers)
     VALUES (%(id)s, %(org)s, %(slug)s, %(title)s, %(node_counter)s, %(priority)s, %(vcs_url)s,
-            %(archived_at)s, %(held_at)s, %(held_by)s, %(held_reason)s, %(hold_group)s, %(created_at)s)
+            %(archived_at)s, %(held_at)s, %(held_by)s, %(held_reason)s, %(hold_group)s, %(created_at)s,
+            %(readers)s::uuid[])
     RETURNING id
 )
 INSERT INTO project_slugs (org_id, slug, project_id) SELECT %(org)s, %(slug)s, id FROM p
@@ -308,7 +312,8 @@ INSERT INTO project_slugs (org_id, slug, project_id) SELECT %(org)s, %(slug)s, i
 -- Write a project's mutable fields (the node counter moves only by allocate_numbers).
 UPDATE projects SET slug = %(slug)s, title = %(title)s, priority = %(priority)s,
     vcs_url = %(vcs_url)s, archived_at = %(archived_at)s, held_at = %(held_at)s,
-    held_by = %(held_by)s, held_reason = %(held_reason)s, hold_group = %(hold_group)s
+    held_by = %(held_by)s, held_reason = %(held_reason)s, hold_group = %(hold_group)s,
+    readers = %(readers)s::uuid[]
 WHERE org_id = %(org)s AND id = %(id)s
 
 -- name: add_slug
@@ -323,8 +328,14 @@ LEFT JOIN LATERAL (
     SELECT max(e.occurred_at) AS at FROM events e WHERE e.project_id = p.id
 ) a ON true
 WHERE p.org_id = %(org)s AND (%(archived)s OR p.archived_at IS NULL)
+  AND p.id <> ALL (%(hidden)s::uuid[])
 ORDER BY coalesce(a.at, p.created_at) DESC, p.id DESC
 LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: restricted_projects
+-- The projects that carry a reader list (the read decision's input); reads
+-- projects_restricted, so an organization with none pays one index probe.
+SELECT * FROM projects WHERE org_id = %(org)s AND readers IS NOT NULL ORDER BY id
 
 -- name: project_activity
 -- When each project last saw an event.
@@ -502,6 +513,7 @@ FROM (SELECT pg_notify('skift_changes', %(org)s::text)) AS wake
 SELECT * FROM (
     SELECT * FROM events
     WHERE org_id = %(org)s AND (%(node)s::uuid IS NULL OR node_id = %(node)s::uuid)
+      AND (project_id IS NULL OR project_id <> ALL (%(hidden)s::uuid[]))
     ORDER BY id DESC
     LIMIT %(limit)s
 ) newest

@@ -158,6 +158,8 @@ __all__ = (
     "ResolveCommentResponse",
     "ResolveNodeRequest",
     "ResolveNodeResponse",
+    "RestrictProjectRequest",
+    "RestrictProjectResponse",
     "RevokeTokenRequest",
     "RevokeTokenResponse",
     "RotateWebhookSecretRequest",
@@ -182,6 +184,8 @@ __all__ = (
     "UnholdNodeResponse",
     "UnholdProjectRequest",
     "UnholdProjectResponse",
+    "UnrestrictProjectRequest",
+    "UnrestrictProjectResponse",
     "UpdateNodeOp",
     "UpdateProjectRequest",
     "UpdateProjectResponse",
@@ -4139,6 +4143,17 @@ class Project(betterproto2.Message):
     How many nodes the project holds.
     """
 
+    restricted: "bool" = betterproto2.field(13, betterproto2.TYPE_BOOL)
+    """
+    True while the project is restricted to `readers` (RestrictProject);
+    false: the whole organization reads it.
+    """
+
+    readers: "list[str]" = betterproto2.field(14, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Who may read a restricted project (principal names).
+    """
+
 
 default_message_pool.register_message("skift.v1", "Project", Project)
 
@@ -4691,6 +4706,48 @@ default_message_pool.register_message("skift.v1", "ResolveNodeResponse", Resolve
 
 
 @dataclass(eq=False, repr=False)
+class RestrictProjectRequest(betterproto2.Message):
+    """
+    RestrictProject's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project.
+    """
+
+    readers: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+    """
+    Who may read and write it (principal names); the caller is always one.
+    """
+
+    reason: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+
+default_message_pool.register_message("skift.v1", "RestrictProjectRequest", RestrictProjectRequest)
+
+
+@dataclass(eq=False, repr=False)
+class RestrictProjectResponse(betterproto2.Message):
+    """
+    RestrictProject's response.
+    """
+
+    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The project, restricted.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "RestrictProjectResponse", RestrictProjectResponse
+)
+
+
+@dataclass(eq=False, repr=False)
 class RevokeTokenRequest(betterproto2.Message):
     """
     RevokeToken's request (admin).
@@ -5150,6 +5207,45 @@ class UnholdProjectResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "UnholdProjectResponse", UnholdProjectResponse)
+
+
+@dataclass(eq=False, repr=False)
+class UnrestrictProjectRequest(betterproto2.Message):
+    """
+    UnrestrictProject's request.
+    """
+
+    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project.
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "UnrestrictProjectRequest", UnrestrictProjectRequest
+)
+
+
+@dataclass(eq=False, repr=False)
+class UnrestrictProjectResponse(betterproto2.Message):
+    """
+    UnrestrictProject's response.
+    """
+
+    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The project, readable by the whole organization again.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "UnrestrictProjectResponse", UnrestrictProjectResponse
+)
 
 
 @dataclass(eq=False, repr=False)
@@ -5750,6 +5846,49 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             "/skift.v1.SkiftService/ArchiveProject",
             message,
             ArchiveProjectResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def restrict_project(
+        self,
+        message: "RestrictProjectRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "RestrictProjectResponse":
+        """
+        Make a project readable and writable only by some principals (a person's
+        call); to everyone else it is a project nobody created.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/RestrictProject",
+            message,
+            RestrictProjectResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def unrestrict_project(
+        self,
+        message: "UnrestrictProjectRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "UnrestrictProjectResponse":
+        """
+        Make a restricted project readable by the whole organization again.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/UnrestrictProject",
+            message,
+            UnrestrictProjectResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -7089,6 +7228,25 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def restrict_project(
+        self, message: "RestrictProjectRequest"
+    ) -> "RestrictProjectResponse":
+        """
+        Make a project readable and writable only by some principals (a person's
+        call); to everyone else it is a project nobody created.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def unrestrict_project(
+        self, message: "UnrestrictProjectRequest"
+    ) -> "UnrestrictProjectResponse":
+        """
+        Make a restricted project readable by the whole organization again.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def hold_project(self, message: "HoldProjectRequest") -> "HoldProjectResponse":
         """
         Park a whole project.
@@ -7592,6 +7750,22 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         request = await stream.recv_message()
         assert request is not None
         response = await self.archive_project(request)
+        await stream.send_message(response)
+
+    async def __rpc_restrict_project(
+        self, stream: "grpclib.server.Stream[RestrictProjectRequest, RestrictProjectResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.restrict_project(request)
+        await stream.send_message(response)
+
+    async def __rpc_unrestrict_project(
+        self, stream: "grpclib.server.Stream[UnrestrictProjectRequest, UnrestrictProjectResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.unrestrict_project(request)
         await stream.send_message(response)
 
     async def __rpc_hold_project(
@@ -8102,6 +8276,18 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 ArchiveProjectRequest,
                 ArchiveProjectResponse,
+            ),
+            "/skift.v1.SkiftService/RestrictProject": grpclib.const.Handler(
+                self.__rpc_restrict_project,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                RestrictProjectRequest,
+                RestrictProjectResponse,
+            ),
+            "/skift.v1.SkiftService/UnrestrictProject": grpclib.const.Handler(
+                self.__rpc_unrestrict_project,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                UnrestrictProjectRequest,
+                UnrestrictProjectResponse,
             ),
             "/skift.v1.SkiftService/HoldProject": grpclib.const.Handler(
                 self.__rpc_hold_project,
