@@ -107,7 +107,8 @@ async def test_a_restricted_project_is_invisible_to_everyone_else(
     assert await h.search(SECRET) == []
     assert all(e.project != "secret" for e in await h.events())
     page = await h.watch_events()
-    assert page.events and all(e.project != "secret" for e in page.events)
+    assert page.events
+    assert all(e.project != "secret" for e in page.events)
     # a claim never hands out its work, and leaves its result out of the inputs
     claim = await h.claim("open#1")
     assert claim.inputs == ()
@@ -115,7 +116,8 @@ async def test_a_restricted_project_is_invisible_to_everyone_else(
     # Explain says a blocker holds open#2 up, and nothing about it
     ex = await h.explain("open#2")
     blockers = [r for r in ex.reasons if r.kind == "blocked_by"]
-    assert len(blockers) == 1 and blockers[0].detail.get("unreadable") is True
+    assert len(blockers) == 1
+    assert blockers[0].detail.get("unreadable") is True
     assert SECRET not in repr(ex)
 
 
