@@ -56,10 +56,13 @@ async def edges(e: Engine, tx: Tx, nodes: Sequence[str], project_ref: str | None
         else:
             node = await e.node_in(tx, ref, project_ref)
             by_id[node.id] = node
+    hidden = await e.hidden(tx)
     if ids - by_id.keys():
         found = await tx.nodes_by_id(ids - by_id.keys())
         for ident in ids - by_id.keys():
-            if ident not in found:  # another organization's node is exactly like no node
+            if ident not in found or found[ident].project_id in hidden:
+                # another organization's node, or one in a project the caller may not
+                # read, is exactly like no node
                 raise NotFound(
                     f"no node {ulid_str(ident)}", next="'skift list' shows the nodes you can see."
                 )
@@ -77,6 +80,13 @@ async def edges(e: Engine, tx: Tx, nodes: Sequence[str], project_ref: str | None
     missing = ends - by_id.keys()
     if missing:
         by_id.update(await tx.nodes_by_id(missing))
+    # an edge to or from a project the caller may not read is left out
+    unique = [
+        edge
+        for edge in unique
+        if by_id[edge.from_id].project_id not in hidden
+        and by_id[edge.to_id].project_id not in hidden
+    ]
     projects = await tx.projects_by_id({n.project_id for n in by_id.values()})
 
     def end(ident: UUID) -> EdgeEnd:
