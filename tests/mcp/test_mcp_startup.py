@@ -47,6 +47,8 @@ NOT_FOR_THE_HANDSHAKE = (
     "skift_mcp._tooling",
     "skift_mcp._tools",
     "skift_mcp._manifest",
+    # reading the installed version costs more than the rest of the answer: it is in the manifest
+    "importlib.metadata",
 )
 
 # skift-mcp with the SDK's loading switched off: only the front can answer.

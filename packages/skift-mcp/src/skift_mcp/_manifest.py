@@ -2,9 +2,11 @@
 
 For every protocol version of the initialize handshake, the SDK's own server
 (``build_server``) is asked ``initialize`` and ``tools/list`` over its stdio
-transport, and the wire results are kept in ``_manifest.json``. A test
-computes them again and compares: after changing a tool, its description or
-the instructions, regenerate with
+transport, and the wire results are kept in ``_manifest.json`` (skift-mcp's
+version among them: reading it at start-up would cost the front more than
+the rest of its answer). A test computes them again and compares: after
+changing a tool, its description, the instructions or the version,
+regenerate with
 
     uv run python -m skift_mcp._manifest
 """
@@ -64,9 +66,7 @@ async def _answers(version: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         async with stdio_server(stdin=lines, stdout=output) as (read, write):
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
     answers = {a["id"]: a for a in map(json.loads, out.lines) if "id" in a}
-    init: dict[str, Any] = answers[1]["result"]
-    init["serverInfo"]["version"] = ""  # the installed version, filled in when answering
-    return init, answers[2]["result"]["tools"]
+    return answers[1]["result"], answers[2]["result"]["tools"]
 
 
 async def compute() -> dict[str, Any]:

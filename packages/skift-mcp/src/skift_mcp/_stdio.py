@@ -35,8 +35,6 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.streams.memory
 
-from ._version import server_version
-
 if TYPE_CHECKING:
     from collections.abc import Generator
 
@@ -141,8 +139,7 @@ class Front:
             versions: dict[str, Any] = self.manifest["versions"]
             version = asked if isinstance(asked, str) and asked in versions else None
             self.version = version or str(self.manifest["latest"])
-            result: dict[str, Any] = json.loads(json.dumps(versions[self.version]["initialize"]))
-            result["serverInfo"]["version"] = server_version()
+            result: dict[str, Any] = versions[self.version]["initialize"]
             return {"jsonrpc": "2.0", "id": rid, "result": result}
         if self.version is None:
             return None
