@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -142,15 +143,18 @@ def test_the_readme_tour_pasted_as_one_block(pg_empty_dsn: str, tmp_path: Path) 
     home = tmp_path / "home"
     home.mkdir()
     runtime = Path(tempfile.mkdtemp(prefix="tour-", dir="/tmp"))  # short: a socket path
-    proc = subprocess.run(
-        ["bash", "-c", script(lines, pg_empty_dsn, port)],
-        cwd=work,
-        env=environment(home, runtime),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=120,
-    )
+    try:
+        proc = subprocess.run(
+            ["bash", "-c", script(lines, pg_empty_dsn, port)],
+            cwd=work,
+            env=environment(home, runtime),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
     log = work / "skift-serve.log"
     report = f"{proc.stdout}\n--- skift-serve.log:\n{log.read_text() if log.exists() else ''}"
     assert proc.returncode == 0, report
