@@ -3,6 +3,7 @@ windows (skift._retention, docs/operations.md), time moved by the test clock."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 
 import pytest
@@ -126,3 +127,70 @@ async def test_store_stats_show_growth_and_the_last_prune(sk: skift.LocalSkift) 
     after = await skift.store_stats(sk.store)
     assert after.last_prune is not None
     assert (after.last_prune.requests, after.last_prune.at) == (done.requests, done.at)
+
+
+async def _blob(sk: skift.LocalSkift, text: str) -> skift.BlobInfo:
+    # bytes of this test's own: the pg tests of a session share one blob directory
+    return await sk.put_blob(f"{text} {secrets.token_hex(8)}".encode(), media_type="text/plain")
+
+
+async def test_a_blob_no_artifact_names_is_swept_after_its_grace(sk: skift.LocalSkift) -> None:
+    p = await sk.create_project("Blobs")
+    await sk.patch(p.slug, [skift.CreateNode(title="holder")])
+    orphan = await _blob(sk, "orphan")
+    kept = await _blob(sk, "kept")
+    part = skift.BlobPart(digest=kept.digest, media_type="text/plain", size=kept.size)
+    await sk.attach_artifact("blobs#1", skift.Artifact(name="notes", parts=[part]))
+
+    fresh = await skift.prune(sk.store)
+    assert (fresh.blobs, fresh.blob_files) == (0, 0)  # inside the grace (a day)
+
+    sk.store.set_clock_offset(timedelta(hours=25))
+    dry = await skift.prune(sk.store, dry_run=True)
+    assert (dry.blobs, dry.blob_files) == (1, 1)
+    assert await sk.get_blob(orphan.digest)  # a dry run removes nothing
+    done = await skift.prune(sk.store)
+    assert (done.blobs, done.blob_files) == (1, 1)
+    assert done.blobs_before is not None
+    with pytest.raises(skift.NotFound):
+        await sk.get_blob(orphan.digest)
+    assert await sk.get_blob(kept.digest)  # named by an artifact: kept whatever its age
+    last = await sk.store.last_prune()
+    assert last is not None
+    assert (last.blobs, last.blob_files) == (1, 1)
+    # an artifact can no longer name the swept blob; uploading it again brings it back
+    gone = skift.BlobPart(digest=orphan.digest, media_type="text/plain", size=orphan.size)
+    with pytest.raises(skift.NotFound):
+        await sk.attach_artifact("blobs#1", skift.Artifact(name="late", parts=[gone]))
+    assert (await skift.prune(sk.store)).blobs == 0
+
+
+async def test_uploading_again_restarts_a_blobs_grace(sk: skift.LocalSkift) -> None:
+    data = f"again {secrets.token_hex(8)}".encode()
+    blob = await sk.put_blob(data, media_type="text/plain")
+    sk.store.set_clock_offset(timedelta(hours=20))
+    assert (await sk.put_blob(data, media_type="text/plain")).digest == blob.digest
+    sk.store.set_clock_offset(timedelta(hours=40))  # 40 h since the first upload, 20 since
+    assert (await skift.prune(sk.store)).blobs == 0
+    assert await sk.get_blob(blob.digest) == data
+    sk.store.set_clock_offset(timedelta(hours=45))
+    assert (await skift.prune(sk.store)).blobs == 1
+    with pytest.raises(skift.NotFound):
+        await sk.get_blob(blob.digest)
+
+
+async def test_a_blob_another_organization_still_records_keeps_its_bytes(
+    sk: skift.LocalSkift,
+) -> None:
+    data = f"shared {secrets.token_hex(8)}".encode()
+    mine = await sk.put_blob(data, media_type="text/plain")
+    sk.store.set_clock_offset(timedelta(hours=20))
+    other = skift.LocalSkift(sk.store, principal=skift.User("ada"), org="elsewhere")
+    theirs = await other.put_blob(data, media_type="text/plain")
+    assert theirs.digest == mine.digest
+    sk.store.set_clock_offset(timedelta(hours=30))
+    done = await skift.prune(sk.store)
+    assert (done.blobs, done.blob_files) == (1, 0)  # my row went; the bytes are theirs too
+    assert await other.get_blob(mine.digest) == data
+    with pytest.raises(skift.NotFound):
+        await sk.get_blob(mine.digest)

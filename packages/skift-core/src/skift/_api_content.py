@@ -283,8 +283,14 @@ class ContentApi(GraphApi):
         sizes = await self._run(lambda tx, a: self.engine.sizes(tx))
         if sizes.blob_bytes < self.engine.limits.blob_bytes:  # the organization's lower limit
             info = artifacts_check_upload(data, media_type, digest, sizes)
-        await self.store.blobs.put(info.digest, data)  # bytes first: a row never lacks its bytes
-        return await self._run(lambda tx, a: artifacts_record_blob(tx, a, info))
+
+        async def go(tx: Tx, a: Actor) -> BlobInfo:
+            # Held until the row commits: a blob sweep leaves these bytes alone meanwhile.
+            await tx.lock_blob(info.digest)
+            await self.store.blobs.put(info.digest, data)  # bytes first: a row never lacks them
+            return await artifacts_record_blob(tx, a, info)
+
+        return await self._run(go)
 
     async def get_blob(self, digest: str) -> bytes:
         """The bytes of a blob this organization uploaded."""

@@ -261,7 +261,8 @@ async def prepare_artifacts(
     """Records for artifacts about to be attached: checked, blob parts found, within the limits."""
     checked = [check_artifact(a, limits) for a in artifacts]
     for part in parts_of(checked):
-        check_blob_part(part, await tx.blob(part.digest))
+        # touched, not only read: a blob sweep at the same time keeps it, or removed it first
+        check_blob_part(part, await tx.touch_blob(part.digest))
     count = await tx.count_artifacts(node_id) + len(checked)
     _limit(
         "the node's artifacts", count, limits.artifacts_per_node, "artifacts_per_node", "artifacts"

@@ -7,8 +7,10 @@ is a row the store keeps, so bytes are shared (deduplicated) across
 organizations while every organization sees only what it uploaded.
 
 Writing is idempotent: the same bytes put twice are stored once. Bytes are
-written before the transaction that records them commits, so a failed
-request can leave unreferenced bytes behind, never a row without bytes.
+written inside the transaction that records them, before the row, so a failed
+request can leave unreferenced bytes behind, never a row without bytes. A
+prune's blob sweep (skift._retention) deletes the bytes of rows it removed
+when no organization records them any more.
 
 An upload does the same work whether or not the bytes are already there
 (the file backend writes, syncs and renames over the old copy every time):
@@ -62,6 +64,10 @@ class BlobStore(Protocol):
 
     async def has(self, digest: str) -> bool: ...
 
+    async def delete(self, digest: str) -> bool:
+        """Remove the bytes of ``digest``; False when there were none."""
+        ...
+
 
 class MemoryBlobStore:
     """Blobs in this process's memory (the in-memory store's default)."""
@@ -77,6 +83,9 @@ class MemoryBlobStore:
 
     async def has(self, digest: str) -> bool:
         return digest in self._data
+
+    async def delete(self, digest: str) -> bool:
+        return self._data.pop(digest, None) is not None
 
     def __len__(self) -> int:
         return len(self._data)
@@ -146,6 +155,19 @@ class FileBlobStore:
             return await asyncio.to_thread(self.path(digest).exists)
         except OSError as exc:
             raise self._unavailable("read", exc) from exc
+
+    async def delete(self, digest: str) -> bool:
+        try:
+            return await asyncio.to_thread(self._delete, digest)
+        except OSError as exc:
+            raise self._unavailable("delete", exc) from exc
+
+    def _delete(self, digest: str) -> bool:
+        try:
+            self.path(digest).unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
 
 def default_blob_dir() -> Path:

@@ -55,6 +55,9 @@ class Limits:
     # request id's result is kept for retries, and how long an unused claim cursor stays
     request_retention: timedelta = timedelta(days=30)
     claim_cursor_retention: timedelta = timedelta(days=90)
+    # a blob no artifact names is swept once untouched (uploaded, or named by an artifact
+    # being attached) this long: longer than any upload-then-attach takes
+    blob_grace: timedelta = timedelta(days=1)
     # webhooks (docs/webhooks.md): endpoints per project, and whether an endpoint may
     # point at loopback or private addresses (skift serve --webhook-allow-private)
     webhooks_per_project: int = 20

@@ -37,6 +37,7 @@ from ._models import (
     Project,
     Status,
 )
+from ._parts import BlobPart
 from ._refs import new_id, ulid_str
 from ._retention import PruneReport
 from ._signin import MemorySignins
@@ -185,6 +186,40 @@ class MemoryStore:
 
     async def last_prune(self) -> PruneReport | None:
         return self._state.last_prune
+
+    async def sweep_blobs(
+        self, *, grace: timedelta, dry_run: bool, run_at: datetime | None = None
+    ) -> tuple[int, int]:
+        # Under the store's lock, which every transaction (an upload writing its bytes and
+        # recording its row, an attach touching a row) holds throughout.
+        async with self._lock:
+            s = self._state
+            cut = self._now() - grace
+            named = {
+                (a.org_id, p.digest)
+                for a in s.artifacts.values()
+                for p in a.parts
+                if isinstance(p, BlobPart)
+            }
+            stale = [
+                k
+                for k, b in s.blobs.items()
+                if (b.touched_at or b.created_at) < cut and k not in named
+            ]
+            digests = {k[1] for k in stale}
+            if dry_run:
+                left = {k[1] for k in s.blobs if k not in set(stale)}
+                return len(stale), len(digests - left)
+            for k in stale:
+                del s.blobs[k]
+            files = 0
+            recorded = {k[1] for k in s.blobs}
+            for digest in sorted(digests - recorded):  # only bytes whose rows went now
+                if await self.blobs.delete(digest):
+                    files += 1
+            if run_at is not None and s.last_prune is not None and s.last_prune.at == run_at:
+                s.last_prune = attrs.evolve(s.last_prune, blobs=len(stale), blob_files=files)
+            return len(stale), files
 
     async def store_stats(self) -> StoreStats:
         s = self._state

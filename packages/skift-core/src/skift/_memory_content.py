@@ -7,6 +7,8 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from uuid import UUID
 
+import attrs
+
 from . import _search as search
 from ._memory_base import MemoryTxBase
 from ._models import (
@@ -206,5 +208,20 @@ class MemoryContentTx(MemoryTxBase):
         return self._s.blobs.get((self._org, digest))
 
     async def insert_blob(self, blob: BlobRecord) -> None:
-        if (self._org, blob.digest) not in self._s.blobs:
-            self._set(self._s.blobs, (self._org, blob.digest), blob)
+        key = (self._org, blob.digest)
+        had = self._s.blobs.get(key)
+        touched = attrs.evolve(had or blob, touched_at=blob.created_at)
+        self._set(self._s.blobs, key, touched)
+
+    async def touch_blob(self, digest: str) -> BlobRecord | None:
+        key = (self._org, digest)
+        had = self._s.blobs.get(key)
+        if had is None:
+            return None
+        since = had.touched_at or had.created_at
+        touched = attrs.evolve(had, touched_at=max(since, self._now))
+        self._set(self._s.blobs, key, touched)
+        return touched
+
+    async def lock_blob(self, digest: str) -> None:
+        """Nothing to do: a memory transaction holds the store's lock, which a sweep takes."""

@@ -117,6 +117,9 @@ class BlobRecord:
     media_type: str
     created_by: UUID
     created_at: datetime
+    #: last uploaded again or named by an artifact being attached; a sweep's grace runs
+    #: from it (None: from ``created_at``)
+    touched_at: datetime | None = None
 
 
 def part_to_dict(part: Part) -> dict[str, Any]:

@@ -53,13 +53,20 @@ class PruneReport:
     claim_cursors_before: datetime
     #: event partitions created ahead by this run (PostgreSQL; never on a dry run)
     partitions_created: int = 0
+    #: blob rows untouched since ``blobs_before`` that no artifact names, and files of
+    #: bytes no organization records any more (``Limits.blob_grace``)
+    blobs: int = 0
+    blob_files: int = 0
+    blobs_before: datetime | None = None
 
 
 async def prune(
     store: Store, *, limits: Limits = DEFAULT_LIMITS, dry_run: bool = False
 ) -> PruneReport:
-    """Remove idempotency records older than ``limits.request_retention`` and claim
-    cursors unused for ``limits.claim_cursor_retention``, in every organization.
+    """Remove idempotency records older than ``limits.request_retention``, claim
+    cursors unused for ``limits.claim_cursor_retention`` and blobs unreferenced for
+    ``limits.blob_grace`` (rows, then the bytes no organization records), in every
+    organization.
 
     With ``dry_run`` nothing is removed and the counts are what would be. Each run
     that removes something is recorded (``store.last_prune()``) and logged with its
@@ -70,14 +77,24 @@ async def prune(
         claim_cursor_retention=limits.claim_cursor_retention,
         dry_run=dry_run,
     )
+    if report.ran:
+        rows, files = await store.sweep_blobs(
+            grace=limits.blob_grace, dry_run=dry_run, run_at=None if dry_run else report.at
+        )
+        report = attrs.evolve(
+            report, blobs=rows, blob_files=files, blobs_before=report.at - limits.blob_grace
+        )
     if not report.ran:
         log.info("prune skipped: another run holds the lock")
     else:
         log.info(
-            "prune%s: %d request records, %d claim cursors, %d event partitions created",
+            "prune%s: %d request records, %d claim cursors, %d blobs (%d files), "
+            "%d event partitions created",
             " (dry run)" if dry_run else "",
             report.requests,
             report.claim_cursors,
+            report.blobs,
+            report.blob_files,
             report.partitions_created,
         )
     return report

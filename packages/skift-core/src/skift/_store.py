@@ -411,7 +411,19 @@ class Tx(Protocol):
         ...
 
     async def insert_blob(self, blob: BlobRecord) -> None:
-        """Record a blob for this organization; a digest already recorded is left as it is."""
+        """Record a blob for this organization; a digest already recorded keeps its row,
+        touched (``touched_at`` = ``blob.created_at``: its sweep grace starts over)."""
+        ...
+
+    async def touch_blob(self, digest: str) -> BlobRecord | None:
+        """This organization's record of a blob, touched now (an artifact is about to name
+        it), or None. A sweep running at the same time either keeps the row (it sees the
+        touch) or removed it first (then None): never a row removed under an attach."""
+        ...
+
+    async def lock_blob(self, digest: str) -> None:
+        """Hold off a blob sweep from these bytes until this transaction ends (an upload
+        writes them and records its row inside it)."""
         ...
 
     # imports (skift._importer): where imported nodes came from; many rows at once
@@ -586,6 +598,15 @@ class Store(Protocol):
 
     async def last_prune(self) -> PruneReport | None:
         """The last prune run that was not a dry run, if any."""
+        ...
+
+    async def sweep_blobs(
+        self, *, grace: timedelta, dry_run: bool, run_at: datetime | None = None
+    ) -> tuple[int, int]:
+        """Remove (or with ``dry_run`` count) blob rows untouched for ``grace`` that no
+        artifact of their organization names, then the stored bytes no organization
+        records, skipping bytes an upload is writing (``lock_blob``). Returns (rows,
+        files); ``run_at`` names the prune run to add the counts to."""
         ...
 
     async def store_stats(self) -> StoreStats:

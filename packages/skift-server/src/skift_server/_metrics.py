@@ -28,7 +28,8 @@ one test process do not collide):
   with its indexes and PostgreSQL's row estimate (rows only, exact, in memory);
 - ``skift_event_partitions``: partitions of the events table (0: one table);
 - ``skift_prune_last_run_timestamp_seconds`` and
-  ``skift_prune_last_removed{what}`` (``requests``, ``claim_cursors``): the last
+  ``skift_prune_last_removed{what}`` (``requests``, ``claim_cursors``, ``blobs``,
+  ``blob_files``): the last
   prune run that removed (docs/operations.md, retention).
 All of these but the attempt counters are read from the store when
 ``/metrics`` is asked.

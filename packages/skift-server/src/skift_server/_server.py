@@ -383,7 +383,15 @@ class SkiftServer:
                 continue
             _log.info(
                 "prune ran" if r.ran else "prune skipped: another server is pruning",
-                extra={"fields": {"requests": r.requests, "claim_cursors": r.claim_cursors}},
+                extra={
+                    "fields": {
+                        "requests": r.requests,
+                        "claim_cursors": r.claim_cursors,
+                        "blobs": r.blobs,
+                        "blob_files": r.blob_files,
+                        "partitions_created": r.partitions_created,
+                    }
+                },
             )
 
     async def refresh_webhook_metrics(self) -> None:
@@ -412,6 +420,8 @@ class SkiftServer:
             m.prune_last_run.set(st.last_prune.at.timestamp())
             m.prune_last_removed.labels(what="requests").set(st.last_prune.requests)
             m.prune_last_removed.labels(what="claim_cursors").set(st.last_prune.claim_cursors)
+            m.prune_last_removed.labels(what="blobs").set(st.last_prune.blobs)
+            m.prune_last_removed.labels(what="blob_files").set(st.last_prune.blob_files)
 
     async def _prober(self) -> None:
         while True:

@@ -4,12 +4,12 @@ lock; and the store's growth (skift._growth): table sizes, partitions, waiting d
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 
-from skift import PruneReport, StoreStats, TableStat
+from skift import BlobStore, PruneReport, StoreStats, TableStat
 
 from . import _webhooks as webhooks
 from ._queries import q
@@ -80,6 +80,54 @@ async def extend_partitions(conn: Conn, offset: timedelta) -> int:
     return int(row["made"]) if row else 0
 
 
+async def sweep_blobs(
+    conn: Conn,
+    offset: timedelta,
+    blobs: BlobStore,
+    *,
+    grace: timedelta,
+    dry_run: bool,
+    run_at: datetime | None,
+) -> tuple[int, int]:
+    """Blob rows untouched for ``grace`` that no artifact names, then the bytes of those
+    digests when no organization records them any more (each under the digest's upload
+    lock, taken exclusively: bytes an upload is writing are left until its row commits).
+    Only bytes whose rows this run removed are deleted: a blob directory some other
+    database shares keeps whatever it holds for that one. Returns (rows, files)."""
+    async with conn.transaction():
+        cur = await conn.execute(q("now"), {"offset": offset})
+        row = await cur.fetchone()
+        assert row is not None
+        params = {"before": row["now"] - grace}
+        if dry_run:
+            cur = await conn.execute(q("blob_rows_count"), params)
+            n = await cur.fetchone()
+            return (int(n["n"]), int(n["files"])) if n else (0, 0)
+        cur = await conn.execute(q("blob_rows_lock"), params)
+        locked = await cur.fetchall()
+        cur = await conn.execute(
+            q("blob_rows_delete"),
+            {"orgs": [r["org_id"] for r in locked], "digests": [r["digest"] for r in locked]},
+        )
+        removed = await cur.fetchall()
+    files = 0
+    for digest in sorted({r["digest"] for r in removed}):
+        async with conn.transaction():
+            cur = await conn.execute(q("blob_sweep_lock"), {"digest": digest})
+            got = await cur.fetchone()
+            if not (got and got["got"]):
+                continue  # an upload is writing these bytes: its row keeps them
+            cur = await conn.execute(q("blob_unrecorded"), {"digest": digest})
+            still = await cur.fetchone()
+            if still and still["unrecorded"] and await blobs.delete(digest):
+                files += 1
+    if run_at is not None:
+        await conn.execute(
+            q("record_blob_sweep"), {"blobs": len(removed), "files": files, "at": run_at}
+        )
+    return len(removed), files
+
+
 async def last_prune(conn: Conn) -> PruneReport | None:
     cur = await conn.execute(q("last_prune"))
     row = await cur.fetchone()
@@ -93,6 +141,8 @@ async def last_prune(conn: Conn) -> PruneReport | None:
         claim_cursors=row["claim_cursors"],
         requests_before=row["requests_before"],
         claim_cursors_before=row["claim_cursors_before"],
+        blobs=row["blobs"],
+        blob_files=row["blob_files"],
     )
 
 

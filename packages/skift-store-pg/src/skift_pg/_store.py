@@ -18,7 +18,7 @@ import logging
 import secrets
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import psycopg
@@ -292,6 +292,15 @@ class PgStore:
                 request_retention=request_retention,
                 claim_cursor_retention=claim_cursor_retention,
                 dry_run=dry_run,
+            )
+
+    async def sweep_blobs(
+        self, *, grace: timedelta, dry_run: bool, run_at: datetime | None = None
+    ) -> tuple[int, int]:
+        await self._ensure_open()
+        async with self._pool.connection() as conn:
+            return await retention.sweep_blobs(
+                conn, self._offset, self.blobs, grace=grace, dry_run=dry_run, run_at=run_at
             )
 
     async def last_prune(self) -> PruneReport | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
@@ -312,15 +313,14 @@ class ContentTx(TxBase, PgWebhooksTx):
 
     async def blob(self, digest: str) -> BlobRecord | None:
         row = await self.row("blob", digest=digest)
-        if row is None:
-            return None
-        return BlobRecord(
-            digest=row["digest"],
-            size=row["size"],
-            media_type=row["media_type"],
-            created_by=row["created_by"],
-            created_at=row["created_at"],
-        )
+        return None if row is None else _blob(row)
+
+    async def touch_blob(self, digest: str) -> BlobRecord | None:
+        row = await self.row("touch_blob", digest=digest, now=await self.now())
+        return None if row is None else _blob(row)
+
+    async def lock_blob(self, digest: str) -> None:
+        await self.row("lock_blob", digest=digest)
 
     async def insert_blob(self, blob: BlobRecord) -> None:
         await self.write(
@@ -409,3 +409,14 @@ class ContentTx(TxBase, PgWebhooksTx):
             if r["seq"] is not None
         }
         return found, EventPosition(seq=int(rows[0]["horizon"]))
+
+
+def _blob(row: dict[str, Any]) -> BlobRecord:
+    return BlobRecord(
+        digest=row["digest"],
+        size=row["size"],
+        media_type=row["media_type"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        touched_at=row["touched_at"],
+    )

@@ -54,6 +54,13 @@ def admin() -> None:
     show_default=True,
     help="Keep claim cursors unused for this many days.",
 )
+@click.option(
+    "--blob-grace-hours",
+    type=click.FloatRange(min=1),
+    default=24,
+    show_default=True,
+    help="Sweep blobs no artifact names once untouched (uploaded or attached) this many hours.",
+)
 @global_options
 def admin_prune(
     dsn: str | None,
@@ -61,8 +68,9 @@ def admin_prune(
     dry_run: bool,
     requests_days: float,
     claim_cursors_days: float,
+    blob_grace_hours: float,
 ) -> None:
-    """Remove what is not audit past its window: idempotency records and unused claim cursors.
+    """Remove what is not audit past its window: idempotency records, unused claim cursors, blobs.
 
     Events are never removed. A request id whose record is gone is refused if it
     comes again (never applied twice). `skift serve` runs this every hour too; two
@@ -77,6 +85,7 @@ def admin_prune(
     limits = skift.Limits(
         request_retention=timedelta(days=requests_days),
         claim_cursor_retention=timedelta(days=claim_cursors_days),
+        blob_grace=timedelta(hours=blob_grace_hours),
     )
     try:
         report = asyncio.run(
@@ -95,6 +104,8 @@ def admin_prune(
         "requests_before": report.requests_before.isoformat(),
         "claim_cursors_before": report.claim_cursors_before.isoformat(),
         "partitions_created": report.partitions_created,
+        "blobs": report.blobs,
+        "blob_files": report.blob_files,
     }
     if a.json:
         a.emit(shown)
@@ -106,6 +117,10 @@ def admin_prune(
             f"{verb}: {report.requests} request records (before "
             f"{report.requests_before:%Y-%m-%d %H:%M}), {report.claim_cursors} claim cursors "
             f"(unused since before {report.claim_cursors_before:%Y-%m-%d %H:%M})"
+        )
+        click.echo(
+            f"{verb}: {report.blobs} blobs no artifact names (untouched for "
+            f"{blob_grace_hours:g} hours), {report.blob_files} files of their bytes"
         )
         if report.partitions_created:
             click.echo(f"created {report.partitions_created} event partitions ahead")

@@ -115,10 +115,26 @@ SELECT count(*) AS n FROM artifacts WHERE org_id = %(org)s AND node_id = %(id)s
 SELECT * FROM blobs WHERE org_id = %(org)s AND digest = %(digest)s
 
 -- name: insert_blob
--- Record that this organization holds a blob; the first upload's row stays.
-INSERT INTO blobs (org_id, digest, size, media_type, created_by, created_at)
-VALUES (%(org)s, %(digest)s, %(size)s, %(media_type)s, %(created_by)s, %(created_at)s)
-ON CONFLICT (org_id, digest) DO NOTHING
+-- Record that this organization holds a blob; the first upload's row stays, touched again
+-- (its sweep grace starts over).
+INSERT INTO blobs (org_id, digest, size, media_type, created_by, created_at, touched_at)
+VALUES (%(org)s, %(digest)s, %(size)s, %(media_type)s, %(created_by)s, %(created_at)s,
+        %(created_at)s)
+ON CONFLICT (org_id, digest) DO UPDATE SET touched_at = excluded.touched_at
+
+-- name: touch_blob
+-- This organization's record of a blob, touched (an artifact about to name it). The row lock
+-- this takes until commit keeps a sweep off the row (it skips locked rows, and locks before
+-- it checks for artifacts naming it); if a sweep removed the row first, nothing is found.
+UPDATE blobs SET touched_at = greatest(coalesce(touched_at, created_at), %(now)s)
+WHERE org_id = %(org)s AND digest = %(digest)s
+RETURNING *
+
+-- name: lock_blob
+-- An upload of these bytes is under way until this transaction ends: a sweep never deletes
+-- them meanwhile (it takes the same key exclusively). hashtext may collide: then two digests
+-- merely share a lock.
+SELECT pg_advisory_xact_lock_shared(1936419188, hashtext(%(digest)s))
 
 -- name: org_limits
 -- The size limits the organization set itself ({} when none).

@@ -32,3 +32,51 @@ SELECT * FROM prune_runs ORDER BY at DESC LIMIT 1
 -- When this principal's events first carried a request id (reads events_request).
 SELECT min(occurred_at) AS at FROM events
 WHERE org_id = %(org)s AND request_id = %(rid)s AND principal_id = %(principal)s
+
+-- name: blob_rows_count
+-- What a blob sweep would remove: rows untouched since the cut-off that no artifact of their
+-- organization names, and the digests all of whose rows those are (their bytes go too).
+WITH c AS (
+    SELECT b.org_id, b.digest FROM blobs b
+    WHERE coalesce(b.touched_at, b.created_at) < %(before)s
+      AND NOT EXISTS (
+          SELECT 1 FROM artifacts a CROSS JOIN LATERAL jsonb_array_elements(a.parts) AS p
+          WHERE a.org_id = b.org_id AND p ->> 'type' = 'blob' AND p ->> 'digest' = b.digest)
+)
+SELECT (SELECT count(*) FROM c) AS n,
+       (SELECT count(DISTINCT c.digest) FROM c
+        WHERE (SELECT count(*) FROM blobs o WHERE o.digest = c.digest)
+            = (SELECT count(*) FROM c c2 WHERE c2.digest = c.digest)) AS files
+
+-- name: blob_rows_lock
+-- Lock the blob rows untouched since the cut-off, skipping any an attach or an upload is
+-- touching right now (theirs to keep). Read apart from the delete below, so that one's
+-- snapshot is taken once these locks are held: an attach that touched a row and committed
+-- before is seen there; one that comes after waits for this transaction.
+SELECT org_id, digest FROM blobs
+WHERE coalesce(touched_at, created_at) < %(before)s
+FOR UPDATE SKIP LOCKED
+
+-- name: blob_rows_delete
+-- Of the rows locked above, remove those no artifact of their organization names.
+DELETE FROM blobs b
+USING unnest(%(orgs)s::uuid[], %(digests)s::text[]) AS l (org_id, digest)
+WHERE b.org_id = l.org_id AND b.digest = l.digest
+  AND NOT EXISTS (
+      SELECT 1 FROM artifacts a CROSS JOIN LATERAL jsonb_array_elements(a.parts) AS p
+      WHERE a.org_id = b.org_id AND p ->> 'type' = 'blob' AND p ->> 'digest' = b.digest)
+RETURNING b.digest
+
+-- name: blob_sweep_lock
+-- Take a digest's upload lock exclusively for this transaction, or learn an upload holds it.
+-- (Whether a row records it is asked by the next statement: this one's snapshot was taken
+-- before the lock, so it could miss the row of an upload that committed while it waited.)
+SELECT pg_try_advisory_xact_lock(1936419188, hashtext(%(digest)s)) AS got
+
+-- name: blob_unrecorded
+-- Whether no organization records a digest.
+SELECT NOT EXISTS (SELECT 1 FROM blobs b WHERE b.digest = %(digest)s) AS unrecorded
+
+-- name: record_blob_sweep
+-- Add what the blob sweep removed to the prune run's record.
+UPDATE prune_runs SET blobs = %(blobs)s, blob_files = %(files)s WHERE at = %(at)s
