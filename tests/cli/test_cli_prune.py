@@ -112,7 +112,7 @@ async def test_events_archive_and_attach_back(pg_empty_dsn: str, tmp_path: Path)
     from skift_pg import migrate
 
     dsn = pg_empty_dsn
-    await migrate(dsn, upto=11)
+    await migrate(dsn, skip=(12,))
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         cur = await conn.execute(
             "SELECT date_trunc('month', now() - interval '40 days', 'UTC')::text"

@@ -8,6 +8,7 @@ database serialize on the lock, so exactly one applies each migration.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import timedelta
 from importlib import resources
 
@@ -35,9 +36,12 @@ def migrations() -> list[tuple[int, str, str]]:
     return out
 
 
-async def migrate(dsn: str, *, upto: int | None = None) -> list[str]:
-    """Bring the database at ``dsn`` up to date (or only up to migration ``upto``, for tests
-    and benchmarks of a migration); returns the names of migrations applied."""
+async def migrate(dsn: str, *, upto: int | None = None, skip: Collection[int] = ()) -> list[str]:
+    """Bring the database at ``dsn`` up to date; returns the names of migrations applied.
+
+    For tests and benchmarks of one migration: ``upto`` stops after that one, ``skip``
+    leaves some out (a later run applies them: each is applied once when not recorded).
+    """
     applied: list[str] = []
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         await conn.execute(q("migration_lock"), {"key": _LOCK_KEY})
@@ -46,7 +50,7 @@ async def migrate(dsn: str, *, upto: int | None = None) -> list[str]:
             cur = await conn.execute(q("applied_migrations"))
             done = {row[0] for row in await cur.fetchall()}
             for version, name, sql in migrations():
-                if version in done or (upto is not None and version > upto):
+                if version in done or version in skip or (upto is not None and version > upto):
                     continue
                 async with conn.transaction():
                     await conn.execute(sql.encode())
