@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._api import Agent, LocalSkift, PrincipalSpec, Service, Skift, User, open
+    from ._archive import ArchiveImport
     from ._blobs import BlobStore, FileBlobStore, MemoryBlobStore, default_blob_dir, digest_of
     from ._convert import from_json, to_json
     from ._edges import EdgeEnd, EdgeInfo
@@ -257,6 +258,7 @@ _LAZY: dict[str, str] = {
     "Status": "_models",
     "NodeOrigin": "_models",
     "BeadsImport": "_importer",
+    "ArchiveImport": "_archive",
     "AddComment": "_ops",
     "AddEdge": "_ops",
     "AttachArtifact": "_ops",
@@ -350,6 +352,7 @@ __all__ = [
     "AddComment",
     "AddEdge",
     "Agent",
+    "ArchiveImport",
     "Artifact",
     "ArtifactInfo",
     "ArtifactRecord",

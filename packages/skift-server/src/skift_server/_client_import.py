@@ -1,4 +1,5 @@
-"""RemoteSkift's import and export: beads JSONL both ways, streamed (``_import_wire``)."""
+"""RemoteSkift's import and export: beads JSONL and skift archives both ways, streamed
+(``_import_wire``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import skift
 
 from ._client_base import RemoteBase
 from ._errors import from_grpc
-from ._import_wire import CHUNK_BYTES, import_view
+from ._import_wire import CHUNK_BYTES, archive_view, import_view
 from ._proto.skift import v1
 
 T = TypeVar("T", bound=betterproto2.Message)
@@ -146,6 +147,55 @@ class ImportCalls(RemoteBase):
             grpclib.const.Cardinality.UNARY_STREAM,
             [(v1.ExportBeadsRequest(project=project), 0)],
             v1.ExportBeadsResponse,
+            lambda n: None,
+        )
+        async for got in stream:
+            parts.append(got.data)
+            if progress is not None:
+                progress(got.done, got.total)
+        return b"".join(parts).decode("utf-8")
+
+    async def import_archive(
+        self,
+        data: str | Iterable[str],
+        *,
+        project: str | None = None,
+        progress: Progress | None = None,
+    ) -> skift.ArchiveImport:
+        chunks, total = _chunks(data)
+        requests = [
+            (v1.ImportArchiveRequest(project=project or "", data=chunks[0][0]), chunks[0][1])
+        ]
+        requests += [(v1.ImportArchiveRequest(data=b), n) for b, n in chunks[1:]]
+        done = 0
+
+        def sent(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None and n:
+                progress(done, total)
+
+        ids: dict[str, str] = {}
+        summary: v1.ImportArchiveSummary | None = None
+        stream = self._stream(
+            "ImportArchive",
+            grpclib.const.Cardinality.STREAM_STREAM,
+            requests,
+            v1.ImportArchiveResponse,
+            sent,
+        )
+        async for got in stream:
+            ids.update(got.ids)
+            summary = got.summary or summary
+        return archive_view(ids, summary)
+
+    async def export_archive(self, project: str, *, progress: Progress | None = None) -> str:
+        parts: list[bytes] = []
+        stream = self._stream(
+            "ExportArchive",
+            grpclib.const.Cardinality.UNARY_STREAM,
+            [(v1.ExportArchiveRequest(project=project), 0)],
+            v1.ExportArchiveResponse,
             lambda n: None,
         )
         async for got in stream:

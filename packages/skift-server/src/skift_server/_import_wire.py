@@ -1,4 +1,5 @@
-"""skift.v1's import and export RPCs (docs/migrating-from-beads.md): streamed both ways.
+"""skift.v1's import and export RPCs (docs/migrating-from-beads.md, docs/archive.md):
+streamed both ways.
 
 A beads export of 100,000 issues is tens of MB, over a default client's 4 MiB
 message: ImportBeads takes the file as a stream of chunks and answers with
@@ -69,10 +70,9 @@ def decode_text(data: bytes) -> str:
         ) from None
 
 
-async def _import_beads(
-    sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportBeadsRequest], send: Send
-) -> None:
-    first: v1.ImportBeadsRequest | None = None
+async def _upload(requests: AsyncIterator[Any]) -> tuple[Any, bytes]:
+    """The first request message and the bytes of every message's ``data`` joined."""
+    first: Any = None
     chunks: list[bytes] = []
     size = 0
     async for r in requests:
@@ -90,8 +90,31 @@ async def _import_beads(
         raise skift.Invalid(
             "the import sent no message", next="Send the project and the file's bytes."
         )
-    text = decode_text(b"".join(chunks))
-    chunks.clear()
+    return first, b"".join(chunks)
+
+
+async def _send_map(
+    send: Send, pairs: dict[str, str], part_of: Callable[[dict[str, str]], betterproto2.Message]
+) -> None:
+    """Send a map in byte-budgeted parts, but the last part (the caller sends it)."""
+    part: dict[str, str] = {}
+    budget = 0
+    for key, value in list(pairs.items()):
+        part[key] = value
+        budget += len(key) + len(value) + 8  # the map entry's framing
+        if budget >= CHUNK_BYTES:
+            await send(part_of(part))
+            part, budget = {}, 0
+    pairs.clear()
+    pairs.update(part)
+
+
+async def _import_beads(
+    sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportBeadsRequest], send: Send
+) -> None:
+    first, data = await _upload(requests)
+    text = decode_text(data)
+    del data
     res = await sk.import_beads(
         text,
         project=first.project,
@@ -99,15 +122,9 @@ async def _import_beads(
         break_cycles=first.break_cycles,
         skip_dangling=first.skip_dangling,
     )
-    part: dict[str, str] = {}
-    budget = 0
-    for beads_id, ref in res.nodes.items():
-        part[beads_id] = ref
-        budget += len(beads_id) + len(ref) + 8  # the map entry's framing
-        if budget >= CHUNK_BYTES:
-            await send(v1.ImportBeadsResponse(nodes=part))
-            part, budget = {}, 0
-    await send(v1.ImportBeadsResponse(nodes=part, summary=summary_pb(res)))
+    rest = dict(res.nodes)
+    await _send_map(send, rest, lambda part: v1.ImportBeadsResponse(nodes=part))
+    await send(v1.ImportBeadsResponse(nodes=rest, summary=summary_pb(res)))
 
 
 async def _export_beads(
@@ -131,8 +148,65 @@ async def _export_beads(
     await send(v1.ExportBeadsResponse(data=b"".join(buf), done=done, total=total))
 
 
+def archive_summary_pb(r: skift.ArchiveImport) -> v1.ImportArchiveSummary:
+    return v1.ImportArchiveSummary(
+        project=r.project,
+        nodes=r.nodes,
+        edges=r.edges,
+        comments=r.comments,
+        artifacts=r.artifacts,
+        blobs=r.blobs,
+        leases=r.leases,
+        usage=r.usage,
+        events=r.events,
+        warnings=list(r.warnings),
+    )
+
+
+def archive_view(ids: dict[str, str], s: v1.ImportArchiveSummary | None) -> skift.ArchiveImport:
+    s = s or v1.ImportArchiveSummary()
+    return skift.ArchiveImport(
+        project=s.project,
+        nodes=s.nodes,
+        edges=s.edges,
+        comments=s.comments,
+        artifacts=s.artifacts,
+        blobs=s.blobs,
+        leases=s.leases,
+        usage=s.usage,
+        events=s.events,
+        ids=ids,
+        warnings=tuple(s.warnings),
+    )
+
+
+async def _import_archive(
+    sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportArchiveRequest], send: Send
+) -> None:
+    first, data = await _upload(requests)
+    text = decode_text(data)
+    del data
+    res = await sk.import_archive(text, project=first.project or None)
+    rest = dict(res.ids)
+    await _send_map(send, rest, lambda part: v1.ImportArchiveResponse(ids=part))
+    await send(v1.ImportArchiveResponse(ids=rest, summary=archive_summary_pb(res)))
+
+
+async def _export_archive(
+    sk: skift.LocalSkift, requests: AsyncIterator[v1.ExportArchiveRequest], send: Send
+) -> None:
+    r = await anext(requests)
+    data = (await sk.export_archive(r.project)).encode("utf-8")
+    total = len(data)
+    for k in range(0, max(total, 1), CHUNK_BYTES):
+        chunk = data[k : k + CHUNK_BYTES]
+        await send(v1.ExportArchiveResponse(data=chunk, done=k + len(chunk), total=total))
+
+
 STREAM_HANDLERS: Final[dict[str, StreamHandler]] = {
     "ImportBeads": _import_beads,
     "ExportBeads": _export_beads,
+    "ImportArchive": _import_archive,
+    "ExportArchive": _export_archive,
 }
 """The streaming RPCs: each handler reads its requests and sends its answers itself."""

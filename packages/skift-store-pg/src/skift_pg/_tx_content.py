@@ -42,7 +42,7 @@ from ._rows import (
     origin_from_row,
     usage_from_row,
 )
-from ._tx import TxBase
+from ._tx import COPY_FROM, TxBase
 from ._webhooks import PgWebhooksTx
 
 
@@ -84,7 +84,7 @@ class ContentTx(TxBase, PgWebhooksTx):
             }
             for c in comments
         ]
-        await self._send_many("insert_comment", params)
+        await self._insert_rows("insert_comment", "comments", params)
 
     # imports
     async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]:
@@ -109,7 +109,14 @@ class ContentTx(TxBase, PgWebhooksTx):
             }
             for o in origins
         ]
-        await self._send_many("upsert_origin", params)
+        if len(params) < COPY_FROM:
+            await self._send_many("upsert_origin", params)
+            return
+        # many: COPY into a scratch table, then one upsert from it
+        await self.exec("origins_scratch")
+        await self.exec("origins_scratch_clear")
+        await self._insert_rows("upsert_origin", "origins_in", params)
+        await self.write("upsert_origins_scratch")
 
     async def update_comment(self, comment: Comment, *, revision: Revision | None = None) -> None:
         if revision is not None:
@@ -357,8 +364,12 @@ class ContentTx(TxBase, PgWebhooksTx):
         ]
         if len(params) == 1:  # the event and its deliveries in one statement
             await self.send("insert_event_announced", now=await self.now(), **params[0])
-        else:
+        elif len(params) < COPY_FROM:
             await self._send_many("insert_event", params)
+            await self.announce(events)
+        else:  # an import's thousands: COPY, and the wake-up insert_event would have sent
+            await self._insert_rows("insert_event", "events", params)
+            await self.exec("notify", org=str(self._org))
             await self.announce(events)
         self.notified = True
 

@@ -217,7 +217,7 @@ class GraphTx(TxBase):
     async def insert_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
-        await self._send_many("insert_node", [node_params(n) for n in nodes])
+        await self._insert_rows("insert_node", "nodes", [node_params(n) for n in nodes])
 
     async def update_node(self, node: Node) -> None:
         await self.send("update_node", **node_params(node))
@@ -254,7 +254,7 @@ class GraphTx(TxBase):
             }
             for e in edges
         ]
-        await self._send_many("insert_edge", params)
+        await self._insert_rows("insert_edge", "edges", params)
 
     async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool:
         return await self.write("delete_edge", from_id=from_id, to_id=to_id, kind=kind) > 0

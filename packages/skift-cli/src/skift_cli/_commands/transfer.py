@@ -1,4 +1,6 @@
-"""``skift import`` and ``skift export``: a beads export in, a project out (docs/migrating-from-beads.md).
+"""``skift import`` and ``skift export``: a beads export in and out (docs/migrating-from-beads.md),
+and a project moved whole as a skift archive (docs/archive.md): ``skift export -p SLUG -o FILE``
+and ``skift import FILE`` are the ``archive`` subcommands.
 
 A long import or export shows a progress bar on a terminal (stderr), never
 with ``--json`` or when stderr is not a terminal.
@@ -13,22 +15,37 @@ from typing import Any
 
 import click
 
-from .._base import App, app, global_options, group, read_text, usage_error
+from .._base import (
+    App,
+    DefaultGroup,
+    app,
+    global_options,
+    group,
+    read_text,
+    to_json,
+    usage_error,
+)
 
 SHOWN_NODES = 20
 """How many beads id -> node lines an import prints (``--json`` gives them all)."""
 
 
-@group("Projects", name="import")
+class _ArchiveByDefault(DefaultGroup):
+    """``skift import FILE`` is ``skift import archive FILE`` (and so for export)."""
+
+    default_command = "archive"
+
+
+@group("Projects", name="import", cls=_ArchiveByDefault)
 @global_options
 def import_() -> None:
-    """Bring work in from another tracker: `skift import beads FILE -p SLUG`."""
+    """Bring a project in: `skift import FILE` (a skift archive), `skift import beads FILE -p SLUG`."""
 
 
-@group("Projects")
+@group("Projects", cls=_ArchiveByDefault)
 @global_options
 def export() -> None:
-    """Write a project out for another tracker: `skift export beads -p SLUG -o FILE`."""
+    """Write a project out: `skift export -p SLUG -o FILE` (a skift archive), `skift export beads`."""
 
 
 @contextmanager
@@ -169,3 +186,63 @@ def _write(a: App, text: str, output: str | None, **about: Any) -> None:
         a.emit({**about, "path": output})
     else:
         click.echo(f"wrote {about['count']} issues of {about['project']} to {output}", err=True)
+
+
+@import_.command("archive")
+@click.argument("file", metavar="FILE|-")
+@global_options
+def import_archive(file: str) -> None:
+    """Import a skift archive (what `skift export` wrote; - reads stdin) as a new project of
+    this organization, with everything it held; -p gives it another slug. Every id is new
+    (`--json` maps the old ones to the new); node numbers stay.
+
+    Example: skift import oauth.skift.jsonl -p oauth-copy
+    """
+    a = app()
+    slug = a.explicit_project()
+    text = read_text(file, "FILE")
+    with progress_bar(a, "uploading") as tell:
+        res = a.call(lambda sk: sk.import_archive(text, project=slug, progress=tell))
+    if a.json:
+        a.emit(to_json(res))
+        return
+    for w in res.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(
+        f"imported project {res.project}: {res.nodes} nodes, {res.edges} edges, "
+        f"{res.comments} comments, {res.artifacts} artifacts ({res.blobs} blobs), "
+        f"{res.leases} leases, {res.usage} usage records, {res.events} events"
+    )
+    click.echo(f"next: skift ready -p {res.project}")
+
+
+@export.command("archive")
+@click.option(
+    "-o", "--output", "output", metavar="FILE", help="Write to FILE (default: stdout; - too)."
+)
+@global_options
+def export_archive(output: str | None) -> None:
+    """Write a project (-p) as a skift archive: nodes, edges, comments with revisions,
+    artifacts with their blobs' bytes, holds, leases, usage, events (docs/archive.md).
+
+    Example: skift export -p oauth -o oauth.skift.jsonl
+    """
+    a = app()
+    proj = a.project(required=True)
+    assert proj is not None
+    to_stdout = output is None or output == "-"
+    quiet = to_stdout and sys.stdout.isatty()
+    with progress_bar(a, "exporting") as tell:
+        text = a.call(lambda sk: sk.export_archive(proj, progress=None if quiet else tell))
+    if to_stdout:
+        _write(a, text, output)
+        return
+    try:
+        with open(str(output), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        usage_error(f"-o {output}: {exc.strerror}")
+    if a.json:
+        a.emit({"project": proj, "bytes": len(text.encode("utf-8")), "path": output})
+    else:
+        click.echo(f"wrote the archive of {proj} to {output}", err=True)

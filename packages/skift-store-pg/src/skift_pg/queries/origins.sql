@@ -17,3 +17,19 @@ INSERT INTO node_origins (node_id, org_id, project_id, source, external_id, extr
 VALUES (%(node_id)s, %(org)s, %(project_id)s, %(source)s, %(external_id)s, %(extra)s)
 ON CONFLICT (node_id, source) DO UPDATE
 SET external_id = excluded.external_id, extra = excluded.extra
+
+-- name: origins_scratch
+-- An empty scratch table for many origins at once (upsert_origins_scratch reads it), gone at
+-- the end of the transaction.
+CREATE TEMP TABLE IF NOT EXISTS origins_in (LIKE node_origins INCLUDING DEFAULTS) ON COMMIT DROP
+
+-- name: origins_scratch_clear
+-- Empty the scratch table (a second batch in one transaction).
+TRUNCATE origins_in
+
+-- name: upsert_origins_scratch
+-- Record the origins copied into the scratch table (upsert_origin for many).
+INSERT INTO node_origins (node_id, org_id, project_id, source, external_id, extra)
+SELECT node_id, org_id, project_id, source, external_id, extra FROM origins_in
+ON CONFLICT (node_id, source) DO UPDATE
+SET external_id = excluded.external_id, extra = excluded.extra

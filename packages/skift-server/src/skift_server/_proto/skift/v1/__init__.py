@@ -62,6 +62,8 @@ __all__ = (
     "Event",
     "ExplainRequest",
     "ExplainResponse",
+    "ExportArchiveRequest",
+    "ExportArchiveResponse",
     "ExportBeadsRequest",
     "ExportBeadsResponse",
     "FocusRequest",
@@ -89,6 +91,9 @@ __all__ = (
     "HoldProjectRequest",
     "HoldProjectResponse",
     "Identity",
+    "ImportArchiveRequest",
+    "ImportArchiveResponse",
+    "ImportArchiveSummary",
     "ImportBeadsRequest",
     "ImportBeadsResponse",
     "ImportBeadsSummary",
@@ -2046,6 +2051,47 @@ default_message_pool.register_message("skift.v1", "ExplainResponse", ExplainResp
 
 
 @dataclass(eq=False, repr=False)
+class ExportArchiveRequest(betterproto2.Message):
+    """
+    ExportArchive's request.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The project (slug or ULID).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ExportArchiveRequest", ExportArchiveRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ExportArchiveResponse(betterproto2.Message):
+    """
+    ExportArchive's response, sent as a stream of chunks of the archive's bytes
+    (docs/archive.md), read in one transaction; the chunks joined are the file.
+    """
+
+    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+    """
+    The next chunk of bytes (a chunk may end inside a line).
+    """
+
+    done: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+    """
+    Bytes sent so far, this chunk's included.
+    """
+
+    total: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+    """
+    Bytes in the archive.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ExportArchiveResponse", ExportArchiveResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ExportBeadsRequest(betterproto2.Message):
     """
     ExportBeads' request.
@@ -2590,6 +2636,115 @@ class Identity(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "Identity", Identity)
+
+
+@dataclass(eq=False, repr=False)
+class ImportArchiveRequest(betterproto2.Message):
+    """
+    ImportArchive's request, sent as a stream: the first message may carry the
+    slug, every message a chunk of the archive's bytes (1 MiB is a good size).
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The new project's slug; empty: the archive's own. Read from the first
+    message only.
+    """
+
+    data: "bytes" = betterproto2.field(2, betterproto2.TYPE_BYTES)
+    """
+    The next chunk of the archive's bytes (a chunk may end anywhere).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ImportArchiveRequest", ImportArchiveRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ImportArchiveResponse(betterproto2.Message):
+    """
+    ImportArchive's response, sent as a stream: each message carries a part of
+    the map from the archive's ids to the new ones; the last one the summary.
+    """
+
+    ids: "dict[str, str]" = betterproto2.field(
+        1,
+        betterproto2.TYPE_MAP,
+        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
+    )
+    """
+    A part of the map from each archived id (ULID) to its new id.
+    """
+
+    summary: "ImportArchiveSummary | None" = betterproto2.field(
+        2, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    What the import wrote; set on the last message only.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ImportArchiveResponse", ImportArchiveResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ImportArchiveSummary(betterproto2.Message):
+    """
+    What an archive import wrote.
+    """
+
+    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The new project's slug.
+    """
+
+    nodes: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+    """
+    Nodes written.
+    """
+
+    edges: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+    """
+    Edges written.
+    """
+
+    comments: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+    """
+    Comments written (with their revisions).
+    """
+
+    artifacts: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
+    """
+    Artifacts written.
+    """
+
+    blobs: "int" = betterproto2.field(6, betterproto2.TYPE_INT32)
+    """
+    Blobs the archive carried (each kept once by digest).
+    """
+
+    leases: "int" = betterproto2.field(7, betterproto2.TYPE_INT32)
+    """
+    Leases written (the lease history).
+    """
+
+    usage: "int" = betterproto2.field(8, betterproto2.TYPE_INT32)
+    """
+    Usage records written.
+    """
+
+    events: "int" = betterproto2.field(9, betterproto2.TYPE_INT32)
+    """
+    Events written (the project's history).
+    """
+
+    warnings: "list[str]" = betterproto2.field(10, betterproto2.TYPE_STRING, repeated=True)
+    """
+    What was left out, if anything.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ImportArchiveSummary", ImportArchiveSummary)
 
 
 @dataclass(eq=False, repr=False)
@@ -7180,6 +7335,55 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         ):
             yield response
 
+    async def import_archive(
+        self,
+        messages: "AsyncIterable[ImportArchiveRequest] | Iterable[ImportArchiveRequest]",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "AsyncIterator[ImportArchiveResponse]":
+        """
+        Write a skift archive (docs/archive.md) as a new project of the caller's
+        organization, in one transaction, every id new; the archive is uploaded
+        as a stream of chunks, the answer streams the map from old ids to new,
+        then the summary. A person's call.
+        """
+
+        async for response in self._stream_stream(
+            "/skift.v1.SkiftService/ImportArchive",
+            messages,
+            ImportArchiveRequest,
+            ImportArchiveResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        ):
+            yield response
+
+    async def export_archive(
+        self,
+        message: "ExportArchiveRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "AsyncIterator[ExportArchiveResponse]":
+        """
+        A project with everything skift holds for it, as a skift archive,
+        streamed in chunks of bytes.
+        """
+
+        async for response in self._unary_stream(
+            "/skift.v1.SkiftService/ExportArchive",
+            message,
+            ExportArchiveResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        ):
+            yield response
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -7711,6 +7915,30 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
         yield ExportBeadsResponse()
+
+    async def import_archive(
+        self, messages: "AsyncIterator[ImportArchiveRequest]"
+    ) -> "AsyncIterator[ImportArchiveResponse]":
+        """
+        Write a skift archive (docs/archive.md) as a new project of the caller's
+        organization, in one transaction, every id new; the archive is uploaded
+        as a stream of chunks, the answer streams the map from old ids to new,
+        then the summary. A person's call.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+        yield ImportArchiveResponse()
+
+    async def export_archive(
+        self, message: "ExportArchiveRequest"
+    ) -> "AsyncIterator[ExportArchiveResponse]":
+        """
+        A project with everything skift holds for it, as a skift archive,
+        streamed in chunks of bytes.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+        yield ExportArchiveResponse()
 
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
@@ -8245,6 +8473,27 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
             request,
         )
 
+    async def __rpc_import_archive(
+        self, stream: "grpclib.server.Stream[ImportArchiveRequest, ImportArchiveResponse]"
+    ) -> None:
+        request = stream.__aiter__()
+        await self._call_rpc_handler_server_stream(
+            self.import_archive,
+            stream,
+            request,
+        )
+
+    async def __rpc_export_archive(
+        self, stream: "grpclib.server.Stream[ExportArchiveRequest, ExportArchiveResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        await self._call_rpc_handler_server_stream(
+            self.export_archive,
+            stream,
+            request,
+        )
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -8642,5 +8891,17 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_STREAM,
                 ExportBeadsRequest,
                 ExportBeadsResponse,
+            ),
+            "/skift.v1.SkiftService/ImportArchive": grpclib.const.Handler(
+                self.__rpc_import_archive,
+                grpclib.const.Cardinality.STREAM_STREAM,
+                ImportArchiveRequest,
+                ImportArchiveResponse,
+            ),
+            "/skift.v1.SkiftService/ExportArchive": grpclib.const.Handler(
+                self.__rpc_export_archive,
+                grpclib.const.Cardinality.UNARY_STREAM,
+                ExportArchiveRequest,
+                ExportArchiveResponse,
             ),
         }
