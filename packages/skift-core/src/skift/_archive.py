@@ -52,8 +52,8 @@ from ._models import (
 from ._parts import ArtifactRecord, BlobPart, BlobRecord, part_from_dict, part_to_dict
 from ._projects import Projects
 from ._refs import check_slug, new_id, ulid_str
-from ._store import EventPosition, Store, Tx, UsageScope
-from ._usage_records import Budget, UsageRecord
+from ._store import EventPosition, Store, Tx
+from ._usage_records import Budget, UsageRecord, UsageScope
 
 FORMAT: Final = "skift-archive"
 VERSION: Final = 1
