@@ -10,10 +10,10 @@ from ._archive import ArchiveImport, blob_bytes, parse_archive
 from ._archive import export_archive as archive_export
 from ._archive import import_archive as archive_import
 from ._engine import Actor
-from ._intent import intent
 from ._importer import BeadsImport, DryRun
 from ._importer import export_beads as importer_export_beads
 from ._importer import import_beads as importer_import_beads
+from ._intent import intent
 from ._session import Session
 from ._store import Tx
 
