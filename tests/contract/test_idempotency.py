@@ -126,3 +126,45 @@ async def test_empty_request_id_is_invalid(sk: skift.LocalSkift, proj: str) -> N
     """A request id is an idempotency key; a blank one is invalid input."""
     with pytest.raises(skift.Invalid):
         await sk.patch(proj, [skift.CreateNode(title="x")], request_id="  ")
+
+
+async def test_hold_unhold_focus_retried_by_request_id_apply_once(
+    sk: skift.LocalSkift, snap: Snap, proj: str
+) -> None:
+    """hold, unhold, focus, clearing a focus and holding a project carry a request id: a
+    retry with the same id after the first landed (its answer lost) returns the first
+    answer and writes nothing, instead of "already held" or a second sweep (issue 17)."""
+    await sk.patch(proj, [skift.CreateNode(title="a"), skift.CreateNode(title="b")])
+    other = (await sk.create_project("Other")).slug
+
+    async def twice(call: Any) -> Any:
+        first = await call()
+        after = await snap(sk)
+        again = await call()
+        assert await snap(sk) == after, "the retry wrote something"
+        return first, again
+
+    first, again = await twice(lambda: sk.hold("#1", reason="wait", project=proj, request_id="h1"))
+    assert summary(again) == summary(first)
+    first, again = await twice(
+        lambda: sk.unhold("#1", reason="back", project=proj, request_id="u1")
+    )
+    assert summary(again) == summary(first)
+    f1, f2 = await twice(
+        lambda: sk.focus(["#2"], reason="this week", project=proj, request_id="f1")
+    )
+    assert f2 == f1
+    assert f1.held == (f"{proj}#1",)
+    c1, c2 = await twice(lambda: sk.clear_focus(reason="done", project=proj, request_id="c1"))
+    assert c2 == c1
+    assert c1.released == (f"{proj}#1",)
+    n1, n2 = await twice(lambda: sk.hold_project(other, reason="later", request_id="p1"))
+    assert n1 == n2
+    n1, n2 = await twice(lambda: sk.unhold_project(other, reason="now", request_id="p2"))
+    assert n1 == n2
+    with pytest.raises(skift.IdempotencyMismatch):
+        await sk.hold("#2", reason="other", project=proj, request_id="h1")
+    held_by = {
+        e.op: e.request_id for e in await sk.events() if e.op in {"hold_node", "unhold_node"}
+    }
+    assert held_by["unhold_node"] in {"u1", "c1"}

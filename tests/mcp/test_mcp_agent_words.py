@@ -137,3 +137,25 @@ async def test_the_server_names_its_version(agent: skift_server.RemoteSkift) -> 
         assert info is not None
         assert info.name == "skift"
         assert info.version == version("skift-mcp")
+
+
+async def test_a_duration_out_of_range_names_the_argument_and_its_range(
+    agent: skift_server.RemoteSkift, owner: skift_server.RemoteSkift, project: str
+) -> None:
+    """``ttl_seconds = 1e300`` (or infinity, NaN, negative) is an invalid argument naming
+    itself and the range, not "Error executing tool claim" (issue 17 point 8)."""
+    await owner.patch(project, [skift.CreateNode(title="Work")])
+    async with talk(agent) as bot:
+        # (infinity and NaN do not survive the client's JSON: they arrive as null, the
+        # default; skift_mcp._tooling.ttl refuses them when they do arrive)
+        for bad in (1e300, 1e20, -5.0):
+            said = await bot.refused("claim", ref=f"{project}#1", ttl_seconds=bad)
+            _one_sentence_and_a_move(said)
+            assert "`ttl_seconds`" in said, said
+            assert "Error executing" not in said, said
+        said = await bot.refused("claim", projects=[project], wait_seconds=1e300)
+        _one_sentence_and_a_move(said)
+        assert "`wait_seconds`" in said
+        assert "1,000,000,000" in said
+        claimed = await bot.call("claim", ref=f"{project}#1", ttl_seconds=60)
+        assert claimed["lease"]["id"]

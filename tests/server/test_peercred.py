@@ -113,7 +113,11 @@ async def test_socket_mode_keeps_other_users_out(serve: Serve) -> None:
     mode = stat.S_IMODE(server.socket.stat().st_mode)
     assert mode == 0o660
     answer = as_nobody(server.dir, server.url)
-    assert answer["error"]["class"] == "Unavailable"
+    # permission denied naming the socket, not "unavailable … Retry" (issue 17 point 8)
+    assert answer["error"]["class"] == "Unauthenticated"
+    assert f"permission denied opening the skift server's socket {server.socket}" in (
+        answer["error"]["message"]
+    )
 
 
 async def test_stale_socket_is_replaced_and_a_live_one_is_not(serve: Serve) -> None:

@@ -10,6 +10,7 @@ process (root).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -175,3 +176,51 @@ async def test_no_bearer_token_over_a_unix_socket(tmp_path: Path) -> None:
     for md in recorder.metadata:
         assert "authorization" not in md
         assert not any("skt_" in v for v in md.values())
+
+
+def test_a_socket_this_user_may_not_open_is_permission_denied() -> None:
+    """A socket the caller cannot open (root's, mode 0600) is permission denied naming the
+    path and the next move, exit 1, not "unavailable … Retry" (issue 17 point 8). The
+    installed ``skift`` runs as uid 65534."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="skift-denied-", dir="/tmp"))
+    tmp_path.chmod(0o755)
+    sock_path = tmp_path / "skift.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(sock_path))
+        sock_path.chmod(0o600)
+        listener.listen(1)
+        skift_bin = Path(sys.executable).parent / "skift"
+        proc = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={NOBODY}",
+                f"--regid={NOBODY}",
+                "--clear-groups",
+                str(skift_bin),
+                "ready",
+                "--json",
+            ],
+            env={
+                **os.environ,
+                "SKIFT_SERVER": f"unix://{sock_path}",
+                "HOME": "/tmp",
+                "XDG_CONFIG_HOME": "/tmp/nonexistent-skift-config",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        listener.close()
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    assert proc.returncode == 1, proc
+    assert "Traceback" not in proc.stderr
+    err = json.loads(proc.stderr.strip().splitlines()[-1])["error"]
+    assert err["code"] == "unauthenticated", err
+    assert "permission denied" in err["message"]
+    assert str(sock_path) in err["message"]
+    assert "Retry" not in err["message"] + err["next"]
+    assert "skift serve" in err["next"]

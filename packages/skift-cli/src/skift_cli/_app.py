@@ -100,6 +100,21 @@ def run(argv: Sequence[str] | None = None) -> int:
     except Failure as exc:
         _show_failure(exc, _json_wanted(args))
         return exc.exit_code
+    except (RecursionError, UnicodeError) as exc:
+        # input no reader could take (nested too deeply, or bytes that are not text),
+        # wherever it was met: one sentence and exit 2, not a traceback
+        import skift
+
+        what = (
+            "the input nests too deeply to read"
+            if isinstance(exc, RecursionError)
+            else f"the input is not valid text ({exc})"
+        )
+        failure = Failure(
+            skift.Invalid(what, next="Flatten it, or save it as UTF-8, and run the command again.")
+        )
+        _show_failure(failure, _json_wanted(args))
+        return failure.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:

@@ -370,13 +370,23 @@ def duration(text: str | None, flag: str) -> timedelta | None:
 
 
 def read_text(path: str, flag: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """A file's (or stdin's, for ``-``) text; undecodable bytes are a usage error naming where."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
     except OSError as exc:
         usage_error(f"{flag} {path}: {exc.strerror}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "stdin" if path == "-" else path
+        usage_error(
+            f"{flag} {where} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8 and run the command again"
+        )
 
 
 # --------------------------------------------------------------------------- root

@@ -22,6 +22,17 @@ from ._surface import OpLike
 from ._views import Explanation, NodeInfo, PatchResult, ProjectInfo, ReadyPage, Resolved
 
 
+def request_id_or_new(request_id: str | None) -> str:
+    """The caller's request id, or a fresh one; an empty one is Invalid."""
+    if request_id is None:
+        return ulid_str(new_id())
+    if not request_id.strip():
+        raise Invalid(
+            "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+        )
+    return request_id
+
+
 def _ops(ops: Sequence[OpLike]) -> list[Op]:
     """Operations given as objects or as their JSON form (dicts)."""
     return [parse_op(op, i) if isinstance(op, dict) else op for i, op in enumerate(ops)]
@@ -127,16 +138,19 @@ class GraphApi(Session):
 
         return await self._run(go)
 
-    async def hold_project(self, ref: str, *, reason: str) -> int:
-        """Park a whole project. Returns how many nodes the hold parks."""
+    async def hold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
+        """Park a whole project. Returns how many nodes the hold parks (a retry with the
+        same ``request_id`` returns the first answer)."""
+        rid = request_id_or_new(request_id)
         return await self._run(
-            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=True)
+            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=True, request_id=rid)
         )
 
-    async def unhold_project(self, ref: str, *, reason: str) -> int:
+    async def unhold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
         """Release a project's hold. Returns how many nodes became ready."""
+        rid = request_id_or_new(request_id)
         return await self._run(
-            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=False)
+            lambda tx, a: self.engine.hold_project(tx, a, ref, reason, hold=False, request_id=rid)
         )
 
     # ------------------------------------------------------------------- graph
@@ -155,11 +169,7 @@ class GraphApi(Session):
             # counted before a single operation is parsed or built
             self.engine.check_patch_limits(ops)  # pyright: ignore[reportArgumentType]
         parsed = _ops(ops)
-        rid = request_id or ulid_str(new_id())
-        if not rid.strip():
-            raise Invalid(
-                "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
-            )
+        rid = request_id_or_new(request_id)
         self.engine.check_patch_limits(parsed)
         return await self._run(
             lambda tx, a: self.engine.patch(tx, a, project, parsed, request_id=rid, lease=lease),
@@ -256,7 +266,7 @@ class GraphApi(Session):
         request_id: str | None,
         release_after: ReleaseReason | None = None,
     ) -> PatchResult:
-        rid = request_id or ulid_str(new_id())
+        rid = request_id_or_new(request_id)
 
         async def go(tx: Tx, a: Actor) -> PatchResult:
             proj = await self.engine.resolve_project(tx, project) if project else None

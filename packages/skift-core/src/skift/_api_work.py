@@ -10,14 +10,14 @@ from datetime import timedelta
 from typing import Any
 
 from . import _leasing
-from ._api_graph import GraphApi
+from ._api_graph import GraphApi, request_id_or_new
 from ._artifacts import Artifact
 from ._artifacts import as_artifact as artifacts_as_artifact
 from ._engine import Actor, NodeFilter, filter_from
 from ._errors import Invalid, NothingReady
 from ._models import AssigneeKind, ReleaseReason
 from ._ops import AddEdge, CompleteNode, CreateNode, HoldNode, Op, UnholdNode
-from ._refs import new_id, ulid_str
+from ._refs import ulid_str
 from ._session import no_delegation
 from ._store import Tx
 from ._views import Claim, FocusResult, LeaseInfo, NodeInfo, PatchResult
@@ -175,7 +175,7 @@ class WorkApi(GraphApi):
             CreateNode(alias="gate", title=title, body=body, assignee_kind=AssigneeKind.USER),
             AddEdge(from_="gate", to=ref),
         ]
-        rid = request_id or ulid_str(new_id())
+        rid = request_id_or_new(request_id)
 
         async def go(tx: Tx, a: Actor) -> PatchResult:
             proj = await self.engine.resolve_project(tx, project) if project else None
@@ -193,30 +193,58 @@ class WorkApi(GraphApi):
 
         return await self._run(go, graph_lock=True)
 
-    async def hold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
+    async def hold(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        """Park a node; a retry with the same ``request_id`` returns the first answer."""
         return await self._node_patch(
-            ref, project, [HoldNode(node=ref, reason=reason)], lease=None, request_id=None
+            ref, project, [HoldNode(node=ref, reason=reason)], lease=None, request_id=request_id
         )
 
-    async def unhold(self, ref: str, *, reason: str, project: str | None = None) -> PatchResult:
+    async def unhold(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> PatchResult:
+        """Release a node's hold; a retry with the same ``request_id`` returns the first answer."""
         return await self._node_patch(
-            ref, project, [UnholdNode(node=ref, reason=reason)], lease=None, request_id=None
+            ref, project, [UnholdNode(node=ref, reason=reason)], lease=None, request_id=request_id
         )
 
     async def focus(
-        self, keep: Sequence[str], *, reason: str, project: str | None = None
+        self,
+        keep: Sequence[str],
+        *,
+        reason: str,
+        project: str | None = None,
+        request_id: str | None = None,
     ) -> FocusResult:
         """Hold everything outside ``keep``: projects (org scope) or, with ``project``, its nodes.
 
         Calling it again in a scope replaces that scope's previous sweep in the
-        same transaction; holds placed by hand are never touched.
+        same transaction; holds placed by hand are never touched. A retry with the
+        same ``request_id`` returns the first answer and sweeps nothing again.
         """
+        rid = request_id_or_new(request_id)
         return await self._run(
-            lambda tx, a: self.engine.focus(tx, a, list(keep), reason, project), graph_lock=True
+            lambda tx, a: self.engine.focus(tx, a, list(keep), reason, project, request_id=rid),
+            graph_lock=True,
         )
 
-    async def clear_focus(self, *, reason: str, project: str | None = None) -> FocusResult:
+    async def clear_focus(
+        self, *, reason: str, project: str | None = None, request_id: str | None = None
+    ) -> FocusResult:
         """Release what the scope's focus sweep held (and nothing else)."""
+        rid = request_id_or_new(request_id)
         return await self._run(
-            lambda tx, a: self.engine.clear_focus(tx, a, reason, project), graph_lock=True
+            lambda tx, a: self.engine.clear_focus(tx, a, reason, project, request_id=rid),
+            graph_lock=True,
         )

@@ -7,17 +7,30 @@ explained by ``_reads``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
 
 from ._context import Actor, Context, ref_of
-from ._errors import Invalid, LimitExceeded, Refused
+from ._convert import from_json, to_json
+from ._errors import IdempotencyMismatch, Invalid, LimitExceeded, Refused
 from ._models import Event, Hold, Project, Status
+from ._ops import canonical_digest
 from ._refs import new_id, ulid_str
+from ._retention import refuse_pruned_request
 from ._store import ReadyQuery, Tx
 from ._views import FocusResult
+
+_R = TypeVar("_R")
+
+
+@attrs.frozen
+class _Count:
+    """How many nodes a project hold parked or freed (its stored idempotent answer)."""
+
+    count: int
 
 
 class Focus(Context):
@@ -26,7 +39,14 @@ class Focus(Context):
     # ------------------------------------------------------------------ focus
 
     async def focus(
-        self, tx: Tx, actor: Actor, keep: Sequence[str], reason: str, project_ref: str | None
+        self,
+        tx: Tx,
+        actor: Actor,
+        keep: Sequence[str],
+        reason: str,
+        project_ref: str | None,
+        *,
+        request_id: str,
     ) -> FocusResult:
         """Hold everything outside ``keep`` in one scope, replacing the scope's previous sweep.
 
@@ -37,6 +57,25 @@ class Focus(Context):
         held are held. All new holds share one ``hold_group``; a hold placed by
         hand is never touched.
         """
+        doc = {"op": "focus", "keep": list(keep), "reason": reason, "project": project_ref}
+        return await self._once(
+            tx,
+            actor,
+            request_id,
+            doc,
+            FocusResult,
+            lambda: self._focus(tx, actor, keep, reason, project_ref, request_id),
+        )
+
+    async def _focus(
+        self,
+        tx: Tx,
+        actor: Actor,
+        keep: Sequence[str],
+        reason: str,
+        project_ref: str | None,
+        rid: str,
+    ) -> FocusResult:
         self._may_hold(actor, "focus")
         reason = self._reason(reason, "focus")
         if len(keep) > self.limits.keep_set:
@@ -48,7 +87,7 @@ class Focus(Context):
             )
         if project_ref is None:
             kept = {(await self.resolve_project(tx, ref)).id for ref in keep}
-            released = await self._clear_org_sweep(tx, actor, reason)
+            released = await self._clear_org_sweep(tx, actor, reason, rid)
             group = new_id()
             now = await tx.now()
             held: list[Project] = []
@@ -71,6 +110,7 @@ class Focus(Context):
                     "hold_project",
                     project_id=p.id,
                     reason=reason,
+                    request_id=rid,
                     after={"group": ulid_str(group)},
                 )
                 for p in held
@@ -95,7 +135,7 @@ class Focus(Context):
                     f"{ref_of(n, project)} is not in {project.slug}",
                     next="A project-scoped focus keeps nodes of that project; name them as #N.",
                 )
-        released = await self._clear_project_sweep(tx, actor, project, reason)
+        released = await self._clear_project_sweep(tx, actor, project, reason, rid)
         nodes = {
             n.id: n
             for n in await tx.list_nodes(
@@ -156,6 +196,7 @@ class Focus(Context):
                     project_id=project.id,
                     node_id=nid,
                     reason=reason,
+                    request_id=rid,
                     after={"group": ulid_str(group)},
                 )
             )
@@ -169,24 +210,37 @@ class Focus(Context):
         )
 
     async def clear_focus(
-        self, tx: Tx, actor: Actor, reason: str, project_ref: str | None
+        self, tx: Tx, actor: Actor, reason: str, project_ref: str | None, *, request_id: str
     ) -> FocusResult:
         """Release the holds of the scope's focus sweep; hand-placed holds stay."""
+        doc = {"op": "clear_focus", "reason": reason, "project": project_ref}
+        return await self._once(
+            tx,
+            actor,
+            request_id,
+            doc,
+            FocusResult,
+            lambda: self._clear_focus(tx, actor, reason, project_ref, request_id),
+        )
+
+    async def _clear_focus(
+        self, tx: Tx, actor: Actor, reason: str, project_ref: str | None, rid: str
+    ) -> FocusResult:
         self._may_hold(actor, "focus")
         reason = self._reason(reason, "clear a focus")
         if project_ref is None:
-            released = await self._clear_org_sweep(tx, actor, reason)
+            released = await self._clear_org_sweep(tx, actor, reason, rid)
             scope = "org"
         else:
             project = await self.resolve_project(tx, project_ref)
             self._writable_project(project)
-            released = await self._clear_project_sweep(tx, actor, project, reason)
+            released = await self._clear_project_sweep(tx, actor, project, reason, rid)
             scope = project.slug
         return FocusResult(
             scope=scope, group=None, held=(), released=tuple(sorted(released)), parked=0
         )
 
-    async def _clear_org_sweep(self, tx: Tx, actor: Actor, reason: str) -> list[str]:
+    async def _clear_org_sweep(self, tx: Tx, actor: Actor, reason: str, rid: str) -> list[str]:
         released: list[str] = []
         events: list[Event] = []
         unread = await self.hidden(tx)
@@ -205,6 +259,7 @@ class Focus(Context):
                     "unhold_project",
                     project_id=p.id,
                     reason=reason,
+                    request_id=rid,
                     before={"group": ulid_str(locked.hold.group)},
                 )
             )
@@ -212,7 +267,7 @@ class Focus(Context):
         return released
 
     async def _clear_project_sweep(
-        self, tx: Tx, actor: Actor, project: Project, reason: str
+        self, tx: Tx, actor: Actor, project: Project, reason: str, rid: str
     ) -> list[str]:
         released: list[str] = []
         events: list[Event] = []
@@ -236,14 +291,58 @@ class Focus(Context):
                     project_id=project.id,
                     node_id=n.id,
                     reason=reason,
+                    request_id=rid,
                     before={"group": ulid_str(locked.hold.group)},
                 )
             )
         await tx.append_events(events)
         return released
 
-    async def hold_project(self, tx: Tx, actor: Actor, ref: str, reason: str, *, hold: bool) -> int:
+    async def hold_project(
+        self, tx: Tx, actor: Actor, ref: str, reason: str, *, hold: bool, request_id: str
+    ) -> int:
         """Park or release a whole project; returns how many open nodes it parks or frees."""
+        op = "hold_project" if hold else "unhold_project"
+        doc = {"op": op, "project": ref, "reason": reason}
+        got = await self._once(
+            tx,
+            actor,
+            request_id,
+            doc,
+            _Count,
+            lambda: self._hold_project(tx, actor, ref, reason, hold, request_id),
+        )
+        return got.count
+
+    async def _once(
+        self,
+        tx: Tx,
+        actor: Actor,
+        request_id: str,
+        doc: dict[str, Any],
+        cls: type[_R],
+        run: Callable[[], Awaitable[_R]],
+    ) -> _R:
+        """Run a write once per request id: a retry with the same id and the same request
+        gets the first answer; the same id for something else is refused."""
+        fp = canonical_digest(doc)
+        stored = await tx.reserve_request(actor.id, request_id, fp)
+        if stored is not None:
+            if stored.fingerprint != fp or stored.response is None:
+                raise IdempotencyMismatch(
+                    f"request id {request_id!r} was already used for a different request",
+                    next="Use a fresh request id for new content; reuse an id only to retry "
+                    "the same request.",
+                )
+            return from_json(stored.response, cls)
+        await refuse_pruned_request(tx, actor.id, request_id, self.limits.request_retention)
+        result = await run()
+        await tx.save_response(actor.id, request_id, to_json(result))
+        return result
+
+    async def _hold_project(
+        self, tx: Tx, actor: Actor, ref: str, reason: str, hold: bool, rid: str
+    ) -> _Count:
         self._may_hold(actor, "hold_project" if hold else "unhold_project")
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
@@ -276,7 +375,8 @@ class Focus(Context):
                     "hold_project" if hold else "unhold_project",
                     project_id=project.id,
                     reason=reason,
+                    request_id=rid,
                 )
             ]
         )
-        return count
+        return _Count(count)

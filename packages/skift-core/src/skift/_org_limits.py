@@ -43,6 +43,9 @@ class OrgLimits:
     artifact_metadata_bytes: int
     own: tuple[str, ...] = ()
     server: Mapping[str, int] = attrs.field(factory=dict[str, int])
+    # The server's structural limit on operations per patch (not the organization's to
+    # set): a client refuses a larger patch before building it. 0 when not known.
+    ops_per_patch: int = 0
 
 
 def view(limits: Limits, own: Mapping[str, int]) -> OrgLimits:
@@ -51,6 +54,7 @@ def view(limits: Limits, own: Mapping[str, int]) -> OrgLimits:
         **{k: getattr(eff, k) for k in SIZE_LIMITS},
         own=tuple(k for k in SIZE_LIMITS if k in own),
         server={k: getattr(limits, k) for k in SIZE_LIMITS},
+        ops_per_patch=limits.ops_per_patch,
     )
 
 

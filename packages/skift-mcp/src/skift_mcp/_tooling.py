@@ -49,8 +49,23 @@ PageToken = Annotated[str | None, Field(description="next_page of the previous c
 Verbose = bool
 
 
-def ttl(seconds: float | None) -> timedelta | None:
-    return timedelta(seconds=seconds) if seconds is not None else None
+MAX_SECONDS = (
+    1_000_000_000  # a duration argument's sanity bound; the server's ceilings apply below it
+)
+
+
+def ttl(seconds: float | None, name: str = "ttl_seconds") -> timedelta | None:
+    """A duration argument as a timedelta; one that is not a finite number of seconds in
+    range (``1e300``, NaN, infinity, negative) is Invalid naming the argument and the range."""
+    if seconds is None:
+        return None
+    if not (0 <= seconds <= MAX_SECONDS):  # false for NaN too
+        raise skift.Invalid(
+            f"`{name}` is {seconds!r}; it must be a number of seconds from 0 to {MAX_SECONDS:,}",
+            next=f"Call again with a `{name}` in that range, or leave it out for the default.",
+            field=name,
+        )
+    return timedelta(seconds=seconds)
 
 
 def as_list(values: Sequence[str] | None) -> list[str]:

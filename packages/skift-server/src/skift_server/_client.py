@@ -10,7 +10,9 @@ first use), a deadline on every call, and retries only where a retry cannot
 do a thing twice: reads, heartbeats, and writes that carry a request id (the
 client makes the id before the first attempt, so every attempt is the same
 request and the server applies it once). Any call is retried when the
-connection could not even be opened. A retry waits with jittered backoff.
+connection could not even be opened. A retry waits with jittered backoff, over a
+window (20 s) that outlasts a server restart once the server has answered through
+this connection; a server never reached is reported within a second.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from grpclib.client import Channel
 import skift
 
 from ._client_base import (
+    DEFAULT_ATTEMPTS,
     DEFAULT_TIMEOUT,
+    RETRY_WINDOW,
     RemoteStore,
     Shared,
     UnixChannel,
@@ -55,6 +59,7 @@ class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls):
             org=org or self.org,
             timeout=self.timeout,
             attempts=self.attempts,
+            retry_window=self.retry_window,
         )
 
 
@@ -65,7 +70,8 @@ def connect(
     principal: skift.PrincipalSpec | None = None,
     org: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
-    attempts: int = 5,
+    attempts: int = DEFAULT_ATTEMPTS,
+    retry_window: float = RETRY_WINDOW,
     pool_size: int = 2,
     ssl_context: ssl.SSLContext | None = None,
     on_wait: Callable[[str], None] | None = None,
@@ -80,6 +86,11 @@ def connect(
     act as another principal and work only against ``skift serve --test-hooks``.
     A server that announced it is starting on the socket is waited for (up to
     a minute, once); ``on_wait`` is told so (the CLI prints it).
+
+    A call that is safe to retry is retried over ``retry_window`` seconds (at most
+    ``attempts`` times; ``attempts=1`` never retries) once the server has answered
+    through this connection: a server restart is waited out. A server never reached
+    is reported as unavailable within a second.
     """
     looked_at: list[Path] = []
     if not (url or os.environ.get("SKIFT_SERVER")):
@@ -128,4 +139,11 @@ def connect(
         looked_at=looked_at,
         on_wait=on_wait,
     )
-    return RemoteSkift(shared, principal=principal, org=org, timeout=timeout, attempts=attempts)
+    return RemoteSkift(
+        shared,
+        principal=principal,
+        org=org,
+        timeout=timeout,
+        attempts=attempts,
+        retry_window=retry_window,
+    )

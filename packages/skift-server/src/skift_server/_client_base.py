@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,8 +37,16 @@ T = TypeVar("T", bound=betterproto2.Message)
 
 
 DEFAULT_TIMEOUT = 30.0
-START_WAIT = 60.0  # how long a client waits for a server that announced it is starting
 """Seconds a call may take (ClaimNext adds its wait)."""
+START_WAIT = 60.0  # how long a client waits for a server that announced it is starting
+RETRY_WINDOW = 20.0
+"""Seconds over which a call that is safe to retry is retried: longer than a server's restart
+(3-10 s), so a restart is a pause to a client, not an error."""
+FIRST_CONTACT_WINDOW = 1.0
+"""Seconds a connection that has never reached its server keeps trying to open it: a server
+that is not running is said at once, not after the restart window."""
+DEFAULT_ATTEMPTS = 50
+MAX_BACKOFF = 2.0
 
 _NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
 
@@ -65,6 +74,7 @@ class Shared:
     looked_at: list[Path] = attrs.field(factory=lambda: list[Path]())  # default paths tried
     on_wait: Callable[[str], None] | None = None
     waited: bool = False
+    reached: bool = False  # the server answered once: a failure now is a restart, waited out
     clock_offset: timedelta | None = None
     closed: bool = False
     channels: list[Channel] = attrs.field(factory=lambda: list[Channel]())
@@ -93,6 +103,17 @@ class Shared:
                 break  # it stopped starting: served (the socket appears) or gave up
             await asyncio.sleep(0.1)
         return True
+
+    def denied(self, exc: PermissionError) -> skift.Unauthenticated:
+        """The error for a socket this user may not open, naming it and who may."""
+        where = self.socket or exc.filename or "the skift server's socket"
+        return skift.Unauthenticated(
+            f"permission denied opening the skift server's socket {where} as uid {os.geteuid()}",
+            next="Run as the user who started 'skift serve' (or one in the socket's group), "
+            "have its owner let you in (see 'Sockets and identity' in docs/operations-server.md), "
+            "or point SKIFT_SERVER or --server at a server you may use.",
+            socket=str(where),
+        )
 
     def unreachable(self, exc: OSError) -> skift.Unavailable:
         """The error for a connection never made, naming the socket (and the others looked at)."""
@@ -146,13 +167,15 @@ class RemoteBase:
         principal: skift.PrincipalSpec | None = None,
         org: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
-        attempts: int = 5,
+        attempts: int = DEFAULT_ATTEMPTS,
+        retry_window: float = RETRY_WINDOW,
     ) -> None:
         self._shared = shared
         self.principal = principal
         self.org = org
         self.timeout = timeout
         self.attempts = attempts
+        self.retry_window = retry_window
         self.store = RemoteStore(shared)
 
     async def __aenter__(self) -> Self:
@@ -191,29 +214,47 @@ class RemoteBase:
         safe: bool,
         timeout: float | None = None,
     ) -> T:
-        """One unary call with a deadline, retried when that cannot do anything twice."""
+        """One unary call with a deadline, retried when that cannot do anything twice.
+
+        A call that is ``safe`` (a read, a heartbeat, a write carrying a request id made
+        before the first attempt) is retried on Unavailable and on a broken connection;
+        any call is retried while the connection cannot be opened (nothing was sent).
+        Retries back off (jittered, doubling up to MAX_BACKOFF) over ``retry_window``
+        seconds, which outlasts a server restart; a connection that has never reached its
+        server gives up after FIRST_CONTACT_WINDOW, so a server that is not running is
+        said at once.
+        """
         if self._shared.closed:
             raise skift.Unavailable(
                 "this skift connection is closed", next="Connect again with skift_server.connect."
             )
         route = f"/skift.v1.SkiftService/{method}"
         last: skift.SkiftError | None = None
-        for attempt in range(self.attempts):
+        start = time.monotonic()
+        attempt = 0
+        while True:
             channel = self._shared.channel()
             stub = v1.SkiftServiceStub(channel, metadata=self._metadata())
             try:
-                return await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
+                got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
                     route, request, reply, timeout=timeout or self.timeout
                 )
+                self._shared.reached = True
+                return got
             except GRPCError as exc:
+                self._shared.reached = True
                 err = from_grpc(exc)
                 if not (safe and isinstance(err, skift.Unavailable)):
                     raise err from None
                 last = err
+            except PermissionError as exc:
+                # The socket exists but this user may not open it: no retry changes that.
+                raise self._shared.denied(exc) from None
             except _NOT_SENT as exc:
                 # The connection was never made: nothing was sent, any call may be retried.
                 last = self._shared.unreachable(exc)
                 if attempt < self.attempts - 1 and await self._shared.wait_for_start():
+                    attempt += 1
                     continue
             except (TimeoutError, StreamTerminatedError, H2ProtocolError, OSError) as exc:
                 last = skift.Unavailable(
@@ -222,10 +263,12 @@ class RemoteBase:
                 )
                 if not safe:
                     raise last from None
-            if attempt < self.attempts - 1:
-                await asyncio.sleep(random.uniform(0.5, 1.5) * min(0.05 * 2**attempt, 1.0))
-        assert last is not None
-        raise last
+            attempt += 1
+            window = self.retry_window if self._shared.reached else FIRST_CONTACT_WINDOW
+            delay = random.uniform(0.5, 1.5) * min(0.05 * 2 ** (attempt - 1), MAX_BACKOFF)
+            if attempt >= self.attempts or time.monotonic() - start + delay > window:
+                raise last from None
+            await asyncio.sleep(delay)
 
     # ------------------------------------------------------------ shared reads
 

@@ -108,14 +108,14 @@ class GraphCalls(RemoteBase):
         got = await self._call("UnrestrictProject", req, v1.UnrestrictProjectResponse, safe=False)
         return g.project_view(got.project)
 
-    async def hold_project(self, ref: str, *, reason: str) -> int:
-        req = v1.HoldProjectRequest(ref=ref, reason=reason)
-        got = await self._call("HoldProject", req, v1.HoldProjectResponse, safe=False)
+    async def hold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
+        req = v1.HoldProjectRequest(ref=ref, reason=reason, request_id=request_id_of(request_id))
+        got = await self._call("HoldProject", req, v1.HoldProjectResponse, safe=True)
         return got.parked
 
-    async def unhold_project(self, ref: str, *, reason: str) -> int:
-        req = v1.UnholdProjectRequest(ref=ref, reason=reason)
-        got = await self._call("UnholdProject", req, v1.UnholdProjectResponse, safe=False)
+    async def unhold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
+        req = v1.UnholdProjectRequest(ref=ref, reason=reason, request_id=request_id_of(request_id))
+        got = await self._call("UnholdProject", req, v1.UnholdProjectResponse, safe=True)
         return got.released
 
     # ------------------------------------------------------------ graph
@@ -129,6 +129,10 @@ class GraphCalls(RemoteBase):
         lease: str | None = None,
         on_behalf_of: str | None = None,
     ) -> skift.PatchResult:
+        if len(ops) > skift.DEFAULT_LIMITS.ops_per_patch:
+            # counted before a single operation is parsed or built (a 100,000-operation
+            # patch cost a minute and half a gigabyte before the server's refusal)
+            await self.check_ops_count(len(ops))
         parsed = pick_ops(ops)
         req = v1.PatchRequest(
             project=project,
@@ -139,6 +143,21 @@ class GraphCalls(RemoteBase):
         )
         got = await self._call("Patch", req, v1.PatchResponse, safe=True)
         return g.patch_result_view(got.result)
+
+    async def check_ops_count(self, count: int) -> None:
+        """Refuse a patch of ``count`` operations that the server's limit refuses, by
+        asking the limit (one small read) instead of sending the patch."""
+        got = await self._call(
+            "GetOrgLimits", v1.GetOrgLimitsRequest(), v1.GetOrgLimitsResponse, safe=True
+        )
+        bound = (got.limits or v1.OrgLimits()).ops_per_patch
+        if bound and count > bound:
+            raise skift.LimitExceeded(
+                f"the patch has {count} operations; the limit is {bound}",
+                next="Split it into several patches.",
+                limit="ops_per_patch",
+                bound=bound,
+            )
 
     async def create(self, project: str, title: str, **fields: Any) -> skift.NodeInfo:
         """Create one node (a one-operation patch) and return it."""
@@ -238,26 +257,57 @@ class GraphCalls(RemoteBase):
         got = await self._call("ReopenNode", req, v1.ReopenNodeResponse, safe=True)
         return g.patch_result_view(got.result)
 
-    async def hold(self, ref: str, *, reason: str, project: str | None = None) -> skift.PatchResult:
-        req = v1.HoldNodeRequest(ref=ref, reason=reason, project=project)
-        got = await self._call("HoldNode", req, v1.HoldNodeResponse, safe=False)
+    # hold, unhold, focus and clearing one carry a request id (made before the first
+    # attempt), so a retry after a lost answer returns the first answer instead of
+    # "already held" or a second sweep.
+
+    async def hold(
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        request_id: str | None = None,
+    ) -> skift.PatchResult:
+        req = v1.HoldNodeRequest(
+            ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
+        )
+        got = await self._call("HoldNode", req, v1.HoldNodeResponse, safe=True)
         return g.patch_result_view(got.result)
 
     async def unhold(
-        self, ref: str, *, reason: str, project: str | None = None
+        self,
+        ref: str,
+        *,
+        reason: str,
+        project: str | None = None,
+        request_id: str | None = None,
     ) -> skift.PatchResult:
-        req = v1.UnholdNodeRequest(ref=ref, reason=reason, project=project)
-        got = await self._call("UnholdNode", req, v1.UnholdNodeResponse, safe=False)
+        req = v1.UnholdNodeRequest(
+            ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
+        )
+        got = await self._call("UnholdNode", req, v1.UnholdNodeResponse, safe=True)
         return g.patch_result_view(got.result)
 
     async def focus(
-        self, keep: Sequence[str], *, reason: str, project: str | None = None
+        self,
+        keep: Sequence[str],
+        *,
+        reason: str,
+        project: str | None = None,
+        request_id: str | None = None,
     ) -> skift.FocusResult:
-        req = v1.FocusRequest(keep=list(keep), reason=reason, project=project)
-        got = await self._call("Focus", req, v1.FocusResponse, safe=False)
+        req = v1.FocusRequest(
+            keep=list(keep), reason=reason, project=project, request_id=request_id_of(request_id)
+        )
+        got = await self._call("Focus", req, v1.FocusResponse, safe=True)
         return g.focus_view(got.result)
 
-    async def clear_focus(self, *, reason: str, project: str | None = None) -> skift.FocusResult:
-        req = v1.ClearFocusRequest(reason=reason, project=project)
-        got = await self._call("ClearFocus", req, v1.ClearFocusResponse, safe=False)
+    async def clear_focus(
+        self, *, reason: str, project: str | None = None, request_id: str | None = None
+    ) -> skift.FocusResult:
+        req = v1.ClearFocusRequest(
+            reason=reason, project=project, request_id=request_id_of(request_id)
+        )
+        got = await self._call("ClearFocus", req, v1.ClearFocusResponse, safe=True)
         return g.focus_view(got.result)

@@ -307,9 +307,15 @@ def org_limits_pb(o: skift.OrgLimits) -> v1.OrgLimits:
         effective={k: v for k in o.server if isinstance(v := getattr(o, k), int)},
         own=list(o.own),
         server=dict(o.server),
+        ops_per_patch=o.ops_per_patch,
     )
 
 
 def org_limits_view(m: v1.OrgLimits | None) -> skift.OrgLimits:
     m = m or v1.OrgLimits()
-    return skift.OrgLimits(**dict(m.effective), own=tuple(m.own), server=dict(m.server))
+    return skift.OrgLimits(
+        **dict(m.effective),
+        own=tuple(m.own),
+        server=dict(m.server),
+        ops_per_patch=m.ops_per_patch,
+    )

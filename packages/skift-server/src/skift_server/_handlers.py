@@ -127,13 +127,17 @@ async def _archive_project(
 
 
 async def _hold_project(sk: skift.LocalSkift, r: v1.HoldProjectRequest) -> v1.HoldProjectResponse:
-    return v1.HoldProjectResponse(parked=await sk.hold_project(r.ref, reason=r.reason))
+    return v1.HoldProjectResponse(
+        parked=await sk.hold_project(r.ref, reason=r.reason, request_id=r.request_id or None)
+    )
 
 
 async def _unhold_project(
     sk: skift.LocalSkift, r: v1.UnholdProjectRequest
 ) -> v1.UnholdProjectResponse:
-    return v1.UnholdProjectResponse(released=await sk.unhold_project(r.ref, reason=r.reason))
+    return v1.UnholdProjectResponse(
+        released=await sk.unhold_project(r.ref, reason=r.reason, request_id=r.request_id or None)
+    )
 
 
 # ------------------------------------------------------------------ graph
@@ -246,22 +250,26 @@ async def _reopen_node(sk: skift.LocalSkift, r: v1.ReopenNodeRequest) -> v1.Reop
 
 
 async def _hold_node(sk: skift.LocalSkift, r: v1.HoldNodeRequest) -> v1.HoldNodeResponse:
-    res = await sk.hold(r.ref, reason=r.reason, project=r.project)
+    res = await sk.hold(r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None)
     return v1.HoldNodeResponse(result=patch_result_pb(res))
 
 
 async def _unhold_node(sk: skift.LocalSkift, r: v1.UnholdNodeRequest) -> v1.UnholdNodeResponse:
-    res = await sk.unhold(r.ref, reason=r.reason, project=r.project)
+    res = await sk.unhold(
+        r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None
+    )
     return v1.UnholdNodeResponse(result=patch_result_pb(res))
 
 
 async def _focus(sk: skift.LocalSkift, r: v1.FocusRequest) -> v1.FocusResponse:
-    got = await sk.focus(list(r.keep), reason=r.reason, project=r.project)
+    got = await sk.focus(
+        list(r.keep), reason=r.reason, project=r.project, request_id=r.request_id or None
+    )
     return v1.FocusResponse(result=focus_pb(got))
 
 
 async def _clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.ClearFocusResponse:
-    got = await sk.clear_focus(reason=r.reason, project=r.project)
+    got = await sk.clear_focus(reason=r.reason, project=r.project, request_id=r.request_id or None)
     return v1.ClearFocusResponse(result=focus_pb(got))
 
 

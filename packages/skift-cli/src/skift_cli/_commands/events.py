@@ -57,10 +57,16 @@ def events(
     time ago. -p filters by project (repeatable), --op by operation. With
     --json, --follow prints one object per line.
 
+    A server restart does not end --follow: it waits for the server and
+    resumes after the last event it printed (no gap, no repeat).
+
     Example: skift events --follow --op complete_node -p oauth-spike
     """
+    import asyncio
     import json
     from datetime import UTC, datetime, timedelta
+
+    import skift
 
     a = app()
     starts = [x for x in (cursor, from_start or None, since) if x]
@@ -136,11 +142,27 @@ def events(
             after, recent = await tail(sk)
             show(recent)
         waiting_said = False
+        outage = 0  # reads in a row the server did not answer
         while True:
-            page = await sk.watch_events(
-                after=after, projects=projects, ops=ops, limit=100, wait=timedelta(seconds=30)
-            )
-            after = page.cursor
+            try:
+                page = await sk.watch_events(
+                    after=after, projects=projects, ops=ops, limit=100, wait=timedelta(seconds=30)
+                )
+            except skift.Unavailable as exc:
+                # A restart (or an outage longer than the client's retry window): wait and
+                # resume after the last cursor, so nothing is missed and nothing repeats.
+                if outage == 0:
+                    _render.err().print(
+                        f"[dim]the server is unavailable ({exc.message}); waiting to resume "
+                        f"after cursor {after or '(start)'}… (Ctrl-C stops)[/dim]"
+                    )
+                outage += 1
+                await asyncio.sleep(min(0.5 * outage, 5.0))
+                continue
+            if outage:
+                _render.err().print("[dim]the server is back; resuming[/dim]")
+                outage = 0
+            after = page.cursor or after
             show(page.events)
             if not page.events and not waiting_said and not a.json:
                 _render.err().print("[dim]waiting for events… (Ctrl-C stops)[/dim]")

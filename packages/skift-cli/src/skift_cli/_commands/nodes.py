@@ -116,8 +116,12 @@ def patch(file: str, lease: str | None) -> None:
     a = app()
     text = read_text(file, "FILE")
     source = "stdin" if file == "-" else file
+
+    def check_count(count: int) -> None:
+        a.call(lambda sk: sk.check_ops_count(count))
+
     try:
-        doc = _patchdoc.load(text, source)
+        doc = _patchdoc.load(text, source, check_count=check_count)
     except skift.SkiftError as exc:
         raise Failure(exc) from None
     proj = doc.project or a.project()

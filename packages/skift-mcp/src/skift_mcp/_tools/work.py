@@ -186,7 +186,7 @@ def tools(sk: Api) -> list[Tool]:
         else:
             c = await sk.claim_next(
                 ttl=ttl(ttl_seconds),
-                wait=ttl(wait_seconds),
+                wait=ttl(wait_seconds, "wait_seconds"),
                 harness=harness,
                 agent_ref=agent_ref,
                 projects=as_list(projects),

@@ -1239,6 +1239,11 @@ class ClearFocusRequest(betterproto2.Message):
     The project scope; org scope when absent.
     """
 
+    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
+    """
+
 
 default_message_pool.register_message("skift.v1", "ClearFocusRequest", ClearFocusRequest)
 
@@ -2153,6 +2158,11 @@ class FocusRequest(betterproto2.Message):
     The project scope; org scope when absent.
     """
 
+    request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
+    """
+
 
 default_message_pool.register_message("skift.v1", "FocusRequest", FocusRequest)
 
@@ -2545,6 +2555,11 @@ class HoldNodeRequest(betterproto2.Message):
     The project a bare `#N` is read in.
     """
 
+    request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
+    """
+
 
 default_message_pool.register_message("skift.v1", "HoldNodeRequest", HoldNodeRequest)
 
@@ -2578,6 +2593,11 @@ class HoldProjectRequest(betterproto2.Message):
     reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
     Why (required).
+    """
+
+    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
@@ -3961,6 +3981,12 @@ class OrgLimits(betterproto2.Message):
     The server's values, the ceiling of each.
     """
 
+    ops_per_patch: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
+    """
+    The most operations one patch may carry (the server's structural limit): a client
+    refuses a larger patch before building it. 0 from a server that does not say.
+    """
+
 
 default_message_pool.register_message("skift.v1", "OrgLimits", OrgLimits)
 
@@ -5310,6 +5336,11 @@ class UnholdNodeRequest(betterproto2.Message):
     The project a bare `#N` is read in.
     """
 
+    request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
+    """
+
 
 default_message_pool.register_message("skift.v1", "UnholdNodeRequest", UnholdNodeRequest)
 
@@ -5343,6 +5374,11 @@ class UnholdProjectRequest(betterproto2.Message):
     reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
     """
     Why (required).
+    """
+
+    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
