@@ -207,3 +207,14 @@ async def test_tree_depth_is_limited(open_skift: OpenSkift, snap: Snap) -> None:
     await sk.patch(p.slug, [skift.UpdateNode(node=sub[0].ref, parent=chain[1].ref)])
     why = await sk.explain(chain[0].ref)
     assert any(r.kind == "open_children" for r in why.reasons)
+
+
+async def test_sweep_limit_out_of_range_is_invalid(sk: skift.LocalSkift, snap: Snap) -> None:
+    """A negative or huge sweep limit is Invalid naming it (the fuzzer found a negative one
+    INTERNAL on PostgreSQL: "LIMIT must not be negative")."""
+    before = await snap(sk)
+    for bad in (-1, 10**12):
+        with pytest.raises(skift.Invalid) as ei:
+            await sk.sweep_expired(limit=bad)
+        assert ei.value.details.get("field") == "limit"
+    assert await snap(sk) == before

@@ -115,8 +115,9 @@ async def test_socket_mode_keeps_other_users_out(serve: Serve) -> None:
     answer = as_nobody(server.dir, server.url)
     # permission denied naming the socket, not "unavailable … Retry" (issue 17 point 8)
     assert answer["error"]["class"] == "Unauthenticated"
-    assert f"permission denied opening the skift server's socket {server.socket}" in (
-        answer["error"]["message"]
+    assert (
+        f"permission denied opening the skift server's socket {server.socket}"
+        in (answer["error"]["message"])
     )
 
 

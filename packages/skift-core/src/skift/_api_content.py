@@ -360,6 +360,12 @@ class ContentApi(GraphApi):
     async def sweep_expired(self, limit: int = 500) -> int:
         """Record expiry events for leases whose time ran out; returns how many (an
         administrator's call; the server's sweeper makes it)."""
+        if isinstance(limit, bool) or not 1 <= limit <= 100_000:
+            raise Invalid(
+                f"limit is {limit!r}; it must be a whole number from 1 to 100000",
+                next="Sweep at most 100000 expired leases per call (500 when left out).",
+                field="limit",
+            )
 
         async def go(tx: Tx, a: Actor) -> int:
             self.engine.authorize(a, [intent("admin")])
