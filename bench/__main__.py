@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _beads, _board, _mcp, _scenarios, _webhooks
+from . import _baselines, _beads, _board, _events, _mcp, _scenarios, _webhooks
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
@@ -36,6 +36,7 @@ SCENARIOS = (
     "mcp",
     "beads",
     "board",
+    "events",
 )
 
 
@@ -48,6 +49,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dsn", help="PostgreSQL server (default: SKIFT_TEST_DSN, else embedded)")
     p.add_argument("--sizes", help="graph sizes, comma-separated (default: by mode)")
     p.add_argument("--only", help=f"scenarios, comma-separated, of {', '.join(SCENARIOS)}")
+    p.add_argument(
+        "--event-sizes",
+        help="events loaded for the events scenario, comma-separated "
+        "(default: 100000 quick, 1000000,10000000 full)",
+    )
     p.add_argument(
         "--out", type=Path, help="JSON output (default: bench/results/<mode>-latest.json)"
     )
@@ -175,6 +181,15 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
         for size in cfg.sizes[:1]:
             _log(f"the board's pages at {size} nodes")
             results += await _board.board_pages(srv, size, cfg.ready_iters)
+    if "events" in only:
+        if args.event_sizes:
+            ev_sizes = tuple(int(s) for s in args.event_sizes.split(","))
+        else:
+            ev_sizes = (
+                (20_000,) if args.smoke else (1_000_000, 10_000_000) if cfg.full else (100_000,)
+            )
+        _log(f"events: append and a stream page, one table and partitioned, at {ev_sizes}")
+        results += await _events.scenarios(srv, ev_sizes, 20 if args.smoke else 200)
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)

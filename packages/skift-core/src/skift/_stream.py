@@ -31,7 +31,7 @@ import attrs
 from ._errors import CursorExpired, Invalid
 from ._refs import parse_ulid, ulid_str
 from ._seal import SECRET_NAME, CursorSeal
-from ._store import EventPosition, Tx
+from ._store import EventBatch, EventPosition, Tx
 from ._views import EventInfo, EventPage
 
 if TYPE_CHECKING:
@@ -101,14 +101,15 @@ async def watch(
         start = await tx.replay_start(since)
     else:
         start, _handed_out = decode(after, seal)
-        await _check_window(engine, tx, start, since, now, seal)
+    hidden = () if project_ids else await engine.hidden(tx)
     batch = await tx.events_after(
-        start,
-        projects=project_ids,
-        ops=tuple(ops),
-        limit=size,
-        hidden=() if project_ids else await engine.hidden(tx),
+        start, projects=project_ids, ops=tuple(ops), limit=size, hidden=hidden
     )
+    if after:
+        # An unfiltered page starts with the event the window check asks about: one read
+        # of the events (every partition of them) instead of two.
+        unfiltered = not project_ids and not ops and not hidden
+        await _check_window(engine, tx, start, since, now, seal, batch if unfiltered else None)
     # A cursor may stand above this read's horizon: PostgreSQL's horizon errs low (a
     # transaction that ended between the snapshot and the pg_stat_activity read still
     # counts), so it can fall below one handed out earlier. Nothing is below the cursor
@@ -150,8 +151,10 @@ async def _check_window(
     since: datetime,
     now: datetime,
     seal: CursorSeal,
+    first: EventBatch | None = None,
 ) -> None:
-    """Refuse a cursor whose next event has left the replay window.
+    """Refuse a cursor whose next event has left the replay window (``first``: an
+    unfiltered read from the cursor already made in this transaction, else one is made).
 
     The check reads what the store holds, not the time a cursor carries (a client
     can edit that): the first event of the organization after the cursor, whatever
@@ -160,7 +163,8 @@ async def _check_window(
     A cursor with nothing after it, or only events inside the window, is good
     however old it is: nothing it would deliver has gone.
     """
-    first = await tx.events_after(start, limit=1)
+    if first is None:
+        first = await tx.events_after(start, limit=1)
     if not first.events:
         return
     _, event = first.events[0]

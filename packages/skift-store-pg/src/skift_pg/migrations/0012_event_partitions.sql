@@ -2,7 +2,7 @@
 --
 -- events becomes a table partitioned by RANGE (occurred_at):
 --   events_before_YYYYMMDD  today's table, attached as is: every event before the cut-off
---   events_YYYYMMDD         one per interval (event_partitioning.every, a month by default)
+--   events_YYYYMMDD         one per interval (event_partitioning.every, a year by default)
 --                           from the cut-off on, created ahead (event_partitioning.ahead)
 --   events_default          the safety net: an event no partition covers lands here, so an
 --                           insert never fails for a missing partition; creating a partition
@@ -23,10 +23,14 @@
 -- Without them the migration builds the index and checks the bound itself.
 
 -- How partitions are cut: every `every` from the newest partition's end, at least `ahead`
--- past the present. Changing `every` applies to partitions created afterwards.
+-- past the present. Changing `every` applies to partitions created afterwards. A year by
+-- default: every read of the events (a change-stream page, a node's history) is planned
+-- over every partition, so their number is what a read pays for (docs/benchmarks.md:
+-- 30 monthly partitions make a stream page about a quarter slower, a few yearly ones
+-- cost nothing measurable); archiving goes by whole partitions.
 CREATE TABLE event_partitioning (
     one    boolean PRIMARY KEY DEFAULT true CHECK (one),
-    every  interval NOT NULL DEFAULT '1 month' CHECK (every >= interval '1 day'),
+    every  interval NOT NULL DEFAULT '1 year' CHECK (every >= interval '1 day'),
     ahead  interval NOT NULL DEFAULT '3 months' CHECK (ahead >= interval '0')
 );
 INSERT INTO event_partitioning DEFAULT VALUES;
