@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _beads, _board, _events, _mcp, _scenarios, _webhooks
+from . import _baselines, _beads, _board, _events, _mcp, _readpolicy, _scenarios, _webhooks
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
@@ -37,6 +37,7 @@ SCENARIOS = (
     "beads",
     "board",
     "events",
+    "readpolicy",
 )
 
 
@@ -190,6 +191,10 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
             )
         _log(f"events: append and a stream page, one table and partitioned, at {ev_sizes}")
         results += await _events.scenarios(srv, ev_sizes, 20 if args.smoke else 200)
+    if "readpolicy" in only:
+        for size in cfg.sizes:
+            _log(f"ready with the read policy on, at {size} nodes")
+            results += await _readpolicy.ready_read_policy(srv, size, cfg.ready_iters)
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)

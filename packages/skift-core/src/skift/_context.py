@@ -233,8 +233,6 @@ class Context:
         restricted = await tx.restricted_projects()
         if not restricted and self.policy.digest == default_digest():
             return frozenset()
-        reader_ids = {r for p in restricted for r in p.readers or ()}
-        names = await tx.principals_by_id(reader_ids) if reader_ids else {}
         request = {
             "principal": {
                 "id": ulid_str(actor.id),
@@ -243,15 +241,15 @@ class Context:
             },
             "restricted": [
                 {
-                    "id": ulid_str(p.id),
+                    "id": ulid_str(p.project_id),
                     "slug": p.slug,
-                    "readers": [ulid_str(r) for r in p.readers or ()],
-                    "reader_names": [names[r].name for r in p.readers or () if r in names],
+                    "readers": [ulid_str(r) for r in p.readers],
+                    "reader_names": list(p.names),
                 }
                 for p in restricted
             ],
         }
-        by_id = {ulid_str(p.id): p.id for p in restricted}
+        by_id = {ulid_str(p.project_id): p.project_id for p in restricted}
         out: set[UUID] = set()
         for item in self.policy.unreadable(request):
             if item in by_id:

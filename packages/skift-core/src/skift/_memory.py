@@ -47,6 +47,7 @@ from ._store import (
     EventBatch,
     EventPosition,
     ReadyQuery,
+    Restriction,
     StoredRequest,
     Writer,
 )
@@ -393,15 +394,21 @@ class MemoryTx(MemoryContentTx):
         rows.sort(key=lambda p: (activity.get(p.id, p.created_at), p.id), reverse=True)
         return rows[offset : offset + limit]
 
-    async def restricted_projects(self) -> list[Project]:
-        return sorted(
-            (
-                p
-                for p in self._s.projects.values()
-                if p.org_id == self._org and p.readers is not None
-            ),
-            key=lambda p: p.id,
-        )
+    async def restricted_projects(self) -> list[Restriction]:
+        out: list[Restriction] = []
+        for p in sorted(self._s.projects.values(), key=lambda p: p.id):
+            if p.org_id != self._org or p.readers is None:
+                continue
+            names = await self.principals_by_id(p.readers)
+            out.append(
+                Restriction(
+                    project_id=p.id,
+                    slug=p.slug,
+                    readers=p.readers,
+                    names=tuple(names[r].name for r in p.readers if r in names),
+                )
+            )
+        return out
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
         wanted = set(ids)

@@ -66,8 +66,10 @@ class Reads(Context):
     ) -> ReadyPage:
         size = self.page_size(limit)
         offset = _decode_page(page)
-        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
+        # the cursor first: the statement brings the clock and the restricted projects
+        # along, which the filter's read decision needs (no round trip of its own)
         cursor = await tx.get_cursor(actor.id, flt.scope_hash())
+        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
         q = attrs.evolve(q, after_project=cursor, limit=size + 1, offset=offset)
         nodes = await tx.ready(q)
         more = len(nodes) > size

@@ -177,6 +177,17 @@ class EventBatch:
 
 
 @attrs.frozen(kw_only=True)
+class Restriction:
+    """A restricted project as the read decision reads it: its id, slug and readers
+    (principal ids, with their names; a reader whose principal is gone has no name)."""
+
+    project_id: UUID
+    slug: str
+    readers: tuple[UUID, ...]
+    names: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class StoredRequest:
     fingerprint: str
     response: dict[str, Any] | None
@@ -244,8 +255,10 @@ class Tx(Protocol):
         never those in ``hidden``."""
         ...
 
-    async def restricted_projects(self) -> list[Project]:
-        """The projects that carry a reader list (``Project.readers``), archived or not."""
+    async def restricted_projects(self) -> list[Restriction]:
+        """The projects that carry a reader list (``Project.readers``), archived or not,
+        by id. Asked once per request; PostgreSQL brings it along with the transaction's
+        first statement (its clock, or Ready's claim cursor), so it costs no round trip."""
         ...
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:

@@ -94,9 +94,9 @@ class Work(Reads):
         session_ref: str = "",
     ) -> Claim:
         span = self.ttl(ttl)
-        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
         scope = flt.scope_hash()
-        cursor = await tx.get_cursor(actor.id, scope)
+        cursor = await tx.get_cursor(actor.id, scope)  # first: see Reads.ready
+        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
         # nodes under a spent cap are skipped, never handed out (_usage.capped_out)
         node = await tx.lock_next_ready(
             attrs.evolve(q, after_project=cursor, exclude=await capped_out(tx))

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from psycopg import sql
 
-from skift import Project
+from skift import Project, Restriction
 
 from ._queries import q
 from ._rows import Conn, Row
@@ -41,6 +41,8 @@ class TxBase:
         self._org = org_id
         self._offset = offset
         self._now: datetime | None = None
+        # the organization's restricted projects, read with the clock (see _prime)
+        self._restricted: list[Restriction] | None = None
         # Project rows read in this transaction, by id and by slug. A project
         # is read again and again while one request runs (its slug for every
         # reference, its hold and archive for every write); writes through this
@@ -117,8 +119,32 @@ class TxBase:
 
     async def now(self) -> datetime:
         if self._now is None:
-            row = await self.row("now", offset=self._offset)
-            assert row is not None
-            self._now = row["now"]
-            return row["now"]
+            await self._prime()
+        assert self._now is not None
         return self._now
+
+    async def _prime(self) -> None:
+        """The clock (kept once read) and the restricted projects, in one statement."""
+        row = await self.row("now", offset=self._offset)
+        assert row is not None
+        self._keep(row)
+
+    def _keep(self, row: Row) -> None:
+        """Keep the clock and the restricted projects a statement brought along."""
+        if self._now is None:
+            self._now = row["now"]
+        self._restricted = [
+            Restriction(
+                project_id=UUID(r["id"]),
+                slug=r["slug"],
+                readers=tuple(UUID(x) for x in r["readers"]),
+                names=tuple(r["names"]),
+            )
+            for r in row["restricted"]
+        ]
+
+    async def restricted_projects(self) -> list[Restriction]:
+        if self._restricted is None:
+            await self._prime()
+        assert self._restricted is not None
+        return self._restricted

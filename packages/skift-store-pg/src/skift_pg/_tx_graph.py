@@ -168,6 +168,7 @@ class GraphTx(TxBase):
 
     async def update_project(self, project: Project) -> None:
         self._forget(project.id)
+        self._restricted = None  # its readers may have changed: read them again
         await self.send("update_project", **project_params(project))
         await self.send("add_slug", id=project.id, slug=project.slug)
 
@@ -178,9 +179,6 @@ class GraphTx(TxBase):
             "list_projects", archived=archived, limit=limit, offset=offset, hidden=list(hidden)
         )
         return [project_from_row(r) for r in rows]
-
-    async def restricted_projects(self) -> list[Project]:
-        return [self._remember(project_from_row(r)) for r in await self.rows("restricted_projects")]
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
         if not ids:
@@ -414,8 +412,7 @@ class GraphTx(TxBase):
             "get_cursor", principal=principal_id, hash=filter_hash, offset=self._offset
         )
         assert row is not None
-        if self._now is None:
-            self._now = row["now"]
+        self._keep(row)
         return row["project_id"]
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:

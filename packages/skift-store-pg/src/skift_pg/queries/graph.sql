@@ -231,8 +231,20 @@ SELECT c.parent_id, c.id
 FROM nodes c WHERE c.org_id = %(org)s AND c.parent_id IN (SELECT id FROM walk)
 
 -- name: now
--- The transaction's clock: the database's, shifted only by a test's offset.
-SELECT now() + %(offset)s::interval AS now
+-- The transaction's clock: the database's, shifted only by a test's offset;
+-- and the organization's restricted projects, which every request's read
+-- decision needs (one round trip for both).
+SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted
+
+-- name: _restricted
+-- The restricted projects (the read decision's input) as one JSON array, each
+-- with its readers' ids and names; an index probe (projects_restricted) when
+-- there are none.
+(SELECT coalesce(jsonb_agg(jsonb_build_object(
+    'id', p.id, 'slug', p.slug, 'readers', p.readers,
+    'names', (SELECT coalesce(jsonb_agg(x.name), '[]') FROM principals x
+              WHERE x.id = ANY (p.readers))) ORDER BY p.id), '[]')
+ FROM projects p WHERE p.org_id = %(org)s AND p.readers IS NOT NULL)
 
 -- name: graph_lock
 -- Serialize writes that change the wait relation within one organization.
@@ -331,11 +343,6 @@ WHERE p.org_id = %(org)s AND (%(archived)s OR p.archived_at IS NULL)
   AND p.id <> ALL (%(hidden)s::uuid[])
 ORDER BY coalesce(a.at, p.created_at) DESC, p.id DESC
 LIMIT %(limit)s OFFSET %(offset)s
-
--- name: restricted_projects
--- The projects that carry a reader list (the read decision's input); reads
--- projects_restricted, so an organization with none pays one index probe.
-SELECT * FROM projects WHERE org_id = %(org)s AND readers IS NOT NULL ORDER BY id
 
 -- name: project_activity
 -- When each project last saw an event.
@@ -461,12 +468,13 @@ ORDER BY expires_at LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: get_cursor
--- The caller's rotation cursor for one filter, and the transaction's clock (the
--- first statement of Ready and ClaimNext brings it along: one round trip fewer).
+-- The caller's rotation cursor for one filter, the transaction's clock and the
+-- restricted projects (the first statement of Ready and ClaimNext brings them
+-- along: two round trips fewer).
 SELECT (
     SELECT project_id FROM claim_cursors
     WHERE org_id = %(org)s AND principal_id = %(principal)s AND filter_hash = %(hash)s
-) AS project_id, now() + %(offset)s::interval AS now
+) AS project_id, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted
 
 -- name: set_cursor
 -- Advance the caller's rotation cursor after a claim.

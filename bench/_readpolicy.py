@@ -1,0 +1,106 @@
+"""Ready with the read policy on (issue 23): the read decision's cost on a large graph.
+
+One graph, one run, three ways side by side, interleaved round by round so
+another process's load falls on all three alike:
+
+- ``off``: the read decision skipped (``Context.hidden`` answers "nothing
+  hidden" without asking the store or the policy): Ready as it was before
+  reads followed policy;
+- ``on, none restricted``: the decision asked (one probe of the restricted
+  projects' index, no policy evaluation: nothing is restricted);
+- ``on, one restricted``: a project with ready work restricted to a person,
+  read by an agent who is not a reader (the index probe, the reader names, one
+  Rego evaluation, and the project left out in SQL).
+
+The goal: ``on, one restricted`` within 10% of ``off`` at 1M nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from typing import Any
+from uuid import UUID
+
+import skift
+from skift_pg import PgStore
+
+from . import _graph, _trace
+from ._env import Server, scratch
+from ._stats import Result, summary
+
+
+def _client(dsn: str, principal: skift.PrincipalSpec) -> skift.LocalSkift:
+    return skift.LocalSkift(PgStore(dsn, min_size=1, max_size=2), principal=principal)
+
+
+async def _nothing_hidden(tx: object) -> frozenset[UUID]:
+    return frozenset()
+
+
+async def ready_read_policy(srv: Server, size: int, iters: int, rounds: int = 5) -> list[Result]:
+    out: list[Result] = []
+    label = f"{size // 1_000_000}M" if size >= 1_000_000 else f"{size // 1000}k"
+    async with scratch(srv, f"readpolicy_{label.lower()}") as dsn:
+        g = await asyncio.to_thread(_graph.load, dsn, size=size, projects=1000)
+        off = _client(dsn, skift.Agent(_graph.AGENT))
+        on = _client(dsn, skift.Agent(_graph.AGENT))
+        user = _client(dsn, skift.User(_graph.USER))
+        async with off, on, user:
+            off.engine.hidden = _nothing_hidden  # type: ignore[method-assign]
+            first = (await on.ready(limit=50)).nodes[0].project
+            samples: dict[str, list[float]] = {"off": [], "none": [], "one": []}
+            per = max(1, iters // rounds)
+
+            async def run(h: skift.LocalSkift, key: str) -> None:
+                for _ in range(2):
+                    await h.ready(limit=50)
+                for _ in range(per):
+                    t0 = time.perf_counter()
+                    await h.ready(limit=50)
+                    samples[key].append(time.perf_counter() - t0)
+
+            for _ in range(rounds):
+                await run(off, "off")
+                await run(on, "none")
+            await user.restrict_project(first, readers=[], reason="bench: read policy on")
+            page = await on.ready(limit=50)
+            assert all(n.project != first for n in page.nodes), "the restricted project leaked"
+            for _ in range(rounds):
+                await run(off, "off")
+                await run(on, "one")
+            reps = max(2, per)
+            with _trace.trace() as t:
+                for _ in range(reps):
+                    await on.ready(limit=50)
+        base = statistics.median(samples["off"])
+        names = {
+            "off": "read policy off",
+            "none": "on, none restricted",
+            "one": "on, one restricted",
+        }
+        for key, name in names.items():
+            s: dict[str, Any] = summary(samples[key])
+            s["vs_off"] = round(statistics.median(samples[key]) / base, 3)
+            out.append(Result("readpolicy", f"{label} ready {name}", s, "agent, page of 50"))
+        out.append(
+            Result(
+                "readpolicy",
+                f"{label} ready on, one restricted, per statement",
+                {
+                    k: round(v * 1000 / reps, 3)
+                    for k, v in sorted(t.seconds.items(), key=lambda kv: -kv[1])
+                },
+                "ms per page spent in each query (client-side wall time)",
+            )
+        )
+        out.append(
+            Result(
+                "readpolicy",
+                f"{label} graph",
+                {"nodes": g.nodes, "open": g.open, "load_seconds": round(g.load_seconds, 1)},
+                "COPY into the migrated schema (bench-only loader)",
+            )
+        )
+    return out
