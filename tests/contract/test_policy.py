@@ -495,6 +495,22 @@ async def archive_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.archive_project("p", reason="done")
 
 
+RESTRICT = Refusal("only a person restricts who reads p", "File a gate")
+
+
+@case("an agent may not restrict who reads a project", RESTRICT)
+async def restrict_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    return lambda: h.restrict_project("p", readers=["bot"], reason="mine")
+
+
+@case("an agent may not unrestrict a project", RESTRICT)
+async def unrestrict_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    for who in PRINCIPALS.values():
+        await ada.acting_as(who).list_projects()  # each exists before it is named
+    await ada.restrict_project("p", readers=[p.name for p in PRINCIPALS.values()], reason="a few")
+    return lambda: h.unrestrict_project("p", reason="everyone")
+
+
 # ---------------------------------------------------------------------- admin
 
 

@@ -264,3 +264,77 @@ def test_default_policy_is_the_repositorys() -> None:
     shipped = (resources.files("skift") / "policy" / "default.rego").read_text(encoding="utf-8")
     assert shipped == repo_text
     assert skift.Policy.default().modules == (("default.rego", repo_text),)
+
+
+# ---------------------------------------------------------------- the read decision
+
+SECRET = {
+    "id": "01J0000000000000000000000S",
+    "slug": "secret",
+    "readers": [USER["id"]],
+    "reader_names": ["ada"],
+}
+
+
+def read(principal: dict[str, Any], restricted: Any) -> dict[str, Any]:
+    return {"principal": principal, "restricted": restricted}
+
+
+def test_default_read_decision_hides_a_restricted_project_from_non_readers(
+    policy: skift.Policy,
+) -> None:
+    assert policy.unreadable(read(USER, [SECRET])) == []
+    assert policy.unreadable(read(AGENT, [SECRET])) == [SECRET["id"]]
+    # nothing restricted: everyone in the organization reads everything
+    assert policy.unreadable(read(AGENT, [])) == []
+    assert policy.unreadable(read(USER, [])) == []
+
+
+@pytest.mark.parametrize(
+    "restricted",
+    [None, "x", [{"slug": "s"}], [{"id": "P", "slug": "s", "readers": "ada"}]],
+    ids=["null", "string", "no readers", "readers not a list"],
+)
+def test_malformed_read_input_never_reveals(policy: skift.Policy, restricted: Any) -> None:
+    """A restriction the engine would never build hides what it names, or refuses the
+    request: it never errs open."""
+    if not isinstance(restricted, list):
+        with pytest.raises(skift.Refused) as got:
+            policy.unreadable(read(AGENT, restricted))
+        assert "Stack backtrace" not in str(got.value)
+        return
+    named = [r.get("id") for r in restricted if r.get("id")]
+    assert policy.unreadable(read(AGENT, restricted)) == named
+
+
+def test_an_organizations_rego_widens_and_narrows_reads(policy: skift.Policy) -> None:
+    org = policy.extended(
+        'package skift.authz\nimport rego.v1\nreadable contains "secret" if input.principal.name == "bot"\n',
+        'package skift.authz\nimport rego.v1\nunreadable contains "payroll" if not input.principal.kind == "user"\n',
+    )
+    assert org.unreadable(read(AGENT, [SECRET])) == ["payroll"]
+    assert org.unreadable(read(USER, [SECRET])) == []
+
+
+def test_a_policy_without_a_read_rule_reads_everything() -> None:
+    only_writes = skift.Policy.from_sources("package skift.authz\nimport rego.v1\ndeny := set()\n")
+    assert only_writes.unreadable(read(AGENT, [SECRET])) == []
+
+
+def test_a_read_decision_that_is_not_a_set_refuses() -> None:
+    odd = skift.Policy.from_sources(
+        'package skift.authz\nimport rego.v1\ndeny := set()\nunreadable := "everything"\n'
+    )
+    with pytest.raises(skift.Refused) as got:
+        odd.unreadable(read(AGENT, []))
+    assert got.value.next
+
+
+def test_restricting_is_a_persons_call(policy: skift.Policy) -> None:
+    for action in ("restrict_project", "unrestrict_project"):
+        request = {"principal": AGENT, "lease": None, "intents": [intent(action, project="p")]}
+        denials = policy.deny(request)
+        assert [d["msg"] for d in denials] == ["only a person restricts who reads p"]
+        assert denials[0]["next"]
+        request = {"principal": USER, "lease": None, "intents": [intent(action, project="p")]}
+        assert policy.deny(request) == []

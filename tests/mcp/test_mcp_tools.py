@@ -303,3 +303,28 @@ async def test_compact_by_default_and_the_full_record_on_request(
         assert {"id", "context_id", "created_at", "project", "number"} <= set(full)
         done = await bot.call("list", projects=[project], status="done")
         assert done["nodes"] == []
+
+
+async def test_a_restricted_project_is_out_of_an_agents_reach(
+    agent: skift_server.RemoteSkift, owner: skift_server.RemoteSkift, project: str
+) -> None:
+    """The tools call the API, so reads follow policy there too: to an agent that is not a
+    reader, a restricted project answers exactly as a project nobody created."""
+    await agent.list_projects()  # bot exists
+    await owner.patch(project, [skift.CreateNode(title="Quarterly salaries", body="figures")])
+    await owner.restrict_project(project, readers=[], reason="payroll")
+    async with talk(agent) as bot:
+        hidden = await bot.refused("get", ref=f"{project}#1")
+        typo = await bot.refused("get", ref="nosuch-xyz#1")
+        assert hidden.replace(project, "X") == typo.replace("nosuch-xyz", "X")
+        assert "not_found" in hidden or "no project" in hidden
+        await bot.refused("explain", ref=f"{project}#1")
+        hits = await bot.call("search", query="quarterly salaries")
+        assert all(project not in str(h) for h in hits.get("hits", []))
+        ready = await bot.call("ready")
+        assert all(not n["ref"].startswith(f"{project}#") for n in ready["nodes"])
+        await bot.refused("claim", ref=f"{project}#1")
+    await owner.unrestrict_project(project, reason="published")
+    async with talk(agent) as bot:
+        got = await bot.call("get", ref=f"{project}#1")
+        assert got["ref"] == f"{project}#1"

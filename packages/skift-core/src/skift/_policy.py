@@ -137,8 +137,9 @@ class Policy:
         except Exception as exc:
             if "not a valid rule path" in str(exc):
                 return []  # a policy with no read rule: everyone reads everything
+            why = str(exc).split("Stack backtrace")[0].strip()
             raise Refused(
-                f"the policy's read decision could not be evaluated ({exc})",
+                f"the policy's read decision could not be evaluated ({why})",
                 next="Ask an administrator to check the organization's policy.",
             ) from None
         if raw == "<undefined>" or raw is None:
