@@ -20,7 +20,7 @@ import skift
 from ._proto.skift import v1
 
 Send = Callable[[betterproto2.Message], Awaitable[None]]
-StreamHandler = Callable[[skift.LocalSkift, AsyncIterator[Any], Send], Awaitable[None]]
+StreamHandler = Callable[["skift.LocalSkift", AsyncIterator[Any], Send], Awaitable[None]]
 
 CHUNK_BYTES: Final = 1024 * 1024
 """The bytes of a chunk either way: well under any client's or server's largest message."""
