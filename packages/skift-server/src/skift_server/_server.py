@@ -33,7 +33,7 @@ import os
 import signal
 import ssl
 import sys
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -87,7 +87,8 @@ class ServeOptions:
     test_hooks: bool = False
     sweep_every: float = 5.0
     prune_every: float = 3600.0
-    probe_every: float = 2.0
+    probe_every: float = 0.25
+    probe_timeout: float = 2.0
     drain_timeout: float = 20.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     oidc_issuer: str | None = None
@@ -363,8 +364,8 @@ class SkiftServer:
             await asyncio.sleep(self.options.sweep_every)
             try:
                 n = await self.base.sweep_expired()
-            except (skift.SkiftError, skift.TransientError) as exc:
-                _log.warning("lease sweep failed", extra={"fields": {"error": str(exc)}})
+            except Exception as exc:  # an outage, or worse: sweep again next time
+                _log.warning("lease sweep failed", extra={"fields": {"error": _error_text(exc)}})
                 continue
             if n:
                 self.metrics.expiries.inc(n)
@@ -378,8 +379,8 @@ class SkiftServer:
             await asyncio.sleep(self.options.prune_every)
             try:
                 r = await skift.prune(self.base.store, limits=self.options.limits)
-            except (skift.SkiftError, skift.TransientError) as exc:
-                _log.warning("prune failed", extra={"fields": {"error": str(exc)}})
+            except Exception as exc:  # an outage, or worse: prune again next time
+                _log.warning("prune failed", extra={"fields": {"error": _error_text(exc)}})
                 continue
             _log.info(
                 "prune ran" if r.ran else "prune skipped: another server is pruning",
@@ -424,19 +425,32 @@ class SkiftServer:
             m.prune_last_removed.labels(what="blob_files").set(st.last_prune.blob_files)
 
     async def _prober(self) -> None:
+        """Ask the store whether it serves every ``probe_every`` seconds, so ``/readyz``
+        and the health service turn NOT_SERVING within a fraction of a second of the
+        database going away, and back as soon as it answers again."""
         while True:
             await asyncio.sleep(self.options.probe_every)
             try:
-                await asyncio.wait_for(self.base.list_projects(limit=1), 5)
+                await self._probe_store()
                 ok = True
             except Exception as exc:
                 ok = False
                 if self._store_ok:
-                    _log.warning("store unreachable", extra={"fields": {"error": str(exc)}})
+                    _log.warning("store unreachable", extra={"fields": {"error": _error_text(exc)}})
             if ok and not self._store_ok:
                 _log.info("store reachable again")
             self._store_ok = ok
             await self._set_health()
+
+    async def _probe_store(self) -> None:
+        """The store's own ping (PostgreSQL: ``SELECT 1`` on a connection of its own),
+        else a one-row read; either bounded by ``probe_timeout``."""
+        timeout = self.options.probe_timeout
+        ping: Callable[[float], Awaitable[None]] | None = getattr(self.base.store, "ping", None)
+        if ping is not None:
+            await asyncio.wait_for(ping(timeout), timeout + 0.5)
+        else:
+            await asyncio.wait_for(self.base.list_projects(limit=1), timeout)
 
     # ------------------------------------------------------------ stopping
 
@@ -512,6 +526,14 @@ class _AnswerUnknown(dict[str, Any]):
             v1.RevokeTokenResponse,  # any empty message: the request is never read
             v1.RevokeTokenResponse,
         )
+
+
+def _error_text(exc: BaseException) -> str:
+    """What went wrong, for a log line: the message, else the exception's name (a
+    timeout's message is empty)."""
+    text = str(exc).strip()
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
 
 
 def _address(value: tuple[str, int] | None) -> str | None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, Protocol
-
-from psycopg_pool import AsyncConnectionPool
 
 import skift
 
@@ -14,12 +13,12 @@ from ._rows import Conn
 
 
 class _Pooled(Protocol):
-    """What sign-in uses of the store (a ``PgStore``): its pool, opened on demand, and its clock."""
+    """What sign-in uses of the store (a ``PgStore``): a pooled connection (an outage
+    answered Unavailable) and its clock."""
 
     _offset: timedelta
-    _pool: AsyncConnectionPool[Conn]
 
-    async def _ensure_open(self) -> None: ...
+    def _connection(self) -> AbstractAsyncContextManager[Conn]: ...
 
 
 def _record(row: dict[str, Any]) -> skift.SigninRecord:
@@ -47,8 +46,7 @@ class PgSignins:
 
     async def _one(self, name: str, **params: Any) -> skift.SigninRecord | None:
         store = self._store
-        await store._ensure_open()  # pyright: ignore[reportPrivateUsage]
-        async with store._pool.connection() as conn:  # pyright: ignore[reportPrivateUsage]
+        async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
             cur = await conn.execute(
                 q(name),
                 {**params, "offset": store._offset},  # pyright: ignore[reportPrivateUsage]

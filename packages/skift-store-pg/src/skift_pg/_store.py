@@ -16,14 +16,15 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Generator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from typing import Final
 from uuid import UUID
 
 import psycopg
 import psycopg.errors
-from psycopg.rows import dict_row
+from psycopg.rows import TupleRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from skift import (
@@ -55,6 +56,21 @@ from ._tx_graph import GraphTx
 
 log = logging.getLogger("skift_pg")
 
+POOL_TIMEOUT: Final = 3.0
+"""Seconds a call waits for a pooled connection before it is answered Unavailable:
+long enough for a busy pool to free one, short enough that an outage is a fast, clear,
+retryable answer instead of a hang (psycopg_pool's own default is 30 s)."""
+
+UNAVAILABLE_NEXT: Final = "Retry with the same request id; nothing was committed twice."
+
+
+def unavailable(exc: BaseException) -> Unavailable:
+    """The answer for a lost or unreachable PostgreSQL, naming the cause."""
+    cause = str(exc).strip() or type(exc).__name__
+    return Unavailable(
+        f"PostgreSQL is unavailable: {cause}", next=UNAVAILABLE_NEXT, cause=type(exc).__name__
+    )
+
 
 class PgStore:
     """A :class:`~skift.Store` in PostgreSQL."""
@@ -68,11 +84,15 @@ class PgStore:
         max_size: int = 16,
         listen: bool = True,
         blobs: BlobStore | None = None,
+        pool_timeout: float = POOL_TIMEOUT,
     ) -> None:
         """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices).
 
         ``blobs`` keeps blob bytes (default: files under ``skift.default_blob_dir()``);
         the database keeps only which organization holds which digest.
+
+        ``pool_timeout``: the longest a call waits for a connection before it is
+        answered Unavailable (PostgreSQL down, or every connection busy that long).
         """
         self.blobs: BlobStore = blobs if blobs is not None else FileBlobStore(default_blob_dir())
         self._secrets: dict[str, bytes] = {}
@@ -99,7 +119,10 @@ class PgStore:
                 " -c jit=off",
             },
             connection_class=psycopg.AsyncConnection[Row],
+            timeout=pool_timeout,
         )
+        self._probe: psycopg.AsyncConnection[TupleRow] | None = None
+        self._probe_failed = False
         self._opened = False
         self._open_lock = asyncio.Lock()
         self._offset = timedelta()
@@ -129,9 +152,8 @@ class PgStore:
         cached = self._secrets.get(name)
         if cached is not None:
             return cached
-        await self._ensure_open()
         for _ in range(3):  # a concurrent first writer: its row is visible on the next try
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 cur = await conn.execute(
                     q("ensure_secret"), {"name": name, "value": secrets.token_bytes(32)}
                 )
@@ -145,7 +167,7 @@ class PgStore:
     @asynccontextmanager
     async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncGenerator[PgTx]:
         await self._ensure_open()
-        try:
+        with _driver_errors():
             async with self._pool.connection() as conn, conn.transaction():
                 tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                 if graph_lock:
@@ -153,26 +175,47 @@ class PgStore:
                 yield tx
                 if tx.wrote and not tx.notified:
                     await tx.exec("notify", org=str(org_id))
-        except psycopg.errors.DeadlockDetected as exc:
-            raise TransientError(str(exc)) from exc
-        except psycopg.errors.SerializationFailure as exc:
-            raise TransientError(str(exc)) from exc
-        except psycopg.errors.QueryCanceled as exc:
-            raise LimitExceeded(
-                "the statement ran past the statement timeout",
-                next="Narrow the request (a smaller page, a smaller patch) and retry.",
-                limit="statement_timeout",
-            ) from exc
-        except psycopg.OperationalError as exc:
-            raise Unavailable(
-                f"PostgreSQL is unavailable: {exc}",
-                next="Retry with the same request id; nothing was committed twice.",
-            ) from exc
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncGenerator[Conn]:
+        """A pooled connection outside a transaction, with the same answers as
+        :meth:`transaction` (an outage is Unavailable naming the cause, never a raw
+        driver error, which the server would answer INTERNAL)."""
+        await self._ensure_open()
+        with _driver_errors():
+            async with self._pool.connection() as conn:
+                yield conn
+
+    async def ping(self, timeout: float) -> None:
+        """Answer whether PostgreSQL serves, on a connection of its own (a busy pool does
+        not make the store look down); Unavailable naming the cause when it does not.
+
+        When PostgreSQL answers again after a failed ping, the pool is checked, so the
+        connections the outage broke are replaced before calls meet them.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                if self._probe is None or self._probe.closed:
+                    self._probe = await psycopg.AsyncConnection.connect(
+                        self.dsn, autocommit=True, connect_timeout=max(1, int(timeout))
+                    )
+                await self._probe.execute("SELECT 1")
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            probe, self._probe = self._probe, None
+            if probe is not None:
+                with contextlib.suppress(Exception):
+                    await probe.close()
+            self._probe_failed = True
+            raise unavailable(exc) from exc
+        if self._probe_failed:
+            self._probe_failed = False
+            if self._opened:
+                with contextlib.suppress(Exception):
+                    await self._pool.check()
 
     async def ensure_org(self, name: str) -> Org:
-        await self._ensure_open()
         for _ in range(3):
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 cur = await conn.execute(q("ensure_org"), {"id": new_id(), "name": name})
                 row = await cur.fetchone()
             if row is not None:
@@ -180,30 +223,26 @@ class PgStore:
         raise TransientError("could not create the organization")
 
     async def list_orgs(self) -> list[Org]:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(q("list_orgs"))
             rows = await cur.fetchall()
         return [Org(id=r["id"], name=r["name"], created_at=r["created_at"]) for r in rows]
 
     async def org_by_id(self, org_id: UUID) -> Org | None:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(q("org_by_id"), {"id": org_id})
             row = await cur.fetchone()
         return Org(id=row["id"], name=row["name"], created_at=row["created_at"]) if row else None
 
     async def principal_by_identity(self, scheme: str, value: str) -> Principal | None:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(q("principal_by_identity"), {"scheme": scheme, "value": value})
             row = await cur.fetchone()
         return principal_from_row(row) if row else None
 
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
-        await self._ensure_open()
         for _ in range(3):
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 cur = await conn.execute(
                     q("ensure_principal"),
                     {"id": new_id(), "org": org_id, "name": name, "kind": kind.value},
@@ -251,8 +290,7 @@ class PgStore:
 
     # the webhook delivery worker (skift_pg._webhooks), across organizations
     async def claim_deliveries(self, *, limit: int, lease: timedelta) -> list[DueDelivery]:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await webhooks.claim(conn, self._offset, limit=limit, lease=lease)
 
     async def settle_delivery(
@@ -264,8 +302,7 @@ class PgStore:
         error: str | None,
         retry_in: timedelta | None,
     ) -> bool:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await webhooks.settle(
                 conn,
                 self._offset,
@@ -277,15 +314,13 @@ class PgStore:
             )
 
     async def delivery_stats(self) -> DeliveryStats:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await webhooks.stats(conn)
 
     async def prune(
         self, *, request_retention: timedelta, claim_cursor_retention: timedelta, dry_run: bool
     ) -> PruneReport:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await retention.prune(
                 conn,
                 self._offset,
@@ -297,20 +332,17 @@ class PgStore:
     async def sweep_blobs(
         self, *, grace: timedelta, dry_run: bool, run_at: datetime | None = None
     ) -> tuple[int, int]:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await retention.sweep_blobs(
                 conn, self._offset, self.blobs, grace=grace, dry_run=dry_run, run_at=run_at
             )
 
     async def last_prune(self) -> PruneReport | None:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await retention.last_prune(conn)
 
     async def store_stats(self) -> StoreStats:
-        await self._ensure_open()
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             return await retention.store_stats(conn)
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:
@@ -325,6 +357,10 @@ class PgStore:
         self._any_change.clear()
 
     async def close(self) -> None:
+        if self._probe is not None:
+            with contextlib.suppress(Exception):
+                await self._probe.close()
+            self._probe = None
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -333,6 +369,27 @@ class PgStore:
         if self._opened:
             await self._pool.close()
             self._opened = False
+
+
+@contextlib.contextmanager
+def _driver_errors() -> Generator[None]:
+    """The driver's errors as skift's: a deadlock or serialization failure is transient
+    (retried by the API), the statement timeout a limit, and a lost or unreachable
+    PostgreSQL (the pool's wait included) Unavailable."""
+    try:
+        yield
+    except psycopg.errors.DeadlockDetected as exc:
+        raise TransientError(str(exc)) from exc
+    except psycopg.errors.SerializationFailure as exc:
+        raise TransientError(str(exc)) from exc
+    except psycopg.errors.QueryCanceled as exc:
+        raise LimitExceeded(
+            "the statement ran past the statement timeout",
+            next="Narrow the request (a smaller page, a smaller patch) and retry.",
+            limit="statement_timeout",
+        ) from exc
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        raise unavailable(exc) from exc
 
 
 class PgTx(GraphTx, ContentTx):
