@@ -56,10 +56,15 @@ from ._tx_graph import GraphTx
 
 log = logging.getLogger("skift_pg")
 
-POOL_TIMEOUT: Final = 3.0
+POOL_TIMEOUT: Final = 5.0
 """Seconds a call waits for a pooled connection before it is answered Unavailable:
-long enough for a busy pool to free one, short enough that an outage is a fast, clear,
+long enough for a busy pool to free one, short enough that an outage is a clear,
 retryable answer instead of a hang (psycopg_pool's own default is 30 s)."""
+
+OUTAGE_WAIT: Final = 0.5
+"""The wait instead while the last :meth:`PgStore.ping` failed: during a known outage a
+call is answered Unavailable at once, and a connection the pool does get back in time
+is still used."""
 
 UNAVAILABLE_NEXT: Final = "Retry with the same request id; nothing was committed twice."
 
@@ -168,7 +173,7 @@ class PgStore:
     async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncGenerator[PgTx]:
         await self._ensure_open()
         with _driver_errors():
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._pool.connection(self._wait()) as conn, conn.transaction():
                 tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                 if graph_lock:
                     await tx.exec("graph_lock", key=org_lock_key(org_id))
@@ -183,8 +188,13 @@ class PgStore:
         driver error, which the server would answer INTERNAL)."""
         await self._ensure_open()
         with _driver_errors():
-            async with self._pool.connection() as conn:
+            async with self._pool.connection(self._wait()) as conn:
                 yield conn
+
+    def _wait(self) -> float | None:
+        """How long to wait for a pooled connection: the pool's timeout, shorter while
+        PostgreSQL is known to be down."""
+        return OUTAGE_WAIT if self._probe_failed else None
 
     async def ping(self, timeout: float) -> None:
         """Answer whether PostgreSQL serves, on a connection of its own (a busy pool does
