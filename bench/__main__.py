@@ -190,7 +190,12 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
                 (20_000,) if args.smoke else (1_000_000, 10_000_000) if cfg.full else (100_000,)
             )
         _log(f"events: append and a stream page, one table and partitioned, at {ev_sizes}")
-        results += await _events.scenarios(srv, ev_sizes, 20 if args.smoke else 200)
+        results += await _events.scenarios(
+            srv,
+            ev_sizes,
+            5 if args.smoke else 200,
+            native=() if args.smoke else ("1 month", "1 year"),
+        )
     if "readpolicy" in only:
         for size in cfg.sizes:
             _log(f"ready with the read policy on, at {size} nodes")

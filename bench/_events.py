@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import time
 from collections.abc import AsyncGenerator
@@ -72,7 +73,7 @@ _CHECKSUM = (
 
 @contextlib.asynccontextmanager
 async def _db(srv: Server, name: str, template: str | None = None) -> AsyncGenerator[str]:
-    db = f"bench_ev_{name}"
+    db = f"bench_ev_{name}_{os.getpid()}"
     drop_database(srv, db)
     with _admin(srv.dsn) as conn:
         q = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db))
@@ -223,6 +224,8 @@ async def _sample(dsn: str, ids: dict[str, Any], n: int) -> list[list[str]]:
             got: list[str] = []
             while len(got) < 500:
                 page = await sk.watch_events(after=cursor, limit=100)
+                if not page.events:
+                    break
                 got += [e.id for e in page.events]
                 cursor = page.cursor
             out.append(got)
