@@ -205,7 +205,7 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
         results += _scenarios.cli_startup(None)
     if "mcp" in only:
         _log("skift-mcp start-up over stdio")
-        results += await asyncio.to_thread(_mcp.mcp_startup)
+        results += await asyncio.to_thread(_mcp.mcp_startup, None, 2 if args.smoke else _mcp.RUNS)
     results += _ratios(results)
     return {
         "mode": "smoke" if args.smoke else "full" if cfg.full else "quick",

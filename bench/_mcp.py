@@ -80,8 +80,9 @@ def session_timings(argv: list[str], env: dict[str, str]) -> tuple[float, float,
     return t_init, t_list, t_call
 
 
-def mcp_startup(server_url: str | None = None) -> list[Result]:
-    """``skift-mcp`` over stdio as a new process: initialize, tools/list and a first call."""
+def mcp_startup(server_url: str | None = None, runs: int = RUNS) -> list[Result]:
+    """``skift-mcp`` over stdio as a new process: initialize, tools/list and a first call
+    (``runs`` sessions, the first a warm-up left out)."""
     exe = Path(sys.executable).with_name("skift-mcp")
     if not exe.exists():
         return [Result("mcp", "skift-mcp initialize", {}, "skipped: no skift-mcp command")]
@@ -105,7 +106,7 @@ def mcp_startup(server_url: str | None = None) -> list[Result]:
             note += " (an in-memory skift serve)"
         try:
             argv = [str(exe), "--server", server_url]
-            runs = [session_timings(argv, env) for _ in range(RUNS)][1:]
+            runs = [session_timings(argv, env) for _ in range(max(2, runs))][1:]
         finally:
             if server is not None:
                 server.terminate()

@@ -22,7 +22,7 @@ def test_bench_smoke_writes_a_table_and_json(pg_server_dsn: str, tmp_path: Path)
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
