@@ -193,3 +193,28 @@ async def test_kill_9_of_postgresql_under_load(
     assert "Traceback" not in server.log(), server.log()
     assert down < 1.0, f"/readyz turned 503 only {down:.2f}s after PostgreSQL died"
     assert up < 1.0, f"/readyz turned 200 only {up:.2f}s after PostgreSQL came back"
+
+
+async def test_the_library_answers_an_outage_unavailable(
+    owned_pg: OwnedCluster, fault_dsn: str
+) -> None:
+    """In process, without a server: the identity lookup (what a transport asks first)
+    and a read are Unavailable during the outage, quickly once a ping has failed, and
+    work again once PostgreSQL is back."""
+    from skift_pg import PgStore
+
+    store = PgStore(fault_dsn, max_size=2)
+    async with skift.LocalSkift(store, principal=skift.User("ada")) as sk:
+        await sk.create_project("Library")
+        await asyncio.to_thread(owned_pg.kill)
+        with pytest.raises(skift.Unavailable, match="PostgreSQL is unavailable"):
+            await store.ping(1.0)
+        for call in (lambda: sk.authenticate("unix", "12345"), lambda: sk.list_projects()):
+            started = time.monotonic()
+            with pytest.raises(skift.Unavailable) as ei:
+                await call()
+            assert time.monotonic() - started < 2.0
+            assert "Retry" in ei.value.next
+        await asyncio.to_thread(owned_pg.start)
+        await store.ping(5.0)  # back: the pool's broken connections are replaced
+        assert [p.slug for p in await sk.list_projects()] == ["library"]
