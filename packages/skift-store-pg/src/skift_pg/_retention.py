@@ -95,7 +95,8 @@ async def sweep_blobs(
     Only bytes whose rows this run removed are deleted: a blob directory some other
     database shares keeps whatever it holds for that one. Returns (rows, files)."""
     async with conn.transaction():
-        cur = await conn.execute(q("now"), {"offset": offset})
+        # "now" also reads an organization's restricted projects: none here (org None)
+        cur = await conn.execute(q("now"), {"offset": offset, "org": None})
         row = await cur.fetchone()
         assert row is not None
         params = {"before": row["now"] - grace}
