@@ -154,3 +154,21 @@ async def test_a_broken_archive_is_refused_naming_the_line(sk: skift.LocalSkift)
     with pytest.raises(skift.Invalid, match=f"line {blob_at + 1}: blob .* do not hash"):
         await sk.import_archive("\n".join(tampered), project="x3")
     assert {p.slug for p in await sk.list_projects()} == {s}
+
+
+async def test_a_restricted_project_is_exported_to_its_readers_only(sk: skift.LocalSkift) -> None:
+    p = await sk.create_project("Private", slug=f"priv-{secrets.token_hex(3)}")
+    await sk.create(p.slug, "Hidden work")
+    await sk.restrict_project(p.slug, readers=["ada"], reason="private")
+    bob = sk.acting_as(skift.User("bob"))
+    with pytest.raises(skift.NotFound):
+        await bob.export_archive(p.slug)
+    with pytest.raises(skift.NotFound):
+        await bob.export_beads(p.slug)
+    other = sk.acting_as(skift.User("ada"), org=f"dest-{secrets.token_hex(4)}")
+    moved = await other.import_archive(await sk.export_archive(p.slug))
+    assert moved.nodes == 1
+    # the readers come along by name: ada reads it there, bob of that organization does not
+    assert (await other.get(f"{p.slug}#1")).title == "Hidden work"
+    with pytest.raises(skift.NotFound):
+        await other.acting_as(skift.User("bob")).get(f"{p.slug}#1")
