@@ -71,7 +71,7 @@ def connect(
     org: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     attempts: int = DEFAULT_ATTEMPTS,
-    retry_window: float = RETRY_WINDOW,
+    retry_window: float | None = None,
     pool_size: int = 2,
     ssl_context: ssl.SSLContext | None = None,
     on_wait: Callable[[str], None] | None = None,
@@ -87,7 +87,8 @@ def connect(
     A server that announced it is starting on the socket is waited for (up to
     a minute, once); ``on_wait`` is told so (the CLI prints it).
 
-    A call that is safe to retry is retried over ``retry_window`` seconds (at most
+    A call that is safe to retry is retried over ``retry_window`` seconds (default
+    ``SKIFT_RETRY_WINDOW``, else 20; at most
     ``attempts`` times; ``attempts=1`` never retries) once the server has answered
     through this connection: a server restart is waited out. A server never reached
     is reported as unavailable within a second.
@@ -139,6 +140,8 @@ def connect(
         looked_at=looked_at,
         on_wait=on_wait,
     )
+    if retry_window is None:
+        retry_window = _retry_window_from_env()
     return RemoteSkift(
         shared,
         principal=principal,
@@ -147,3 +150,19 @@ def connect(
         attempts=attempts,
         retry_window=retry_window,
     )
+
+
+def _retry_window_from_env() -> float:
+    raw = os.environ.get("SKIFT_RETRY_WINDOW", "").strip()
+    if not raw:
+        return RETRY_WINDOW
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:  # false for NaN too
+        raise skift.Invalid(
+            f"SKIFT_RETRY_WINDOW is {raw!r}; it must be a number of seconds from 0 to 86400",
+            next="Set it to how long a client keeps retrying through an outage, or unset it.",
+        )
+    return value
