@@ -15,6 +15,8 @@
 #             create_project | update_project | archive_project | admin |
 #             comment | edit_comment | resolve_comment | preempt | import
 #     (import: a beads import, writing many nodes at once; a person's act)
+#     (set_policy: set or reset the organization's own Rego; asked of the
+#      base policy alone, never of the organization's modules)
 #     node, parent, from, to: facts about a node, or null:
 #       {ref, project, gate, status, filed_by_me, new, in_my_lease}
 #         gate         assignee_kind is user: a person must complete it
@@ -41,6 +43,7 @@ actions := {
 	"hold", "unhold", "claim", "focus", "hold_project", "unhold_project",
 	"create_project", "update_project", "archive_project", "admin",
 	"comment", "edit_comment", "resolve_comment", "preempt", "import",
+	"set_policy",
 }
 
 person if input.principal.kind == "user"
@@ -319,6 +322,11 @@ denial(i) := {
 	"next": "Release your own lease with its id (--lease L --reason crash|budget), or file a gate asking a person to preempt it.",
 } if {
 	i.action == "preempt"
+} else := {
+	"msg": "only a person sets the organization's policy",
+	"next": "File a gate asking a person to change the policy ('skift policy set FILE --reason R').",
+} if {
+	i.action == "set_policy"
 } else := {
 	"msg": "only a person administers principals, identities and tokens",
 	"next": "Ask an administrator (a person) to do it.",

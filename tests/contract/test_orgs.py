@@ -3,16 +3,34 @@ first user and that user's token, lists them, and alone binds unix uids to princ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 import skift
 
-# CreateOrg and ListOrgs have no RPCs yet: memory and PostgreSQL only (a real server over TCP:
-# tests/server/test_org_token_tcp.py).
-pytestmark = pytest.mark.in_process("organizations are not on the wire yet")
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+# The server administrator is a person of the store's first organization: on "remote" a server
+# of its own, whose organization is the first. A token or uid is authenticated by a transport, in
+# process (`local`); over TCP through a real server: tests/server/test_org_token_tcp.py.
+pytestmark = pytest.mark.own_server
 
 
-async def test_a_server_admin_creates_an_organization(sk: skift.LocalSkift) -> None:
+@pytest.fixture
+async def local(sk: skift.LocalSkift, store_url: str) -> AsyncIterator[skift.LocalSkift]:
+    """The in-process API over the store under test (on "remote": the server's database)."""
+    if isinstance(sk, skift.LocalSkift):
+        yield sk
+        return
+    async with skift.open(store_url.removeprefix("remote+"), principal=skift.User("ada")) as h:
+        yield h
+
+
+async def test_a_server_admin_creates_an_organization(
+    sk: skift.LocalSkift, local: skift.LocalSkift
+) -> None:
     """create_org makes the tenant, its first user and a token that acts as that user there at
     once; the two organizations see nothing of each other; the event is the server's."""
     await sk.create_project("Ours")
@@ -20,7 +38,7 @@ async def test_a_server_admin_creates_an_organization(sk: skift.LocalSkift) -> N
     assert (made.org, made.admin) == ("acme", "wile")
     assert made.token.startswith("skt_")
 
-    wile = await sk.authenticate("token", made.token)
+    wile = await local.authenticate("token", made.token)
     assert wile.org_name == "acme"
     assert [p.name for p in await wile.list_principals()] == ["wile"]
     assert await wile.list_projects() == []
@@ -46,11 +64,13 @@ async def test_bad_and_duplicate_names(sk: skift.LocalSkift) -> None:
             await sk.create_org(name, admin=admin)
 
 
-async def test_only_a_server_admin_creates_or_lists_organizations(sk: skift.LocalSkift) -> None:
+async def test_only_a_server_admin_creates_or_lists_organizations(
+    sk: skift.LocalSkift, local: skift.LocalSkift
+) -> None:
     """The new organization's own admin, and an agent of the server's organization, are refused
     with the next move."""
     made = await sk.create_org("acme", admin="wile")
-    wile = await sk.authenticate("token", made.token)
+    wile = await local.authenticate("token", made.token)
     bot = sk.acting_as(skift.Agent("bot"))
     for who in (wile, bot):
         with pytest.raises(skift.Refused, match="only an administrator of the server") as ei:
@@ -61,15 +81,17 @@ async def test_only_a_server_admin_creates_or_lists_organizations(sk: skift.Loca
     assert "evil" not in [o.name for o in await sk.list_orgs()]
 
 
-async def test_only_a_server_admin_binds_a_uid(sk: skift.LocalSkift) -> None:
+async def test_only_a_server_admin_binds_a_uid(
+    sk: skift.LocalSkift, local: skift.LocalSkift
+) -> None:
     """A tenant's admin may not bind a unix uid (adding a principal with one, or attaching one):
     the uid is the host's. The server admin binds one with the organization's first user, and a
     process of that uid then acts there; a uid already bound is a Conflict."""
     made = await sk.create_org("acme", admin="wile", uid=4242)
-    wile_by_uid = await sk.authenticate("unix", "4242")
+    wile_by_uid = await local.authenticate("unix", "4242")
     assert (wile_by_uid.org_name, wile_by_uid.spec.name) == ("acme", "wile")
 
-    wile = await sk.authenticate("token", made.token)
+    wile = await local.authenticate("token", made.token)
     before = await wile.list_principals()
     for attempt in (
         wile.add_principal("coyote", "user", uid=4343),
@@ -80,7 +102,7 @@ async def test_only_a_server_admin_binds_a_uid(sk: skift.LocalSkift) -> None:
         assert "--uid" in ei.value.next
     assert await wile.list_principals() == before
     with pytest.raises(skift.Unauthenticated):
-        await sk.authenticate("unix", "4343")
+        await local.authenticate("unix", "4343")
     await wile.add_principal("coyote", "user")  # without a uid: the tenant's own business
     await wile.attach_identity("coyote", "oidc", "https://id.example|coyote")
 

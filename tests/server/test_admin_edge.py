@@ -47,7 +47,18 @@ async def test_admin_calls_are_refused_to_an_agent_before_any_work(serve: Serve)
                 await bot.set_org_limits(comment_bytes=10)
             with pytest.raises(skift.Refused, match="rates"):
                 await bot.set_rate("m", input="1", output="1")
+            for attempt in (
+                bot.set_policy({"p.rego": "package skift.authz\n"}, reason="mine"),
+                bot.reset_policy(reason="mine"),
+            ):
+                with pytest.raises(skift.Refused, match="only a person sets the organization's"):
+                    await attempt
+            for attempt in (bot.create_org("evil", admin="x"), bot.list_orgs()):
+                with pytest.raises(skift.Refused, match="only an administrator of the server"):
+                    await attempt
 
         assert await owner.list_principals() == principals
         assert len(await owner.events()) == events
         assert (await owner.org_limits()).own == ()
+        assert (await owner.policy()).modules == ()
+        assert [o.name for o in await owner.list_orgs()] == ["default"]

@@ -1,6 +1,7 @@
 """A new organization's admin token works at once over TCP: an administrator of a running
-server (its owner, in the first organization) creates an organization over the same database,
-and the token it prints acts as that organization's admin through the live server."""
+server (its owner, in the first organization) creates an organization, through the server's
+CreateOrg or in process over the same database, and the token it gets acts as that
+organization's admin through the live server, which refuses it the server's own calls."""
 
 from __future__ import annotations
 
@@ -32,3 +33,11 @@ async def test_a_new_organizations_token_works_at_once_over_tcp(serve: Serve, pg
         assert [p.name for p in await wile.list_principals()] == ["wile"]
     async with skift_server.connect(server.url) as root:
         assert await root.list_projects() == []
+        made = await root.create_org("road", admin="runner")  # over the wire (the unix socket)
+        assert [o.name for o in await root.list_orgs()][-2:] == ["acme", "road"]
+    async with skift_server.connect(f"http://127.0.0.1:{port}", token=made.token) as runner:
+        assert [p.name for p in await runner.list_principals()] == ["runner"]
+        assert await runner.list_projects() == []
+        for attempt in (runner.list_orgs(), runner.create_org("evil", admin="x")):
+            with pytest.raises(skift.Refused, match="only an administrator of the server"):
+                await attempt

@@ -28,8 +28,6 @@ def test_remote_offers_every_public_method_of_local_skift() -> None:
     in_process_only = {"authenticate", "bootstrap_owner"}
     # the coarse check the server's own edge makes before any work (tests/server covers it)
     in_process_only |= {"check_action"}
-    # organizations have no RPCs yet (issue 23): a server administrator's library calls
-    in_process_only |= {"create_org", "list_orgs"}
     # the board's side of sign-in: what the web board does in the server's process
     in_process_only |= {"redeem_signin_code", "session", "end_session"}
     local = {n for n in dir(skift.LocalSkift) if not n.startswith("_")}

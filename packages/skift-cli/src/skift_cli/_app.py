@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "leases",
     "maintenance",
     "nodes",
+    "orgs",
     "projects",
     "setup",
     "sweep",

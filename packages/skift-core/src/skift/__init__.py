@@ -99,6 +99,7 @@ if TYPE_CHECKING:
         part_to_dict,
     )
     from ._policy import Policy
+    from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._retention import PruneReport, prune
     from ._seal import CursorSeal, cursor_seal
@@ -225,6 +226,9 @@ _LAZY: dict[str, str] = {
     "CursorSeal": "_seal",
     "cursor_seal": "_seal",
     "OrgInfo": "_orgs",
+    "OrgPolicy": "_policy_records",
+    "PolicyModule": "_policy_records",
+    "StoredPolicy": "_policy_records",
     "MemoryStore": "_memory",
     "Delivery": "_webhook_records",
     "DeliveryStats": "_webhook_records",
@@ -427,9 +431,11 @@ __all__ = [
     "OrgCreated",
     "OrgInfo",
     "OrgLimits",
+    "OrgPolicy",
     "Part",
     "PatchResult",
     "Policy",
+    "PolicyModule",
     "Principal",
     "PrincipalInfo",
     "PrincipalKind",
@@ -464,6 +470,7 @@ __all__ = [
     "Status",
     "Store",
     "StoreStats",
+    "StoredPolicy",
     "StoredRequest",
     "TableStat",
     "TextPart",

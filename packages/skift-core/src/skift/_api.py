@@ -12,6 +12,7 @@ remotely. Every method runs the engine inside one store transaction
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib.metadata import entry_points
 from typing import Any
@@ -28,10 +29,14 @@ from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import IdentityScheme, PrincipalKind
-from ._orgs import OrgCreated, OrgInfo, is_server_admin, refuse_uid_binding
+from ._org_policy import reset_policy as policy_reset
+from ._org_policy import set_policy as policy_set
+from ._org_policy import show_policy as policy_show
+from ._orgs import OrgCreated, OrgInfo, is_server_admin, refuse_uid_binding, require_server_admin
 from ._orgs import create_org as orgs_create
 from ._orgs import list_orgs as orgs_list
 from ._policy import Policy
+from ._policy_records import OrgPolicy
 from ._principals import check_uid
 from ._signin import (
     SESSION_TTL,
@@ -67,7 +72,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             org=org or self.org_name,
             limits=self.engine.limits,
             owns_store=False,
-            policy=self.policy,
+            policy=self.base_policy,
         )
 
     async def authenticate(
@@ -113,7 +118,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             org=org.name,
             limits=self.engine.limits,
             owns_store=False,
-            policy=self.policy,
+            policy=self.base_policy,
             actor=Actor(principal=principal, identity_scheme=scheme),
         )
         handle._credential = (scheme, lookup, expires_at)
@@ -161,7 +166,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
 
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:
             if binds:
-                self.engine.authorize(a, [intent("admin")])
+                await self.engine.authorize(tx, a, [intent("admin")])
                 refuse_uid_binding()
             p = await self.engine.add_principal(tx, a, name, pk, uid)
             return (await self.engine.principal_infos(tx, [p]))[0]
@@ -171,8 +176,14 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
     async def check_action(self, action: str) -> None:
         """The coarse check a transport makes before any work: may this principal take
         ``action`` (``admin``, ``set_org_limits``…) at all? The same policy decides; the
-        full request is authorized again inside its transaction."""
-        self.engine.authorize(await self._whoami(), [intent(action)])
+        full request is authorized again inside its transaction. ``server_admin`` is no
+        policy action: the caller must administer the server (a person of its first
+        organization)."""
+        actor = await self._whoami()
+        if action == "server_admin":
+            await require_server_admin(self.store, actor, "administers organizations")
+            return
+        self.engine.authorize_base(actor, [intent(action)])
 
     async def create_org(self, name: str, *, admin: str, uid: int | None = None) -> OrgCreated:
         """A new organization (a server administrator's call): its first user ``admin``, with
@@ -184,11 +195,38 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         """Every organization of the server, oldest first (a server administrator's call)."""
         return await orgs_list(self.store, await self._whoami())
 
+    # ------------------------------------------ the organization's own policy
+
+    async def policy(self) -> OrgPolicy:
+        """The organization's own Rego modules, layered on the server's base policy (none:
+        the base alone), and who last set them."""
+        return await self._run(lambda tx, a: policy_show(tx))
+
+    async def set_policy(
+        self, modules: Mapping[str, str], *, reason: str | None = None
+    ) -> OrgPolicy:
+        """Replace the organization's own Rego modules (name to source), an admin's call.
+
+        They are layered on the base policy (as :meth:`Policy.extended` layers
+        modules): rules in package ``skift.authz`` add denials. A module that
+        does not compile, a set with nothing in ``skift.authz``, or one that
+        breaks a decision is Invalid, and nothing changes. Every server over the
+        store applies the change from its next transaction; the change is an
+        event with the reason.
+        """
+        return await self._run(
+            lambda tx, a: policy_set(self.engine, tx, a, list(modules.items()), reason)
+        )
+
+    async def reset_policy(self, *, reason: str | None = None) -> OrgPolicy:
+        """Drop the organization's own modules: the base policy alone decides again."""
+        return await self._run(lambda tx, a: policy_reset(self.engine, tx, a, reason))
+
     async def list_principals(self) -> list[PrincipalInfo]:
         """The organization's principals and their identities (an administrator's call)."""
 
         async def go(tx: Tx, a: Actor) -> list[PrincipalInfo]:
-            self.engine.authorize(a, [intent("admin")])
+            await self.engine.authorize(tx, a, [intent("admin")])
             return await self.engine.principal_infos(tx, await tx.list_principals())
 
         return await self._run(go)
@@ -202,7 +240,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
 
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:
             if binds:
-                self.engine.authorize(a, [intent("admin")])
+                await self.engine.authorize(tx, a, [intent("admin")])
                 refuse_uid_binding()
             p = await self.engine.attach_identity(tx, a, principal, scheme, value)
             return (await self.engine.principal_infos(tx, [p]))[0]
@@ -264,7 +302,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             org=got.org,
             limits=self.engine.limits,
             owns_store=False,
-            policy=self.policy,
+            policy=self.base_policy,
             actor=Actor(principal=got.principal, identity_scheme="board"),
         )
 

@@ -368,7 +368,7 @@ class ContentApi(GraphApi):
             )
 
         async def go(tx: Tx, a: Actor) -> int:
-            self.engine.authorize(a, [intent("admin")])
+            await self.engine.authorize(tx, a, [intent("admin")])
             return await self.engine.sweep_expired(tx, a, limit)
 
         return await self._run(go)

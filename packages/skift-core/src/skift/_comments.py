@@ -159,7 +159,9 @@ async def add_comment(
     await refuse_pruned_request(tx, actor.id, request_id, e.limits.request_retention)
     comment = await new_comment(e, tx, actor, node, project, body, reply_to)
     ref_text = ref_of(node, project)
-    e.authorize(actor, [intent("comment", node=node_facts(node, ref_text, project.slug, actor))])
+    await e.authorize(
+        tx, actor, [intent("comment", node=node_facts(node, ref_text, project.slug, actor))]
+    )
     await tx.append_events(
         [
             await e._event(  # pyright: ignore[reportPrivateUsage]
@@ -193,7 +195,7 @@ async def _guarded(
         actor,
         in_my_lease=live is not None and live.holder == actor.id,
     )
-    e.authorize(actor, [intent(action, node=facts, comment=_comment_facts(c, actor))])
+    await e.authorize(tx, actor, [intent(action, node=facts, comment=_comment_facts(c, actor))])
     return c, node, project
 
 

@@ -178,12 +178,16 @@ class Context:
     ) -> None:
         self.limits = limits
         self.org = org
-        self.policy = policy or Policy.default()
+        self.base_policy = policy or Policy.default()
+        """The process's policy (the default, or the one a program passed to ``skift.open``);
+        an organization's stored modules layer on it (:meth:`policy_in`)."""
         # the effective size limits, read once per transaction (see sizes)
         self._sizes: weakref.WeakKeyDictionary[Tx, Limits] = weakref.WeakKeyDictionary()
         # who reads through each transaction, and the projects hidden from them (see hidden)
         self._readers: weakref.WeakKeyDictionary[Tx, Actor] = weakref.WeakKeyDictionary()
         self._hidden: weakref.WeakKeyDictionary[Tx, frozenset[UUID]] = weakref.WeakKeyDictionary()
+        # the policy in force, read once per transaction (see policy_in)
+        self._policies: weakref.WeakKeyDictionary[Tx, Policy] = weakref.WeakKeyDictionary()
 
     async def sizes(self, tx: Tx) -> Limits:
         """The limits with the organization's size limits in force (the server's, lowered).
@@ -231,7 +235,8 @@ class Context:
 
     async def _unreadable(self, tx: Tx, actor: Actor) -> frozenset[UUID]:
         restricted = await tx.restricted_projects()
-        if not restricted and self.policy.digest == default_digest():
+        policy = await self.policy_in(tx)  # the organization's stored modules may hide too
+        if not restricted and policy.digest == default_digest():
             return frozenset()
         request = {
             "principal": {
@@ -251,7 +256,7 @@ class Context:
         }
         by_id = {ulid_str(p.project_id): p.project_id for p in restricted}
         out: set[UUID] = set()
-        for item in self.policy.unreadable(request):
+        for item in policy.unreadable(request):
             if item in by_id:
                 out.add(by_id[item])
                 continue
@@ -262,6 +267,32 @@ class Context:
             if found is not None:
                 out.add(found.id)
         return frozenset(out)
+    async def policy_in(self, tx: Tx) -> Policy:
+        """The policy that decides this transaction's requests: the base policy with the
+        organization's stored modules (``skift policy set``) on top.
+
+        The stored digest is read once per transaction, so a change made through
+        any server over the database applies from the next transaction; the
+        modules themselves are read only when the digest is new to this process.
+        """
+        got = self._policies.get(tx)
+        if got is None:
+            digest = await tx.org_policy_digest()
+            if not digest:
+                got = self.base_policy
+            else:
+                got = self.base_policy.cached_layer(digest)
+                if got is None:
+                    stored = await tx.org_policy()
+                    modules = stored.modules if stored else ()
+                    got = self.base_policy.layered(modules, stored.digest if stored else "")
+            self._policies[tx] = got
+        return got
+
+    def forget_policy(self, tx: Tx) -> None:
+        """Drop a transaction's reading after it changed the organization's policy."""
+        self._policies.pop(tx, None)
+        self._hidden.pop(tx, None)
 
     # ------------------------------------------------------------------ events
 
@@ -334,10 +365,29 @@ class Context:
         check_size("reason", text, self.limits.reason_chars, chars=True)
         return text
 
-    def authorize(
-        self, actor: Actor, intents: Sequence[dict[str, Any]], lease: Lease | None = None
+    async def authorize(
+        self,
+        tx: Tx,
+        actor: Actor,
+        intents: Sequence[dict[str, Any]],
+        lease: Lease | None = None,
     ) -> None:
-        """Ask the policy about a resolved request; one denial refuses all of it."""
+        """Ask the policy in force (:meth:`policy_in`) about a resolved request; one denial
+        refuses all of it."""
+        self._decide(await self.policy_in(tx), actor, intents, lease)
+
+    def authorize_base(self, actor: Actor, intents: Sequence[dict[str, Any]]) -> None:
+        """Ask the base policy alone: the coarse check a transport makes before any work, and
+        who may change the organization's stored policy (never decided by that policy)."""
+        self._decide(self.base_policy, actor, intents, None)
+
+    def _decide(
+        self,
+        policy: Policy,
+        actor: Actor,
+        intents: Sequence[dict[str, Any]],
+        lease: Lease | None,
+    ) -> None:
         request = {
             "principal": {
                 "id": ulid_str(actor.id),
@@ -347,13 +397,13 @@ class Context:
             "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
             "intents": list(intents),
         }
-        denials = self.policy.deny(request)
+        denials = policy.deny(request)
         if denials:
             first = denials[0]
             raise Refused(first["msg"], next=first["next"], denials=denials)
 
-    def _may_hold(self, actor: Actor, action: str = "hold") -> None:
-        self.authorize(actor, [intent(action)])
+    async def _may_hold(self, tx: Tx, actor: Actor, action: str = "hold") -> None:
+        await self.authorize(tx, actor, [intent(action)])
 
     # ------------------------------------------------------------------- nodes
 

@@ -76,7 +76,7 @@ class Focus(Context):
         project_ref: str | None,
         rid: str,
     ) -> FocusResult:
-        self._may_hold(actor, "focus")
+        await self._may_hold(tx, actor, "focus")
         reason = self._reason(reason, "focus")
         if len(keep) > self.limits.keep_set:
             raise LimitExceeded(
@@ -226,7 +226,7 @@ class Focus(Context):
     async def _clear_focus(
         self, tx: Tx, actor: Actor, reason: str, project_ref: str | None, rid: str
     ) -> FocusResult:
-        self._may_hold(actor, "focus")
+        await self._may_hold(tx, actor, "focus")
         reason = self._reason(reason, "clear a focus")
         if project_ref is None:
             released = await self._clear_org_sweep(tx, actor, reason, rid)
@@ -343,7 +343,7 @@ class Focus(Context):
     async def _hold_project(
         self, tx: Tx, actor: Actor, ref: str, reason: str, hold: bool, rid: str
     ) -> _Count:
-        self._may_hold(actor, "hold_project" if hold else "unhold_project")
+        await self._may_hold(tx, actor, "hold_project" if hold else "unhold_project")
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
         self._writable_project(project)

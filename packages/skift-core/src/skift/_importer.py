@@ -286,7 +286,7 @@ async def import_beads(
     progress: Progress | None = None,
 ) -> BeadsImport:
     """Import parsed issues (``skift._beads.parse``) into a project; see the module docstring."""
-    e.authorize(actor, [intent("import")])
+    await e.authorize(tx, actor, [intent("import")])
     project = await _project(e, tx, actor, project_ref)
     e._writable_project(project)  # pyright: ignore[reportPrivateUsage]
     run = _Import(e, tx, actor, project)

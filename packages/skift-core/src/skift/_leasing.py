@@ -54,7 +54,9 @@ async def preempt(
     why = _reason(reason)
     node = await engine.node_in(tx, ref, project_ref, lock=True)
     info = (await engine.infos(tx, [node]))[0]
-    engine.authorize(actor, [intent("preempt", node={"ref": info.ref, "project": info.project})])
+    await engine.authorize(
+        tx, actor, [intent("preempt", node={"ref": info.ref, "project": info.project})]
+    )
     current = await tx.unreleased_lease(node.id)
     now = await tx.now()
     lease = await tx.lease_by_id(current.id, lock=True) if current is not None else None

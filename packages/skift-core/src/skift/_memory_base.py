@@ -26,6 +26,7 @@ from ._models import (
     Project,
 )
 from ._parts import ArtifactRecord, BlobRecord
+from ._policy_records import StoredPolicy
 from ._retention import PruneReport
 from ._store import (
     StoredRequest,
@@ -63,6 +64,7 @@ class MemoryState:
         self.usage: dict[UUID, UsageRecord] = {}
         self.rates: dict[tuple[UUID, str], Rate] = {}
         self.org_limits: dict[UUID, dict[str, int]] = {}
+        self.org_policies: dict[UUID, StoredPolicy] = {}
         self.budgets: dict[UUID, Budget] = {}
         self.artifacts: dict[UUID, ArtifactRecord] = {}
         self.blobs: dict[tuple[UUID, str], BlobRecord] = {}

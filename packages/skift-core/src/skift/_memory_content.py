@@ -18,6 +18,7 @@ from ._models import (
     Revision,
 )
 from ._parts import ArtifactRecord, BlobRecord
+from ._policy_records import StoredPolicy
 from ._store import (
     SearchQuery,
 )
@@ -172,6 +173,16 @@ class MemoryContentTx(MemoryTxBase):
 
     async def set_org_limits(self, limits: Mapping[str, int]) -> None:
         self._set(self._s.org_limits, self._org, dict(limits))
+
+    async def org_policy_digest(self) -> str:
+        got = self._s.org_policies.get(self._org)
+        return got.digest if got else ""
+
+    async def org_policy(self) -> StoredPolicy | None:
+        return self._s.org_policies.get(self._org)
+
+    async def set_org_policy(self, policy: StoredPolicy) -> None:
+        self._set(self._s.org_policies, self._org, policy)
 
     async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
         return {i: b for i in scope_ids if (b := self._s.budgets.get(i)) and b.org_id == self._org}

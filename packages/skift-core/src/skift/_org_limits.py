@@ -81,7 +81,7 @@ async def set_org_limits(
     e: Context, tx: Tx, actor: Actor, sizes: Mapping[str, object]
 ) -> OrgLimits:
     """Set (an int) or unset (None) some of the organization's size limits."""
-    e.authorize(actor, [intent("set_org_limits")])
+    await e.authorize(tx, actor, [intent("set_org_limits")])
     unknown = sorted(k for k in sizes if k not in SIZE_LIMITS)
     if unknown:
         raise Invalid(

@@ -151,7 +151,7 @@ class Patching(Context):
                 f"lease {lease} is not a lease on the node this patch writes",
                 next="Use the lease id that Claim returned for this node.",
             )
-        self.authorize(actor, ctx.intents, ctx.lease)
+        await self.authorize(tx, actor, ctx.intents, ctx.lease)
         await ctx.finish(release_after)
         result = PatchResult(
             request_id=request_id,

@@ -76,7 +76,7 @@ class Principals(Context):
         ``actor`` None is the server's own bootstrap, which no policy gates.
         """
         if actor is not None:
-            self.authorize(actor, [intent("admin")])
+            await self.authorize(tx, actor, [intent("admin")])
         clean = name.strip()
         if not clean or len(clean) > 100:
             raise Invalid(
@@ -123,7 +123,7 @@ class Principals(Context):
     async def attach_identity(
         self, tx: Tx, actor: Actor, principal: str, scheme: str, value: str
     ) -> Principal:
-        self.authorize(actor, [intent("admin")])
+        await self.authorize(tx, actor, [intent("admin")])
         p = await self._principal(tx, principal)
         try:
             kind = IdentityScheme(scheme)
@@ -148,7 +148,7 @@ class Principals(Context):
         return p
 
     async def create_token(self, tx: Tx, actor: Actor, principal: str) -> TokenInfo:
-        self.authorize(actor, [intent("admin")])
+        await self.authorize(tx, actor, [intent("admin")])
         p = await self._principal(tx, principal)
         secret = "skt_" + secrets.token_urlsafe(32)
         ident = await self._attach(tx, p, IdentityScheme.TOKEN, token_digest(secret))
@@ -167,7 +167,7 @@ class Principals(Context):
         )
 
     async def revoke_token(self, tx: Tx, actor: Actor, token_id: str) -> None:
-        self.authorize(actor, [intent("admin")])
+        await self.authorize(tx, actor, [intent("admin")])
         ident_id = parse_ulid(token_id.strip())
         ident = await tx.identity_by_id(ident_id) if ident_id else None
         if ident is None or ident.scheme is not IdentityScheme.TOKEN:

@@ -34,7 +34,7 @@ class Projects(Context):
         priority: Priority = Priority.P2,
         vcs_url: str = "",
     ) -> Project:
-        self.authorize(actor, [intent("create_project")])
+        await self.authorize(tx, actor, [intent("create_project")])
         title = title.strip()
         if not title:
             raise Invalid("a project needs a title", next="Give a short human-readable title.")
@@ -91,7 +91,7 @@ class Projects(Context):
         vcs_url: str | None = None,
         budget: object = None,
     ) -> Project:
-        self.authorize(actor, [intent("update_project")])
+        await self.authorize(tx, actor, [intent("update_project")])
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
         self._writable_project(project)
@@ -139,7 +139,7 @@ class Projects(Context):
         return updated
 
     async def archive_project(self, tx: Tx, actor: Actor, ref: str, reason: str) -> Project:
-        self.authorize(actor, [intent("archive_project")])
+        await self.authorize(tx, actor, [intent("archive_project")])
         project = await self.resolve_project(tx, ref)
         project = await tx.project_by_id(project.id, lock=True) or project
         if project.archived_at is not None:
@@ -171,7 +171,7 @@ class Projects(Context):
         restricting it; to everyone else it is a slug nobody created. Restricting a
         restricted project replaces its readers."""
         project = await self.resolve_project(tx, ref)
-        self.authorize(actor, [intent("restrict_project", project=project.slug)])
+        await self.authorize(tx, actor, [intent("restrict_project", project=project.slug)])
         project = await tx.project_by_id(project.id, lock=True) or project
         reason = self._reason(reason, "restriction")
         if len(readers) > _MAX_READERS:
@@ -214,7 +214,7 @@ class Projects(Context):
     async def unrestrict_project(self, tx: Tx, actor: Actor, ref: str, reason: str) -> Project:
         """Make a restricted project readable by the whole organization again."""
         project = await self.resolve_project(tx, ref)
-        self.authorize(actor, [intent("unrestrict_project", project=project.slug)])
+        await self.authorize(tx, actor, [intent("unrestrict_project", project=project.slug)])
         project = await tx.project_by_id(project.id, lock=True) or project
         reason = self._reason(reason, "restriction's end")
         if project.readers is None:

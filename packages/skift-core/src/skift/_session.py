@@ -44,8 +44,8 @@ class Session:
         self.store = store
         self.spec = principal or User(getpass.getuser())
         self.org_name = org
-        self.policy = policy or Policy.default()
-        self.engine = Engine(limits, org=org, policy=self.policy)
+        self.base_policy = policy or Policy.default()
+        self.engine = Engine(limits, org=org, policy=self.base_policy)
         self.identity_scheme = identity_scheme
         self._owns = owns_store
         self._actor: Actor | None = actor

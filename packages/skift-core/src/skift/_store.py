@@ -41,6 +41,7 @@ from ._models import (
     Status,
 )
 from ._parts import ArtifactRecord, BlobRecord
+from ._policy_records import StoredPolicy
 from ._retention import PruneReport
 from ._signin import SigninStore
 from ._usage_records import Budget, Rate, UsageRecord, UsageScope, UsageTotal
@@ -396,6 +397,19 @@ class Tx(Protocol):
 
     async def set_org_limits(self, limits: Mapping[str, int]) -> None:
         """Replace the organization's own size limits ({} clears them all)."""
+        ...
+
+    async def org_policy_digest(self) -> str:
+        """The digest of the organization's stored policy modules ("" when none are stored):
+        read by every transaction that asks the policy, so it must be one cheap lookup."""
+        ...
+
+    async def org_policy(self) -> StoredPolicy | None:
+        """The organization's stored policy record (None: never set)."""
+        ...
+
+    async def set_org_policy(self, policy: StoredPolicy) -> None:
+        """Replace the organization's stored policy record (no modules: the base alone)."""
         ...
 
     async def upsert_rate(self, rate: Rate) -> None: ...

@@ -199,7 +199,8 @@ async def record_usage(
     held = None
     if lease is not None:
         held = await e._fence(tx, actor, node, lease)  # pyright: ignore[reportPrivateUsage]
-    e.authorize(
+    await e.authorize(
+        tx,
         actor,
         [
             intent(
@@ -345,7 +346,7 @@ async def set_rate(
     prices: dict[str, object],
     currency: str,
 ) -> RateInfo:
-    e.authorize(actor, [intent("set_rate")])
+    await e.authorize(tx, actor, [intent("set_rate")])
     name = model.strip()
     if not name or len(name) > _MODEL_CHARS:
         raise Invalid(

@@ -214,8 +214,8 @@ def check_events(events: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _authorize(e: Context, actor: Actor, project: Project) -> None:
-    e.authorize(actor, [intent("manage_webhook", project=project.slug)])
+async def _authorize(e: Context, tx: Tx, actor: Actor, project: Project) -> None:
+    await e.authorize(tx, actor, [intent("manage_webhook", project=project.slug)])
 
 
 async def _endpoint(tx: Tx, ref: str, *, lock: bool = False) -> Endpoint:
@@ -236,7 +236,7 @@ async def add_webhook(
     proj = await e.resolve_project(tx, project)
     checked = check_url(url, allow_private=e.limits.webhook_allow_private)
     ops = check_events(events)
-    _authorize(e, actor, proj)
+    await _authorize(e, tx, actor, proj)
     existing = await tx.endpoint_by_url(proj.id, checked)
     if existing is not None:
         raise Conflict(
@@ -282,7 +282,7 @@ async def rotate_webhook_secret(e: Context, tx: Tx, actor: Actor, ref: str) -> W
     """Give an endpoint a new secret (returned this once); the old one stops signing at once."""
     ep = await _endpoint(tx, ref, lock=True)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
-    _authorize(e, actor, proj)
+    await _authorize(e, tx, actor, proj)
     secret = secrets.token_bytes(SECRET_BYTES)
     await tx.update_endpoint(attrs.evolve(ep, secret=secret))
     await _append(e, tx, actor, "rotate_webhook_secret", ep)
@@ -296,7 +296,7 @@ async def set_webhook_enabled(
     into its pending delivery) or enable it again (that delivery goes out)."""
     ep = await _endpoint(tx, ref, lock=True)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
-    _authorize(e, actor, proj)
+    await _authorize(e, tx, actor, proj)
     if (ep.disabled_at is None) == enabled:
         return _info(ep, proj.slug)
     changed = attrs.evolve(ep, disabled_at=None if enabled else await tx.now())
@@ -362,7 +362,7 @@ async def redeliver(e: Context, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     retry schedule."""
     d = await _delivery(tx, ref)
     proj = await e.resolve_project(tx, ulid_str(d.project_id))
-    _authorize(e, actor, proj)
+    await _authorize(e, tx, actor, proj)
     if d.state == "pending":
         raise Conflict(
             f"delivery {ref} is still pending (attempt {d.attempts} made)",
@@ -379,7 +379,7 @@ async def queue_test_delivery(e: Context, tx: Tx, actor: Actor, ref: str) -> Del
     to check that a receiver is reachable and verifies the signature."""
     ep = await _endpoint(tx, ref)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
-    _authorize(e, actor, proj)
+    await _authorize(e, tx, actor, proj)
     assert ep.watermark is not None
     now = await tx.now()
     d = Delivery(

@@ -69,7 +69,9 @@ class Work(Reads):
                 f"{ref_text} is {node.status.value}, not open",
                 next=f"Reopen it first ('skift reopen {ref_text} --reason …') if the work must be redone.",
             )
-        self.authorize(actor, [intent("claim", node=node_facts(node, ref_text, owner.slug, actor))])
+        await self.authorize(
+            tx, actor, [intent("claim", node=node_facts(node, ref_text, owner.slug, actor))]
+        )
         ex = await self.explain(tx, ulid_str(node.id), None)
         if not ex.ready:
             first = ex.reasons[0] if ex.reasons else Reason(kind="not_ready")
@@ -104,7 +106,8 @@ class Work(Reads):
         if node is not None:
             owner = await tx.project_by_id(node.project_id)
             assert owner is not None
-            self.authorize(
+            await self.authorize(
+                tx,
                 actor,
                 [intent("claim", node=node_facts(node, ref_of(node, owner), owner.slug, actor))],
             )

@@ -29,6 +29,7 @@ from grpclib.client import Channel
 
 import skift
 
+from ._client_admin import AdminCalls
 from ._client_base import (
     DEFAULT_ATTEMPTS,
     DEFAULT_TIMEOUT,
@@ -48,7 +49,7 @@ __all__ = ["RemoteSkift", "RemoteStore", "connect"]
 
 
 @skift.check_inputs
-class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls):
+class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls, AdminCalls):
     """skift over gRPC. Use :func:`connect` to make one."""
 
     def acting_as(self, principal: skift.PrincipalSpec, *, org: str | None = None) -> RemoteSkift:

@@ -17,6 +17,7 @@ import betterproto2
 import skift
 
 from . import _paging as paging
+from ._admin_rpc import HANDLERS as ADMIN_HANDLERS
 from ._convert import enum_word
 from ._convert_graph import (
     claim_pb,
@@ -662,6 +663,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "AttachArtifact": _attach_artifact,
     "ListArtifacts": _list_artifacts,
     **WEBHOOK_HANDLERS,
+    **ADMIN_HANDLERS,
 }
 """Every RPC of skift.v1.SkiftService, by its proto name."""
 

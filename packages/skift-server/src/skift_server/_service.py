@@ -44,6 +44,10 @@ SERVICE: Final = "skift.v1.SkiftService"
 
 _ENDS_LEASE: Final = frozenset({"Complete", "Release", "Gate"})
 
+SERVER_ADMIN: Final = "server_admin"
+"""Not a policy action: the caller must administer the server (a person of its first
+organization); ``LocalSkift.check_action`` knows it."""
+
 ADMIN_ACTIONS: Final[dict[str, str]] = {
     "AddPrincipal": "admin",
     "ListPrincipals": "admin",
@@ -53,6 +57,10 @@ ADMIN_ACTIONS: Final[dict[str, str]] = {
     "SweepExpired": "admin",
     "SetOrgLimits": "set_org_limits",
     "SetRate": "set_rate",
+    "SetPolicy": "set_policy",
+    "ResetPolicy": "set_policy",
+    "CreateOrg": SERVER_ADMIN,
+    "ListOrgs": SERVER_ADMIN,
 }
 """Administrative RPCs and the policy action each needs: checked for the caller as soon as
 it is authenticated, before the call does any work (the seed's coarse method checks)."""

@@ -24,6 +24,7 @@ from skift import (
     Rate,
     Revision,
     SearchQuery,
+    StoredPolicy,
     UsageKind,
     UsageRecord,
     UsageScope,
@@ -248,6 +249,31 @@ class ContentTx(TxBase, PgWebhooksTx):
 
     async def set_org_limits(self, limits: Mapping[str, int]) -> None:
         await self.write("set_org_limits", limits=Jsonb(dict(limits)))
+
+    async def org_policy_digest(self) -> str:
+        r = await self.row("org_policy_digest")
+        return str(r["digest"]) if r else ""
+
+    async def org_policy(self) -> StoredPolicy | None:
+        r = await self.row("org_policy")
+        if r is None:
+            return None
+        modules: list[list[str]] = r["modules"]
+        return StoredPolicy(
+            modules=tuple((str(n), str(s)) for n, s in modules),
+            digest=r["digest"],
+            updated_at=r["updated_at"],
+            updated_by=r["updated_by"],
+        )
+
+    async def set_org_policy(self, policy: StoredPolicy) -> None:
+        await self.write(
+            "set_org_policy",
+            modules=Jsonb([list(m) for m in policy.modules]),
+            digest=policy.digest,
+            updated_at=policy.updated_at,
+            updated_by=policy.updated_by,
+        )
 
     async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
         if not scope_ids:

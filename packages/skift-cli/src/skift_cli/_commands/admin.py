@@ -50,7 +50,7 @@ def principal_list() -> None:
 @group("Setup and admin")
 @global_options
 def org() -> None:
-    """The organization's settings."""
+    """Organizations: create and list them (a server administrator), and your own's settings."""
 
 
 _ORG_SIZES = (

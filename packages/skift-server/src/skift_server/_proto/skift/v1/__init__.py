@@ -42,6 +42,8 @@ __all__ = (
     "CompleteRequest",
     "CompleteResponse",
     "CreateNodeOp",
+    "CreateOrgRequest",
+    "CreateOrgResponse",
     "CreateProjectRequest",
     "CreateProjectResponse",
     "CreateTokenRequest",
@@ -77,6 +79,8 @@ __all__ = (
     "GetNodeResponse",
     "GetOrgLimitsRequest",
     "GetOrgLimitsResponse",
+    "GetPolicyRequest",
+    "GetPolicyResponse",
     "GetProjectRequest",
     "GetProjectResponse",
     "GetProjectUsageRequest",
@@ -116,6 +120,8 @@ __all__ = (
     "ListLiveLeasesResponse",
     "ListNodesRequest",
     "ListNodesResponse",
+    "ListOrgsRequest",
+    "ListOrgsResponse",
     "ListPrincipalsRequest",
     "ListPrincipalsResponse",
     "ListProjectsRequest",
@@ -131,12 +137,15 @@ __all__ = (
     "Node",
     "NodeFilter",
     "NodeStatus",
+    "Org",
     "OrgLimits",
+    "OrgPolicy",
     "Part",
     "PatchOp",
     "PatchRequest",
     "PatchResponse",
     "PatchResult",
+    "PolicyModule",
     "Principal",
     "PrincipalKind",
     "Priority",
@@ -159,6 +168,8 @@ __all__ = (
     "ReopenNodeOp",
     "ReopenNodeRequest",
     "ReopenNodeResponse",
+    "ResetPolicyRequest",
+    "ResetPolicyResponse",
     "ResolveCommentRequest",
     "ResolveCommentResponse",
     "ResolveNodeRequest",
@@ -174,6 +185,8 @@ __all__ = (
     "SearchResponse",
     "SetOrgLimitsRequest",
     "SetOrgLimitsResponse",
+    "SetPolicyRequest",
+    "SetPolicyResponse",
     "SetRateRequest",
     "SetRateResponse",
     "SkiftServiceBase",
@@ -1551,6 +1564,66 @@ default_message_pool.register_message("skift.v1", "CreateNodeOp", CreateNodeOp)
 
 
 @dataclass(eq=False, repr=False)
+class CreateOrgRequest(betterproto2.Message):
+    """
+    CreateOrg's request (an administrator of the server).
+    """
+
+    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The organization's name (1 to 100 characters).
+    """
+
+    admin: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The name of its first user, who administers it.
+    """
+
+    uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
+    """
+    A unix uid for that user on this host.
+    """
+
+
+default_message_pool.register_message("skift.v1", "CreateOrgRequest", CreateOrgRequest)
+
+
+@dataclass(eq=False, repr=False)
+class CreateOrgResponse(betterproto2.Message):
+    """
+    CreateOrg's response.
+    """
+
+    org: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The organization's name.
+    """
+
+    admin: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its first user's name.
+    """
+
+    token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    That user's bearer token (shown once, never again); it works at once over TCP.
+    """
+
+    token_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The token's id (what RevokeToken takes).
+    """
+
+    uid: "int | None" = betterproto2.field(5, betterproto2.TYPE_INT64, optional=True)
+    """
+    The unix uid bound to the user, when one was given.
+    """
+
+
+default_message_pool.register_message("skift.v1", "CreateOrgResponse", CreateOrgResponse)
+
+
+@dataclass(eq=False, repr=False)
 class CreateProjectRequest(betterproto2.Message):
     """
     ============================================================== requests and responses: projects
@@ -2363,6 +2436,33 @@ class GetOrgLimitsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "GetOrgLimitsResponse", GetOrgLimitsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class GetPolicyRequest(betterproto2.Message):
+    """
+    GetPolicy's request.
+    """
+
+    pass
+
+
+default_message_pool.register_message("skift.v1", "GetPolicyRequest", GetPolicyRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GetPolicyResponse(betterproto2.Message):
+    """
+    GetPolicy's response.
+    """
+
+    policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The organization's policy.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GetPolicyResponse", GetPolicyResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -3450,6 +3550,46 @@ default_message_pool.register_message("skift.v1", "ListNodesResponse", ListNodes
 
 
 @dataclass(eq=False, repr=False)
+class ListOrgsRequest(betterproto2.Message):
+    """
+    ListOrgs' request (an administrator of the server).
+    """
+
+    page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+    """
+    At most this many per page; the server's default when 0.
+    """
+
+    page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The previous page's next_page_token; empty for the first page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListOrgsRequest", ListOrgsRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListOrgsResponse(betterproto2.Message):
+    """
+    ListOrgs' response.
+    """
+
+    orgs: "list[Org]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The organizations, oldest first.
+    """
+
+    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The token of the next page; empty on the last page.
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListOrgsResponse", ListOrgsResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ListPrincipalsRequest(betterproto2.Message):
     """
     ListPrincipals' request (admin).
@@ -3953,6 +4093,35 @@ default_message_pool.register_message("skift.v1", "NodeFilter", NodeFilter)
 
 
 @dataclass(eq=False, repr=False)
+class Org(betterproto2.Message):
+    """
+    ============================================================== requests and responses: organizations
+
+    An organization of the server.
+    """
+
+    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Its name, unique on the server.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was created.
+    """
+
+    first: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    True for the server's own organization (its users administer the server).
+    """
+
+
+default_message_pool.register_message("skift.v1", "Org", Org)
+
+
+@dataclass(eq=False, repr=False)
 class OrgLimits(betterproto2.Message):
     """
     The size limits in force for the organization.
@@ -3989,6 +4158,33 @@ class OrgLimits(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "OrgLimits", OrgLimits)
+
+
+@dataclass(eq=False, repr=False)
+class OrgPolicy(betterproto2.Message):
+    """
+    The organization's own Rego modules, layered on the server's base policy.
+    """
+
+    modules: "list[PolicyModule]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The modules in order; none: the base policy alone.
+    """
+
+    updated_at: "datetime.datetime | None" = betterproto2.field(
+        2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When they were last set or reset; unset when never.
+    """
+
+    updated_by: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    Who last set or reset them (a principal's name); empty when never.
+    """
+
+
+default_message_pool.register_message("skift.v1", "OrgPolicy", OrgPolicy)
 
 
 @dataclass(eq=False, repr=False)
@@ -4209,6 +4405,28 @@ class PatchResult(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "PatchResult", PatchResult)
+
+
+@dataclass(eq=False, repr=False)
+class PolicyModule(betterproto2.Message):
+    """
+    ============================================================== requests and responses: the organization's policy
+
+    One Rego module of an organization's policy.
+    """
+
+    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Its name (a file name, e.g. private.rego), unique in the policy.
+    """
+
+    source: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Its Rego source.
+    """
+
+
+default_message_pool.register_message("skift.v1", "PolicyModule", PolicyModule)
 
 
 @dataclass(eq=False, repr=False)
@@ -4811,6 +5029,36 @@ default_message_pool.register_message("skift.v1", "ReopenNodeResponse", ReopenNo
 
 
 @dataclass(eq=False, repr=False)
+class ResetPolicyRequest(betterproto2.Message):
+    """
+    ResetPolicy's request (the organization's admin): drop its own modules.
+    """
+
+    reason: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ResetPolicyRequest", ResetPolicyRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ResetPolicyResponse(betterproto2.Message):
+    """
+    ResetPolicy's response.
+    """
+
+    policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The organization's policy now (no modules).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ResetPolicyResponse", ResetPolicyResponse)
+
+
+@dataclass(eq=False, repr=False)
 class ResolveCommentRequest(betterproto2.Message):
     """
     ResolveComment's request.
@@ -5121,6 +5369,41 @@ class SetOrgLimitsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "SetOrgLimitsResponse", SetOrgLimitsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class SetPolicyRequest(betterproto2.Message):
+    """
+    SetPolicy's request (the organization's admin): replace its own modules.
+    """
+
+    modules: "list[PolicyModule]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+    """
+    The modules (at least one; they must compile and define rules in package skift.authz).
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (required).
+    """
+
+
+default_message_pool.register_message("skift.v1", "SetPolicyRequest", SetPolicyRequest)
+
+
+@dataclass(eq=False, repr=False)
+class SetPolicyResponse(betterproto2.Message):
+    """
+    SetPolicy's response.
+    """
+
+    policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The organization's policy now.
+    """
+
+
+default_message_pool.register_message("skift.v1", "SetPolicyResponse", SetPolicyResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -7063,6 +7346,116 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def get_policy(
+        self,
+        message: "GetPolicyRequest | None" = None,
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "GetPolicyResponse":
+        """
+        The organization's own Rego modules (any principal of it may read them).
+        """
+
+        if message is None:
+            message = GetPolicyRequest()
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/GetPolicy",
+            message,
+            GetPolicyResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def set_policy(
+        self,
+        message: "SetPolicyRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "SetPolicyResponse":
+        """
+        Replace the organization's own Rego modules (its admin); a module that does
+        not compile is INVALID_ARGUMENT and nothing changes. An event with the reason.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/SetPolicy",
+            message,
+            SetPolicyResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def reset_policy(
+        self,
+        message: "ResetPolicyRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ResetPolicyResponse":
+        """
+        Drop the organization's own Rego modules: the base policy alone decides. An event.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ResetPolicy",
+            message,
+            ResetPolicyResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def create_org(
+        self,
+        message: "CreateOrgRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "CreateOrgResponse":
+        """
+        Create an organization with its first user and that user's token (an
+        administrator of the server: a person of its first organization).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/CreateOrg",
+            message,
+            CreateOrgResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_orgs(
+        self,
+        message: "ListOrgsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListOrgsResponse":
+        """
+        The server's organizations, oldest first (an administrator of the server).
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListOrgs",
+            message,
+            ListOrgsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
     async def put_blob(
         self,
         message: "PutBlobRequest",
@@ -7831,6 +8224,43 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def get_policy(self, message: "GetPolicyRequest") -> "GetPolicyResponse":
+        """
+        The organization's own Rego modules (any principal of it may read them).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def set_policy(self, message: "SetPolicyRequest") -> "SetPolicyResponse":
+        """
+        Replace the organization's own Rego modules (its admin); a module that does
+        not compile is INVALID_ARGUMENT and nothing changes. An event with the reason.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def reset_policy(self, message: "ResetPolicyRequest") -> "ResetPolicyResponse":
+        """
+        Drop the organization's own Rego modules: the base policy alone decides. An event.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def create_org(self, message: "CreateOrgRequest") -> "CreateOrgResponse":
+        """
+        Create an organization with its first user and that user's token (an
+        administrator of the server: a person of its first organization).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_orgs(self, message: "ListOrgsRequest") -> "ListOrgsResponse":
+        """
+        The server's organizations, oldest first (an administrator of the server).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def put_blob(self, message: "PutBlobRequest") -> "PutBlobResponse":
         """
         ---- artifacts and blobs
@@ -8390,6 +8820,46 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.get_org_limits(request)
         await stream.send_message(response)
 
+    async def __rpc_get_policy(
+        self, stream: "grpclib.server.Stream[GetPolicyRequest, GetPolicyResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.get_policy(request)
+        await stream.send_message(response)
+
+    async def __rpc_set_policy(
+        self, stream: "grpclib.server.Stream[SetPolicyRequest, SetPolicyResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.set_policy(request)
+        await stream.send_message(response)
+
+    async def __rpc_reset_policy(
+        self, stream: "grpclib.server.Stream[ResetPolicyRequest, ResetPolicyResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.reset_policy(request)
+        await stream.send_message(response)
+
+    async def __rpc_create_org(
+        self, stream: "grpclib.server.Stream[CreateOrgRequest, CreateOrgResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.create_org(request)
+        await stream.send_message(response)
+
+    async def __rpc_list_orgs(
+        self, stream: "grpclib.server.Stream[ListOrgsRequest, ListOrgsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_orgs(request)
+        await stream.send_message(response)
+
     async def __rpc_put_blob(
         self, stream: "grpclib.server.Stream[PutBlobRequest, PutBlobResponse]"
     ) -> None:
@@ -8843,6 +9313,36 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 GetOrgLimitsRequest,
                 GetOrgLimitsResponse,
+            ),
+            "/skift.v1.SkiftService/GetPolicy": grpclib.const.Handler(
+                self.__rpc_get_policy,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                GetPolicyRequest,
+                GetPolicyResponse,
+            ),
+            "/skift.v1.SkiftService/SetPolicy": grpclib.const.Handler(
+                self.__rpc_set_policy,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                SetPolicyRequest,
+                SetPolicyResponse,
+            ),
+            "/skift.v1.SkiftService/ResetPolicy": grpclib.const.Handler(
+                self.__rpc_reset_policy,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ResetPolicyRequest,
+                ResetPolicyResponse,
+            ),
+            "/skift.v1.SkiftService/CreateOrg": grpclib.const.Handler(
+                self.__rpc_create_org,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                CreateOrgRequest,
+                CreateOrgResponse,
+            ),
+            "/skift.v1.SkiftService/ListOrgs": grpclib.const.Handler(
+                self.__rpc_list_orgs,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListOrgsRequest,
+                ListOrgsResponse,
             ),
             "/skift.v1.SkiftService/PutBlob": grpclib.const.Handler(
                 self.__rpc_put_blob,

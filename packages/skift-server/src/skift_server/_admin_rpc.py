@@ -1,0 +1,87 @@
+"""skift.v1's organization RPCs: its own policy (GetPolicy, SetPolicy, ResetPolicy) and the
+server's organizations (CreateOrg, ListOrgs). The messages both ways and the handlers (decode,
+call the API, encode; the rules are the engine's, skift._org_policy and skift._orgs)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import skift
+
+from . import _paging as paging
+from ._convert import opt_ts, ts, utc
+from ._proto.skift import v1
+
+
+def org_policy_pb(p: skift.OrgPolicy) -> v1.OrgPolicy:
+    return v1.OrgPolicy(
+        modules=[v1.PolicyModule(name=m.name, source=m.source) for m in p.modules],
+        updated_at=utc(p.updated_at),
+        updated_by=p.updated_by or "",
+    )
+
+
+def org_policy_view(m: v1.OrgPolicy | None) -> skift.OrgPolicy:
+    m = m or v1.OrgPolicy()
+    return skift.OrgPolicy(
+        modules=tuple(skift.PolicyModule(name=x.name, source=x.source) for x in m.modules),
+        updated_at=opt_ts(m.updated_at),
+        updated_by=m.updated_by or None,
+    )
+
+
+def org_pb(o: skift.OrgInfo) -> v1.Org:
+    return v1.Org(name=o.name, created_at=utc(o.created_at), first=o.first)
+
+
+def org_view(m: v1.Org) -> skift.OrgInfo:
+    return skift.OrgInfo(name=m.name, created_at=ts(m.created_at), first=m.first)
+
+
+def org_created_view(m: v1.CreateOrgResponse) -> skift.OrgCreated:
+    return skift.OrgCreated(org=m.org, admin=m.admin, token=m.token, token_id=m.token_id, uid=m.uid)
+
+
+async def _get_policy(sk: skift.LocalSkift, r: v1.GetPolicyRequest) -> v1.GetPolicyResponse:
+    return v1.GetPolicyResponse(policy=org_policy_pb(await sk.policy()))
+
+
+async def _set_policy(sk: skift.LocalSkift, r: v1.SetPolicyRequest) -> v1.SetPolicyResponse:
+    modules = [(m.name, m.source) for m in r.modules]
+    names = [n for n, _ in modules]
+    if len(set(names)) != len(names):  # a dict would quietly keep the last of two
+        dup = next(n for n in names if names.count(n) > 1)
+        raise skift.Invalid(
+            f"two policy modules are named {dup!r}", next="Give each module its own name."
+        )
+    got = await sk.set_policy(dict(modules), reason=r.reason)
+    return v1.SetPolicyResponse(policy=org_policy_pb(got))
+
+
+async def _reset_policy(sk: skift.LocalSkift, r: v1.ResetPolicyRequest) -> v1.ResetPolicyResponse:
+    return v1.ResetPolicyResponse(policy=org_policy_pb(await sk.reset_policy(reason=r.reason)))
+
+
+async def _create_org(sk: skift.LocalSkift, r: v1.CreateOrgRequest) -> v1.CreateOrgResponse:
+    got = await sk.create_org(r.name, admin=r.admin, uid=r.uid)
+    return v1.CreateOrgResponse(
+        org=got.org, admin=got.admin, token=got.token, token_id=got.token_id, uid=got.uid
+    )
+
+
+async def _list_orgs(sk: skift.LocalSkift, r: v1.ListOrgsRequest) -> v1.ListOrgsResponse:
+    token = paging.decode("ListOrgs", r.page_token)
+    got = [org_pb(o) for o in await sk.list_orgs()]
+    size = sk.engine.page_size(r.page_size or None)
+    items, nxt = paging.slice_page("ListOrgs", got, token, size)
+    return v1.ListOrgsResponse(orgs=items, next_page_token=nxt)
+
+
+HANDLERS: Final[dict[str, Any]] = {
+    "GetPolicy": _get_policy,
+    "SetPolicy": _set_policy,
+    "ResetPolicy": _reset_policy,
+    "CreateOrg": _create_org,
+    "ListOrgs": _list_orgs,
+}
+"""The organization RPCs, by their proto names."""

@@ -1,0 +1,53 @@
+"""RemoteSkift's organization calls: the organization's own policy, and the server's
+organizations (an administrator of the server)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import skift
+
+from . import _admin_rpc as ad
+from ._client_base import RemoteBase
+from ._proto.skift import v1
+
+
+class AdminCalls(RemoteBase):
+    """The organization's policy and the server's organizations, over gRPC."""
+
+    async def policy(self) -> skift.OrgPolicy:
+        got = await self._call("GetPolicy", v1.GetPolicyRequest(), v1.GetPolicyResponse, safe=True)
+        return ad.org_policy_view(got.policy)
+
+    async def set_policy(
+        self, modules: Mapping[str, str], *, reason: str | None = None
+    ) -> skift.OrgPolicy:
+        req = v1.SetPolicyRequest(
+            modules=[v1.PolicyModule(name=n, source=s) for n, s in modules.items()],
+            reason=reason or "",
+        )
+        # setting the same modules twice changes nothing the second time
+        got = await self._call("SetPolicy", req, v1.SetPolicyResponse, safe=True)
+        return ad.org_policy_view(got.policy)
+
+    async def reset_policy(self, *, reason: str | None = None) -> skift.OrgPolicy:
+        req = v1.ResetPolicyRequest(reason=reason or "")
+        got = await self._call("ResetPolicy", req, v1.ResetPolicyResponse, safe=True)
+        return ad.org_policy_view(got.policy)
+
+    async def create_org(
+        self, name: str, *, admin: str, uid: int | None = None
+    ) -> skift.OrgCreated:
+        req = v1.CreateOrgRequest(name=name, admin=admin, uid=uid)
+        got = await self._call("CreateOrg", req, v1.CreateOrgResponse, safe=False)
+        return ad.org_created_view(got)
+
+    async def list_orgs(self) -> list[skift.OrgInfo]:
+        out: list[skift.OrgInfo] = []
+        token = ""
+        while True:
+            req = v1.ListOrgsRequest(page_token=token)
+            got = await self._call("ListOrgs", req, v1.ListOrgsResponse, safe=True)
+            out += [ad.org_view(o) for o in got.orgs]
+            if not (token := got.next_page_token):
+                return out
