@@ -227,3 +227,47 @@ async def test_a_change_applies_from_the_next_transaction_everywhere(
     with pytest.raises(skift.Refused, match="only a person completes it"):
         await theirs.complete(three, lease=lease3, result="announced")
     assert (await sk.policy()).updated_by == "ada"
+
+
+TWO_PERSON_RULE = """package skift.authz
+
+import rego.v1
+
+deny contains {
+    "msg": sprintf("%s is a gate you filed: approval needs a second person", [i.node.ref]),
+    "next": "Ask another person to complete it.",
+} if {
+    some i in input.intents
+    i.action == "complete"
+    i.node.gate
+    i.node.filed_by_me
+}
+"""
+
+
+@pytest.mark.own_server  # a program embedding skift over the server's database
+async def test_a_programs_own_policy_is_the_base_the_stored_modules_layer_on(
+    sk: skift.LocalSkift, store_url: str
+) -> None:
+    """A program that opens skift with its own Policy keeps its rules, and the organization's
+    stored modules (set through the server or the program) hold in it too."""
+    url = "memory:" if store_url == "memory:" else store_url.removeprefix("remote+")
+    policy = skift.Policy.default().extended(TWO_PERSON_RULE)
+    async with skift.open(url, principal=skift.User("ada"), policy=policy) as ada:
+        stored = ada if url == "memory:" else sk
+        await stored.set_policy({"release.rego": RELEASE_RULE}, reason="a person signs releases")
+        p = await ada.create_project("Release")
+        res = await ada.patch(
+            p.slug,
+            [
+                skift.CreateNode(alias="g", title="Approve", assignee_kind=skift.AssigneeKind.USER),
+                skift.CreateNode(alias="w", title="Tag"),
+            ],
+        )
+        with pytest.raises(skift.Refused, match="approval needs a second person"):
+            await ada.complete(res.created["g"], result="approved by myself")  # the program's
+        bot = ada.acting_as(skift.Agent("bot"))
+        lease = (await bot.claim(res.created["w"])).lease.id
+        with pytest.raises(skift.Refused, match="only a person completes it"):  # the stored
+            await bot.complete(res.created["w"], lease=lease, result="tagged")
+        await ada.acting_as(skift.User("bob")).complete(res.created["g"], result="approved")
