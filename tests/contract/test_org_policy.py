@@ -271,3 +271,33 @@ async def test_a_programs_own_policy_is_the_base_the_stored_modules_layer_on(
         with pytest.raises(skift.Refused, match="only a person completes it"):  # the stored
             await bot.complete(res.created["w"], lease=lease, result="tagged")
         await ada.acting_as(skift.User("bob")).complete(res.created["g"], result="approved")
+
+
+HR_RULE = """package skift.authz
+
+import rego.v1
+
+unreadable contains "hr" if input.principal.kind != "user"
+"""
+
+
+async def test_a_stored_module_decides_reads_too(sk: skift.LocalSkift) -> None:
+    """The read decision is the stored policy's too: a module that keeps project `hr` from
+    agents hides it from them like a slug nobody created, from the next request on; a person
+    still reads it; a reset shows it again. A read rule that is not a set is refused."""
+    hr = await sk.create_project("HR", slug="hr")
+    ref = (await sk.patch(hr.slug, [skift.CreateNode(title="Pay rise")])).nodes[0].ref
+    bot = sk.acting_as(skift.Agent("bot"))
+    assert ref in [n.ref for n in (await bot.ready()).nodes]
+
+    await sk.set_policy({"hr.rego": HR_RULE}, reason="HR is for people")
+    assert ref not in [n.ref for n in (await bot.ready()).nodes]
+    assert "hr" not in [p.slug for p in await bot.list_projects()]
+    with pytest.raises(skift.NotFound):
+        await bot.get(ref)
+    assert (await sk.get(ref)).title == "Pay rise"
+
+    with pytest.raises(skift.Invalid, match=r"does not evaluate data\.skift\.authz\.unreadable"):
+        await sk.set_policy({"bad.rego": "package skift.authz\n\nunreadable := 5\n"}, reason="try")
+    await sk.reset_policy(reason="open again")
+    assert (await bot.get(ref)).title == "Pay rise"

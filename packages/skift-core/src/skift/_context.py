@@ -267,6 +267,7 @@ class Context:
             if found is not None:
                 out.add(found.id)
         return frozenset(out)
+
     async def policy_in(self, tx: Tx) -> Policy:
         """The policy that decides this transaction's requests: the base policy with the
         organization's stored modules (``skift policy set``) on top.
