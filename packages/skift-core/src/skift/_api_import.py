@@ -99,7 +99,7 @@ class ImportApi(Session):
         blobs = blob_bytes(records)
 
         async def go(tx: Tx, a: Actor) -> ArchiveImport:
-            self.engine.authorize(a, [intent("import")])  # before any bytes are written
+            await self.engine.authorize(tx, a, [intent("import")])  # before any bytes are written
             for digest, raw in blobs:
                 # held until the rows commit: a blob sweep leaves these bytes alone meanwhile
                 await tx.lock_blob(digest)

@@ -309,7 +309,7 @@ async def import_archive(
 ) -> ArchiveImport:
     """Write a parsed archive (:func:`parse_archive`) as a new project; blobs' bytes must be in
     the store's blob store already (the API puts them first)."""
-    e.authorize(actor, [intent("import")])
+    await e.authorize(tx, actor, [intent("import")])
     by_type: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for line, doc in records:
         by_type.setdefault(doc["type"], []).append((line, doc))
