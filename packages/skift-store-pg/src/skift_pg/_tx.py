@@ -43,6 +43,8 @@ class TxBase:
         self._now: datetime | None = None
         # the organization's restricted projects, read with the clock (see _prime)
         self._restricted: list[Restriction] | None = None
+        # the digest of the organization's stored policy, read with the clock too
+        self._policy_digest: str | None = None
         # Project rows read in this transaction, by id and by slug. A project
         # is read again and again while one request runs (its slug for every
         # reference, its hold and archive for every write); writes through this
@@ -124,13 +126,15 @@ class TxBase:
         return self._now
 
     async def _prime(self) -> None:
-        """The clock (kept once read) and the restricted projects, in one statement."""
+        """The clock (kept once read), the restricted projects and the stored policy's digest,
+        in one statement."""
         row = await self.row("now", offset=self._offset)
         assert row is not None
         self._keep(row)
 
     def _keep(self, row: Row) -> None:
-        """Keep the clock and the restricted projects a statement brought along."""
+        """Keep the clock, the restricted projects and the stored policy's digest a statement
+        brought along."""
         if self._now is None:
             self._now = row["now"]
         self._restricted = [
@@ -142,6 +146,13 @@ class TxBase:
             )
             for r in row["restricted"]
         ]
+        self._policy_digest = row["policy_digest"]
+
+    async def org_policy_digest(self) -> str:
+        if self._policy_digest is None:
+            await self._prime()
+        assert self._policy_digest is not None
+        return self._policy_digest
 
     async def restricted_projects(self) -> list[Restriction]:
         if self._restricted is None:

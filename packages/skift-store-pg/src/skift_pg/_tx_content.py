@@ -250,10 +250,6 @@ class ContentTx(TxBase, PgWebhooksTx):
     async def set_org_limits(self, limits: Mapping[str, int]) -> None:
         await self.write("set_org_limits", limits=Jsonb(dict(limits)))
 
-    async def org_policy_digest(self) -> str:
-        r = await self.row("org_policy_digest")
-        return str(r["digest"]) if r else ""
-
     async def org_policy(self) -> StoredPolicy | None:
         r = await self.row("org_policy")
         if r is None:
@@ -274,6 +270,7 @@ class ContentTx(TxBase, PgWebhooksTx):
             updated_at=policy.updated_at,
             updated_by=policy.updated_by,
         )
+        self._policy_digest = policy.digest
 
     async def budgets(self, scope_ids: Collection[UUID]) -> dict[UUID, Budget]:
         if not scope_ids:

@@ -232,9 +232,10 @@ FROM nodes c WHERE c.org_id = %(org)s AND c.parent_id IN (SELECT id FROM walk)
 
 -- name: now
 -- The transaction's clock: the database's, shifted only by a test's offset;
--- and the organization's restricted projects, which every request's read
--- decision needs (one round trip for both).
-SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted
+-- and the organization's restricted projects and stored policy's digest, which
+-- every request's read decision needs (one round trip for all three).
+SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
+       /*:_policy_digest*/ AS policy_digest
 
 -- name: _restricted
 -- The restricted projects (the read decision's input) as one JSON array, each
@@ -474,7 +475,8 @@ FOR UPDATE SKIP LOCKED
 SELECT (
     SELECT project_id FROM claim_cursors
     WHERE org_id = %(org)s AND principal_id = %(principal)s AND filter_hash = %(hash)s
-) AS project_id, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted
+) AS project_id, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
+  /*:_policy_digest*/ AS policy_digest
 
 -- name: set_cursor
 -- Advance the caller's rotation cursor after a claim.

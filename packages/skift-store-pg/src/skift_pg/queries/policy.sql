@@ -1,6 +1,8 @@
--- name: org_policy_digest
--- The digest of the organization's stored policy modules (no row: none stored).
-SELECT digest FROM org_policies WHERE org_id = %(org)s
+-- name: _policy_digest
+-- The digest of the organization's stored policy modules ('' when none): one
+-- primary-key probe, brought along with the transaction's clock (`now`,
+-- `get_cursor`), so the policy in force costs no round trip of its own.
+(SELECT coalesce((SELECT digest FROM org_policies WHERE org_id = %(org)s), ''))
 
 -- name: org_policy
 -- The organization's stored policy record.
