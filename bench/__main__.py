@@ -199,7 +199,9 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
     if "readpolicy" in only:
         for size in cfg.sizes:
             _log(f"ready with the read policy on, at {size} nodes")
-            results += await _readpolicy.ready_read_policy(srv, size, cfg.ready_iters)
+            results += await _readpolicy.ready_read_policy(
+                srv, size, cfg.ready_iters, rounds=2 if args.smoke else 10
+            )
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)

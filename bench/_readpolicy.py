@@ -28,6 +28,7 @@ from skift_pg import PgStore
 
 from . import _graph, _trace
 from ._env import Server, scratch
+from ._scenarios import _size_label  # pyright: ignore[reportPrivateUsage]
 from ._stats import Result, summary
 
 
@@ -39,9 +40,9 @@ async def _nothing_hidden(tx: object) -> frozenset[UUID]:
     return frozenset()
 
 
-async def ready_read_policy(srv: Server, size: int, iters: int, rounds: int = 6) -> list[Result]:
+async def ready_read_policy(srv: Server, size: int, iters: int, rounds: int = 10) -> list[Result]:
     out: list[Result] = []
-    label = f"{size // 1_000_000}M" if size >= 1_000_000 else f"{size // 1000}k"
+    label = _size_label(size)
     async with scratch(srv, f"readpolicy_{label.lower()}") as dsn:
         g = await asyncio.to_thread(_graph.load, dsn, size=size, projects=1000)
         # one client (one pool, the same connections and prepared statements) for all

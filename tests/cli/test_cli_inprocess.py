@@ -176,6 +176,25 @@ def test_project_commands(sk: Run) -> None:
     assert slug not in sk("project", "list").out
 
 
+def test_project_restrict_and_unrestrict(sk: Run) -> None:
+    slug = sk("project", "create", "Inproc private", "--json").json()["slug"]
+    sk("principal", "add", "inproc-reader", "--kind", "user")
+    got = sk(
+        "project", "restrict", slug, "--reader", "inproc-reader", "--reason", "private", "--json"
+    ).json()
+    assert got["readers"][-1] == "inproc-reader"
+    assert len(got["readers"]) == 2  # the person restricting is always a reader
+    assert "inproc-reader" in sk("project", "show", slug).out
+    no_reason = sk("project", "unrestrict", slug, expect=2)
+    assert "--reason" in no_reason.err
+    assert sk("project", "unrestrict", slug, "--reason", "public").out.strip() == (
+        f"unrestricted {slug}"
+    )
+    assert sk("project", "show", slug, "--json").json()["readers"] is None
+    again = sk("project", "unrestrict", slug, "--reason", "twice", "--json", expect=1)
+    assert json.loads(again.err)["error"]["code"] == "refused"
+
+
 def test_create_show_drop_reopen_release(cli: Cli, sk: Run, tmp_path: Path) -> None:
     p, _ = cli.project("lifecycle")
     body = tmp_path / "body.md"

@@ -109,6 +109,8 @@ async def test_a_restricted_project_is_invisible_to_everyone_else(
     page = await h.watch_events()
     assert page.events
     assert all(e.project != "secret" for e in page.events)
+    await _not_found_like_a_typo(h.export_beads("secret"), h.export_beads("nosuch"))
+    assert "secret" not in await h.export_beads("open")  # a dependency there is left out
     await _not_found_like_a_typo(h.edges(["secret#1"]), h.edges(["nosuch#1"]))
     assert await h.edges(["open#1", "open#2"]) == []
     # a claim never hands out its work, and leaves its result out of the inputs
@@ -147,6 +149,7 @@ async def test_its_readers_see_it_and_its_live_lease_stays_theirs(sk: skift.Loca
         assert (await h.get_project("secret")).readers == ("ada", "carol")
         assert (await h.get("secret#1")).result == f"{SECRET} result"
         assert [i.ref for i in await h.inputs("open#1")] == ["secret#1"]
+        assert "secret-1" in await h.export_beads("open")
         edges = await h.edges(["open#1", "open#2"])
         assert sorted(x.source.ref for x in edges) == ["secret#1", "secret#2"]
         hits = [hit.node.ref for hit in await h.search(SECRET)]

@@ -614,6 +614,11 @@ async def export_beads(
     outside = {b for bs in blockers.values() for b in bs if b not in ids}
     if outside:
         others = await tx.nodes_by_id(outside)
+        hidden = await e.hidden(tx)
+        unread = {nid for nid, n in others.items() if n.project_id in hidden}
+        if unread:  # a dependency on a project the caller may not read is left out
+            others = {nid: n for nid, n in others.items() if nid not in unread}
+            blockers = {t: [b for b in bs if b not in unread] for t, bs in blockers.items()}
         slugs = await tx.projects_by_id({n.project_id for n in others.values()})
         for nid, n in others.items():
             ids[nid] = f"{slugs[n.project_id].slug}-{n.number}"
