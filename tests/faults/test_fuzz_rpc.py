@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from conftest import SessionDatabases
 
-EXAMPLES = int(os.environ.get("SKIFT_FUZZ_EXAMPLES", "3"))  # per RPC
+EXAMPLES = int(os.environ.get("SKIFT_FUZZ_EXAMPLES", "5"))  # per RPC
 PATCH_EXAMPLES = int(os.environ.get("SKIFT_FUZZ_PATCH_EXAMPLES", "60"))
 MAX_DEPTH = 3  # nested messages
 BAD = {Status.INTERNAL, Status.UNKNOWN}
