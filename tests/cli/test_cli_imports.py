@@ -82,13 +82,34 @@ def offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if m in names or m.split(".")[0] in names)
 
 
+# betterproto2 reads its own version with importlib.metadata (~10 ms: email, zipfile, csv);
+# skift_server hands it the version from its dist-info directory's name instead.
+NOT_FOR_A_READ = (*NOT_FOR_A_CLIENT, "importlib.metadata", "email", "zipfile", "csv")
+
+
+def command_modules(modules: set[str]) -> set[str]:
+    return {m.rsplit(".", 1)[1] for m in modules if m.startswith("skift_cli._commands.")}
+
+
 def test_ready_imports_only_the_client(cli: Cli, tmp_path: Path) -> None:
     slug, _ = cli.project("imports", "one ready node")
     for args in (["ready", "-p", slug], ["ready", "-p", slug, "--json"]):
         out, modules = loaded(cli, tmp_path, *args)
         assert f"{slug}#1" in out  # it did talk to the server
         assert "skift_server._client" in modules
-        assert offenders(modules, NOT_FOR_A_CLIENT) == [], args
+        assert offenders(modules, NOT_FOR_A_READ) == [], args
+        # the command's own module, not the other sixteen
+        assert command_modules(modules) == {"work"}, args
+
+
+def test_show_imports_its_command_module_and_the_client(cli: Cli, tmp_path: Path) -> None:
+    slug, _ = cli.project("imports show", "show me")
+    out, modules = loaded(cli, tmp_path, "show", f"{slug}#1")
+    assert "show me" in out
+    assert offenders(modules, NOT_FOR_A_READ) == []
+    assert command_modules(modules) == {"nodes"}
+    _, modules = loaded(cli, tmp_path, "show", f"{slug}#1", "--json")
+    assert command_modules(modules) <= {"nodes", "leases"}  # the lease's JSON shape
 
 
 def test_claim_and_patch_import_only_the_client(cli: Cli, tmp_path: Path) -> None:
@@ -104,10 +125,42 @@ def test_claim_and_patch_import_only_the_client(cli: Cli, tmp_path: Path) -> Non
     assert offenders(modules, NOT_FOR_A_CLIENT) == []
 
 
+def test_the_command_map_names_every_command_where_it_is_defined() -> None:
+    """skift_cli._app.COMMANDS (what `skift NAME` imports) against what the modules register:
+    every command and every sub-command added to a group from another module."""
+    check = """
+import json, click
+from skift_cli._app import cli, load_all
+load_all()
+out = {}
+def walk(top, cmd):
+    out.setdefault(top, set()).add(cmd.callback.__module__.rsplit(".", 1)[1])
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            walk(top, sub)
+for name, cmd in cli.commands.items():
+    walk(name, cmd)
+print(json.dumps({k: sorted(v) for k, v in out.items()}))
+"""
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    registered = json.loads(proc.stdout)
+    from skift_cli._app import COMMANDS
+
+    mapped: dict[str, list[str]] = {}
+    for module, names in COMMANDS.items():
+        for name in names:
+            mapped.setdefault(name, []).append(module)
+    assert {k: sorted(v) for k, v in mapped.items()} == registered
+
+
 def test_help_imports_neither_skift_nor_grpc(cli: Cli, tmp_path: Path) -> None:
     out, modules = loaded(cli, tmp_path, "--help")
     assert "ready" in out
+    assert "webhook" in out  # every command module, listed
     assert offenders(modules, ("skift", "skift_server", "grpclib", "betterproto2")) == []
+    # nor the event loop and TLS a call needs (~20 ms)
+    assert offenders(modules, ("asyncio", "ssl", "concurrent")) == []
 
 
 def test_every_public_name_resolves() -> None:

@@ -18,7 +18,7 @@ import pytest
 from cli_harness import PAGE_KEYS, Cli, assert_node, assert_patch
 
 from skift_cli._app import cli as root
-from skift_cli._app import run
+from skift_cli._app import load_all, run
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 GLOBAL_OPTIONS = {"--project", "--json", "--server", "--help"}
@@ -71,6 +71,7 @@ def _commands() -> list[tuple[str, click.Command]]:
         else:
             out.append((path, cmd))
 
+    load_all()
     walk(root, "skift")
     return out
 

@@ -34,8 +34,9 @@ ALLOWED = {
 
 
 def _cli_paths() -> set[str]:
-    from skift_cli._app import cli
+    from skift_cli._app import cli, load_all
 
+    load_all()
     out: set[str] = set()
 
     def walk(cmd: click.Command, path: str) -> None:

@@ -1,50 +1,63 @@
 """The ``skift`` command line: the command modules it loads, and running it (exit codes, errors).
 
-Each command group lives in a module of ``skift_cli/_commands``; the modules
-listed in :data:`COMMAND_MODULES` are imported in order and attach their
-commands to the root group :data:`cli` (see ``skift_cli._base``). To add a
-command group: write ``_commands/<name>.py`` with ``@command("Section")`` /
-``@group("Section")`` from ``.._base``, then add ``"<name>"`` to
-:data:`COMMAND_MODULES` (one line, kept in alphabetical order).
+Each command group lives in a module of ``skift_cli/_commands``, which
+attaches its commands to the root group :data:`cli` (see ``skift_cli._base``)
+when imported. :data:`COMMANDS` names the commands of each module: a command
+line imports only the module of the command it runs (``skift ready`` never
+pays for the webhook or import commands), and ``skift --help`` imports them
+all. To add a command group: write ``_commands/<name>.py`` with
+``@command("Section")`` / ``@group("Section")`` from ``.._base``, then add
+``"<name>": ("<command>", ...)`` to :data:`COMMANDS` (kept in alphabetical
+order; a test fails when the map and the modules disagree).
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
 
 import click
 
 from . import _config
-from ._base import Failure, cli
+from ._base import Failure, Root, cli
 from ._moves import next_move
 
-__all__ = ["COMMAND_MODULES", "cli", "run"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "cli", "load_all", "run"]
 
-COMMAND_MODULES = (
-    "admin",
-    "board",
-    "content",
-    "edit",
-    "events",
-    "graph",
-    "holds",
-    "leases",
-    "maintenance",
-    "nodes",
-    "orgs",
-    "projects",
-    "setup",
-    "sweep",
-    "transfer",
-    "usage",
-    "webhooks",
-    "work",
-)
+# Each module and the commands it defines or adds sub-commands to: `skift ready` imports
+# `work` and no other; `skift org` imports admin and orgs (tests/cli/test_cli_imports.py
+# checks this map against what the modules register).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "admin": ("principal", "org", "token"),
+    "board": ("board",),
+    "content": ("comment", "comments", "search", "blob"),
+    "edit": ("update", "link", "unlink"),
+    "events": ("events",),
+    "graph": ("graph",),
+    "holds": ("hold", "unhold", "focus"),
+    "leases": ("leases",),
+    "maintenance": ("admin",),
+    "nodes": ("create", "patch", "show", "list", "drop", "reopen"),
+    "orgs": ("org", "policy"),  # `org create` and `org list` join admin's `org` group
+    "projects": ("project",),
+    "setup": ("serve", "mcp", "migrate", "init", "demo", "completion"),
+    "sweep": ("sweep",),
+    "transfer": ("import", "export"),
+    "usage": ("usage", "rate"),
+    "webhooks": ("webhook",),
+    "work": ("ready", "claim", "heartbeat", "complete", "release", "gate", "explain"),
+}
+COMMAND_MODULES = tuple(COMMANDS)
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"{__package__}._commands.{_name}")
+Root.modules = {
+    name: tuple(m for m, names in COMMANDS.items() if name in names)
+    for name in {n for names in COMMANDS.values() for n in names}
+}
+
+
+def load_all() -> None:
+    """Import every command module (what `skift --help` lists; tests walk the full tree)."""
+    cli.load_all()
 
 
 def _json_wanted(args: Sequence[str]) -> bool:

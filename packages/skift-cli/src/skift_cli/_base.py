@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 import click
 import rich_click
@@ -392,8 +392,43 @@ def read_text(path: str, flag: str) -> str:
 # --------------------------------------------------------------------------- root
 
 
+class Root(rich_click.RichGroup):
+    """The root group: a command's module is imported when the command is asked for.
+
+    ``modules`` maps each command name to the modules of ``skift_cli._commands``
+    that define it or add to it (``skift_cli._app`` fills it); ``skift ready``
+    imports ``work`` alone, and
+    listing the commands (``--help``, completion) imports them all.
+    """
+
+    modules: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def load(self, module: str) -> None:
+        import importlib
+
+        importlib.import_module(f"{__package__}._commands.{module}")
+
+    def load_all(self) -> None:
+        for modules in self.modules.values():
+            for module in modules:
+                self.load(module)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        modules = self.modules.get(cmd_name)
+        if modules is None:
+            self.load_all()  # a name the map does not know: whatever registers it
+        else:
+            for module in modules:
+                self.load(module)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load_all()
+        return super().list_commands(ctx)
+
+
 @click.group(
-    cls=rich_click.RichGroup,
+    cls=Root,
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=True,
 )

@@ -51,13 +51,54 @@ def _import_betterproto2() -> None:
     if "betterproto2" in sys.modules or "pydantic" in sys.modules:
         return
     sys.modules["pydantic"] = None  # type: ignore[assignment]  # `import pydantic` fails
+    # betterproto2 asks importlib.metadata for its own version (~10 ms of imports: email,
+    # zipfile, csv); the name of its installed dist-info directory says the same.
+    stub = None if "importlib.metadata" in sys.modules else _version_stub()
+    if stub is not None:
+        sys.modules["importlib.metadata"] = stub
     try:
         import betterproto2  # noqa: F401  # pyright: ignore[reportUnusedImport]
     finally:
         del sys.modules["pydantic"]
+        if stub is not None and sys.modules.get("importlib.metadata") is stub:
+            del sys.modules["importlib.metadata"]
+
+
+def _version_stub() -> Any:
+    """A stand-in for importlib.metadata that answers ``version("betterproto2")`` only,
+    from the dist-info directory beside the package; None when there is none to read."""
+    import importlib.util
+    import os
+    import types
+
+    spec = importlib.util.find_spec("betterproto2")
+    if spec is None or not spec.origin:
+        return None
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    try:
+        infos = [n for n in os.listdir(site) if n.startswith("betterproto2-")]
+    except OSError:
+        return None
+    infos = [n for n in infos if n.endswith(".dist-info")]
+    if len(infos) != 1:
+        return None
+    found = infos[0][len("betterproto2-") : -len(".dist-info")]
+
+    def version(name: str) -> str:
+        if name != "betterproto2":
+            raise LookupError(name)
+        return found
+
+    stub = types.ModuleType("importlib.metadata")
+    stub.version = version  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    return stub
 
 
 _import_betterproto2()
+
+from . import _wirecodec  # noqa: E402  # after betterproto2, imported without pydantic
+
+_wirecodec.install()
 
 
 def __getattr__(name: str) -> Any:

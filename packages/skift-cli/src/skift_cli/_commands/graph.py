@@ -8,7 +8,6 @@ drawn as edges. Status shows as a node's class (Mermaid) or style (dot).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,8 @@ async def _collect(
     sk: RemoteSkift, project: str | None, root: str | None
 ) -> tuple[list[skift.NodeInfo], list[tuple[str, str]]]:
     """The nodes (a project's, or root and its descendants) and the open blocks edges among them."""
+    import asyncio  # here: `skift --help` imports this module and should not pay for asyncio
+
     nodes: list[skift.NodeInfo] = []
     if root is not None:
         top = await sk.get(root, project=project)
