@@ -226,3 +226,37 @@ async def test_several_reasons_at_once(sk: skift.LocalSkift) -> None:
     )
     await sk.hold("x#2", reason="later")
     assert sorted((await sk.explain("x#2")).kinds()) == ["blocked_by", "held", "open_children"]
+
+
+async def test_a_chain_deeper_than_pythons_recursion_is_explained(sk: skift.LocalSkift) -> None:
+    """A blocker chain 1,200 deep (past Python's recursion limit) is explained: its tail is
+    blocked by the node before it, and a dropped gate at the chain's head dooms it."""
+    p = await sk.create_project("X")
+    await sk.patch(
+        p.slug,
+        [skift.CreateNode(alias="gate", title="Sign-off", assignee_kind="user")]
+        + [
+            skift.CreateNode(alias=f"n{i}", title=f"step {i}", blocked_by=(f"n{i - 1}",))
+            if i
+            else skift.CreateNode(alias="n0", title="step 0", blocked_by=("gate",))
+            for i in range(400)
+        ],
+    )
+    for start in (400, 800):
+        await sk.patch(
+            p.slug,
+            [
+                skift.CreateNode(
+                    alias=f"n{i}",
+                    title=f"step {i}",
+                    blocked_by=(f"x#{i + 1}" if i == start else f"n{i - 1}",),
+                )
+                for i in range(start, start + 400)
+            ],
+        )
+    await sk.drop("x#1", reason="not needed")
+    ex = await sk.explain("x#1201")
+    assert not ex.ready
+    assert ex.kinds() == ["blocked_by", "no_path"]
+    assert ex.reasons[0].detail["ref"] == "x#1200"
+    assert ex.reasons[1].detail["at"] == "x#1"

@@ -468,6 +468,25 @@ class MemoryTx(MemoryContentTx):
             chain.append(node)
         return chain
 
+    async def upstream_cone(
+        self, root_id: UUID, bound: int, *, hidden: Collection[UUID] = ()
+    ) -> list[tuple[Node, list[UUID]]]:
+        root = self._node(root_id)
+        if root is None:
+            return []
+        found: dict[UUID, Node] = {root_id: root}
+        frontier = [root_id]
+        while frontier and len(found) < bound:
+            step: list[UUID] = []
+            for f in frontier:
+                for nid in [*self._s.into.get(f, ()), *sorted(self._s.children.get(f, ()))]:
+                    if nid not in found and len(found) < bound:
+                        node = found[nid] = self._s.nodes[nid]
+                        if node.status is Status.OPEN and node.project_id not in hidden:
+                            step.append(nid)
+            frontier = step
+        return [(n, [s for s in self._s.into.get(n.id, ()) if s in found]) for n in found.values()]
+
     # edges
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
         return [e for e in self._s.edges.values() if e.to_id in ids and e.org_id == self._org]

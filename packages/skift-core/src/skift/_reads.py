@@ -8,7 +8,7 @@ project's), or no path to readiness at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 from uuid import UUID
 
@@ -229,6 +229,9 @@ def _decode_page(page: str | None) -> int:
     )
 
 
+_Step = tuple[Node, bool]  # Explain's doom walk: a node to walk, and whether it is a blocker
+
+
 class _Cone:
     """The upstream cone of one node, loaded once for Explain.
 
@@ -243,7 +246,8 @@ class _Cone:
         self.blockers: dict[UUID, list[UUID]] = {}
         self.children: dict[UUID, list[UUID]] = {}
         self.projects: dict[UUID, Project] = {}
-        self.ancestors: dict[UUID, list[Node]] = {}
+        self.up: dict[UUID, Node] = {}  # the cone's nodes and the parents above them
+        self._holder: dict[UUID, Node | None] = {}  # the nearest held node at or above
 
     @classmethod
     async def load(
@@ -257,39 +261,39 @@ class _Cone:
     ) -> _Cone:
         cone = cls(engine, hidden)
         cone.nodes[root.id] = root
-        frontier = [root.id]
-        while frontier and len(cone.nodes) < bound:
-            edges = await tx.edges_into(frontier)
-            kids = await tx.children_of(frontier)
-            for f in frontier:
-                cone.blockers.setdefault(f, [])
-                cone.children.setdefault(f, [])
-            new_ids = {e.from_id for e in edges} - set(cone.nodes)
-            loaded = await tx.nodes_by_id(new_ids) if new_ids else {}
-            for e in edges:
-                cone.blockers[e.to_id].append(e.from_id)
-            for k in kids:
-                assert k.parent_id is not None
-                cone.children[k.parent_id].append(k.id)
-                loaded.setdefault(k.id, k)
-            for nid, n in loaded.items():
-                if nid not in cone.nodes:
-                    cone.nodes[nid] = n
-            # only open nodes can hold anything up further; nothing upstream of a node
-            # the caller may not read is walked
-            frontier = [
-                nid
-                for nid in loaded
-                if cone.nodes[nid].status is Status.OPEN
-                and nid not in cone.blockers
-                and cone.nodes[nid].project_id not in hidden
-            ]
+        # one read for the whole cone (a chain 100 deep took 300 reads, one level at a time)
+        found = await tx.upstream_cone(root.id, bound, hidden=hidden)
+        for n, _ in found:
+            cone.nodes.setdefault(n.id, n)
+        for n, sources in found:
+            # the root and open nodes are walked on (nothing upstream of a node the caller
+            # may not read): their blockers and children are known
+            if n.id == root.id or (n.status is Status.OPEN and n.project_id not in hidden):
+                cone.blockers[n.id] = list(sources)
+                cone.children.setdefault(n.id, [])
+        for n, _ in found:
+            if n.parent_id is not None and n.parent_id in cone.blockers:
+                cone.children[n.parent_id].append(n.id)
         cone.projects = await tx.projects_by_id({n.project_id for n in cone.nodes.values()})
-        for nid, n in cone.nodes.items():
-            if n.status is Status.OPEN:
-                # a node without a parent has no ancestors: no query (a chain of 100 blockers
-                # made 100 of them)
-                cone.ancestors[nid] = await tx.ancestors(nid) if n.parent_id is not None else []
+        # the parents above the cone's open nodes: most are in the cone; a chain that
+        # leaves it is read once (tx.ancestors), and every node under it shares it
+        cone.up = dict(cone.nodes)
+        known: set[UUID] = set()  # nodes whose whole parent chain is in cone.up
+        for n in list(cone.nodes.values()):
+            if n.status is not Status.OPEN:
+                continue
+            path: set[UUID] = set()
+            top = n
+            while top.id not in known and top.id not in path:  # (never a parent cycle)
+                path.add(top.id)
+                if top.parent_id is None or top.parent_id not in cone.up:
+                    break
+                top = cone.up[top.parent_id]
+            if top.id not in known and top.parent_id is not None and top.parent_id not in cone.up:
+                for a in await tx.ancestors(top.id):
+                    cone.up.setdefault(a.id, a)
+                    known.add(a.id)
+            known.update(path)
         return cone
 
     def ref(self, node: Node) -> str:
@@ -310,15 +314,17 @@ class _Cone:
     def hold_of(self, nid: UUID) -> dict[str, Any] | None:
         """The hold that parks this node (its own, an ancestor's, or its project's)."""
         node = self.nodes[nid]
-        for holder in [node, *self.ancestors.get(nid, [])]:
-            if holder.hold is not None:
-                return {
-                    "on": self.ref(holder),
-                    "by": holder.hold.by,
-                    "reason": holder.hold.reason,
-                    "at": holder.hold.at.isoformat(),
-                    "group": ulid_str(holder.hold.group) if holder.hold.group else None,
-                }
+        # an open node's ancestors' holds park it too (a closed node's own only)
+        holder = self._held_above(node) if node.status is Status.OPEN else node
+        hold = holder.hold if holder is not None else None
+        if holder is not None and hold is not None:
+            return {
+                "on": self.ref(holder),
+                "by": hold.by,
+                "reason": hold.reason,
+                "at": hold.at.isoformat(),
+                "group": ulid_str(hold.group) if hold.group else None,
+            }
         project = self.projects[node.project_id]
         if project.hold is not None:
             return {
@@ -329,6 +335,29 @@ class _Cone:
                 "group": ulid_str(project.hold.group) if project.hold.group else None,
             }
         return None
+
+    def _held_above(self, node: Node) -> Node | None:
+        """The nearest node at or above ``node`` (itself, then its parents) with a hold;
+        remembered for every node on the way, so walking a deep tree stays linear."""
+        path: list[UUID] = []
+        seen: set[UUID] = set()
+        found: Node | None = None
+        cur: Node | None = node
+        while cur is not None:
+            if cur.id in self._holder:
+                found = self._holder[cur.id]
+                break
+            if cur.hold is not None:
+                found = cur
+                break
+            if cur.id in seen:
+                break  # a parent cycle
+            path.append(cur.id)
+            seen.add(cur.id)
+            cur = self.up.get(cur.parent_id) if cur.parent_id is not None else None
+        for p in path:
+            self._holder[p] = found
+        return found
 
     def hold_upstream(self, nid: UUID) -> dict[str, Any] | None:
         """The first hold found walking up from an open blocker, so Explain traces a stall to it."""
@@ -355,44 +384,64 @@ class _Cone:
         it (only completion satisfies a gate), or when something it waits on
         (an unsatisfied blocker or an open child) can never be completed.
         """
+        # A depth-first walk with its own stack (a chain of blockers thousands deep
+        # would overflow Python's): each node's answer is its own (an open node in an
+        # archived project), else the first of its unsatisfied blockers' (a dropped one
+        # is the answer itself), else the first of its open children's. A node being
+        # walked answers None to a cycle back to it.
         memo: dict[UUID, dict[str, Any] | None] = {}
 
-        def walk(cur: UUID, depth: int) -> dict[str, Any] | None:
-            if cur in memo:
-                return memo[cur]
+        def begin(cur: UUID) -> dict[str, Any] | Iterator[_Step] | None:
             memo[cur] = None
             node = self.nodes[cur]
             if node.project_id in self.hidden:
                 return None  # what is beyond a project the caller may not read stays unread
-            result: dict[str, Any] | None = None
             project = self.projects[node.project_id]
             if project.archived_at is not None and node.status is Status.OPEN:
-                result = {
+                return {
                     "at": self.ref(node),
                     "why": f"{self.ref(node)} is open in archived project {project.slug}",
                 }
-            if result is None and cur in self.blockers:
-                for b in self.unsatisfied(cur):
-                    if b.status is Status.DROPPED:
-                        result = {
-                            "at": self.ref(b),
-                            "why": f"{self.ref(b)} is a dropped gate; only completing it satisfies the edge",
+            if cur not in self.blockers:
+                return None
+            blockers: list[_Step] = [(b, True) for b in self.unsatisfied(cur)]
+            children: list[_Step] = [(c, False) for c in self.open_children(cur)]
+            return iter(blockers + children)
+
+        stack: list[tuple[UUID, Iterator[_Step]]] = []
+        found: dict[str, Any] | None = None
+        first = begin(nid)
+        if not isinstance(first, Iterator):
+            return first
+        stack.append((nid, first))
+        while stack:
+            cur, steps = stack[-1]
+            if found is None:
+                for step, is_blocker in steps:
+                    if is_blocker and step.status is Status.DROPPED:
+                        found = {
+                            "at": self.ref(step),
+                            "why": f"{self.ref(step)} is a dropped gate; only completing it satisfies the edge",
                         }
                         break
-                    inner = walk(b.id, depth + 1)
-                    if inner is not None:
-                        result = inner
-                        break
-                if result is None:
-                    for c in self.open_children(cur):
-                        inner = walk(c.id, depth + 1)
-                        if inner is not None:
-                            result = inner
+                    if step.id in memo:
+                        found = memo[step.id]
+                    else:
+                        started = begin(step.id)
+                        if isinstance(started, Iterator):
+                            stack.append((step.id, started))
                             break
-            memo[cur] = result
-            return result
-
-        return walk(nid, 0)
+                        found = memo[step.id] = started
+                    if found is not None:
+                        break
+                else:
+                    stack.pop()  # every step answered None
+                    continue
+                if stack[-1][0] != cur:
+                    continue  # walk the node just started
+            memo[cur] = found
+            stack.pop()
+        return found
 
 
 def filter_from(

@@ -284,6 +284,16 @@ class Tx(Protocol):
         """The parent chain of a node, nearest first."""
         ...
 
+    async def upstream_cone(
+        self, root_id: UUID, bound: int, *, hidden: Collection[UUID] = ()
+    ) -> list[tuple[Node, list[UUID]]]:
+        """Explain's cone: the root, and every node reachable from it through edges into a
+        node (to the edge's source) and through children, walking on only from the root
+        and from open nodes outside the ``hidden`` projects; each with the sources of the
+        edges into it. At most ``bound`` nodes (an edge from outside them is left out).
+        One statement in PostgreSQL."""
+        ...
+
     # edges
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]: ...
     async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]: ...

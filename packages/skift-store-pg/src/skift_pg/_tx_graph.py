@@ -229,6 +229,13 @@ class GraphTx(TxBase):
         return [node_from_row(r) for r in await self.rows("ancestors", id=node_id)]
 
     # edges
+    async def upstream_cone(
+        self, root_id: UUID, bound: int, *, hidden: Collection[UUID] = ()
+    ) -> list[tuple[Node, list[UUID]]]:
+        rows = await self.rows("upstream_cone", id=root_id, bound=bound, hidden=list(hidden))
+        ids = {r["id"] for r in rows}  # an edge from past the bound is left out
+        return [(node_from_row(r), [i for i in r["sources"] if i in ids]) for r in rows]
+
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
         if not ids:
             return []

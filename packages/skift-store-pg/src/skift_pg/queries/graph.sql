@@ -594,3 +594,27 @@ LEFT JOIN LATERAL (
     ORDER BY e.id DESC LIMIT 1
 ) r ON true
 LEFT JOIN principals rp ON rp.id = r.principal_id
+
+-- name: upstream_cone
+-- Explain's cone in one statement: the root, then the sources of edges into a node and
+-- its children, walking on only from the root and open nodes outside the hidden projects
+-- (walk; UNION: each node once, so a cycle or a diamond ends); at most bound nodes, each
+-- with its edges' sources.
+WITH RECURSIVE cone (id, walk) AS (
+    SELECT %(id)s::uuid, true
+    UNION
+    SELECT x.id, x.open FROM cone c
+    CROSS JOIN LATERAL (
+        SELECT e.from_id AS id,
+               s.status = 'open' AND NOT (s.project_id = ANY (%(hidden)s::uuid[])) AS open
+        FROM edges e JOIN nodes s ON s.id = e.from_id WHERE e.to_id = c.id
+        UNION ALL
+        SELECT k.id, k.status = 'open' AND NOT (k.project_id = ANY (%(hidden)s::uuid[]))
+        FROM nodes k WHERE k.parent_id = c.id
+    ) x
+    WHERE c.walk
+), picked AS (
+    SELECT id FROM cone LIMIT %(bound)s
+)
+SELECT n.*, ARRAY(SELECT e.from_id FROM edges e WHERE e.to_id = n.id) AS sources
+FROM picked x JOIN nodes n ON n.id = x.id AND n.org_id = %(org)s
