@@ -55,11 +55,19 @@ CLAIMS: list[tuple[str, list[str], list[str]]] = [
         [],
     ),
     ("skift ready", ["oauth-spike#1", "Recommend a provider"], ["oauth-spike#2"]),
-    ('skift complete oauth-spike#1 --lease "$LEASE" --result "Use GitHub"', ["completed"], []),
+    # `complete` prints the nodes its write changed: #1 alone (a table). #2 became ready
+    # through a derived state, not a write, so it is not in that table; pasted as one
+    # block, that table ends just above `list`'s output and reads as if `list` printed
+    # it (reported as "list's table lacks the gate"). `list` prints the tree only.
+    (
+        'skift complete oauth-spike#1 --lease "$LEASE" --result "Use GitHub"',
+        ["completed", "oauth-spike#1", "Recommend a provider"],
+        ["oauth-spike#2"],
+    ),
     (
         "skift -p oauth-spike list",
         ["#1 done Recommend a provider", "#2 ready (gate) Sign up with the provider"],
-        [],
+        ["pri  kind", "oauth-spike#1"],  # a tree of `#N` under the slug, no table header
     ),
     ("skift explain oauth-spike#2", ["oauth-spike#2 Sign up with the provider: ready"], []),
 ]

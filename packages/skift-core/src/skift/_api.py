@@ -110,12 +110,15 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                 f"that {scheme} credential is unknown or revoked",
                 next="Ask a skift admin for a token ('skift token create PRINCIPAL').",
             )
-        org = await self.store.org_by_id(principal.org_id)
-        assert org is not None
+        org_name = self._org_names.get(principal.org_id)
+        if org_name is None:  # one statement saved on every gRPC call after the first
+            org = await self.store.org_by_id(principal.org_id)
+            assert org is not None
+            org_name = self._org_names[principal.org_id] = org.name
         handle = LocalSkift(
             self.store,
             principal=PrincipalSpec(principal.name, principal.kind),
-            org=org.name,
+            org=org_name,
             limits=self.engine.limits,
             owns_store=False,
             policy=self.base_policy,

@@ -52,6 +52,9 @@ class Session:
         self._org_id: UUID | None = actor.principal.org_id if actor else None
         # set by authenticate: the identity to re-check when a long poll wakes
         self._credential: tuple[str, str, datetime | None] | None = None
+        # organization names by id, for authenticate (a transport's base handle asks once
+        # per call); an organization's name never changes and its id is never reused
+        self._org_names: dict[UUID, str] = {}
 
     async def __aenter__(self) -> Self:
         await self._whoami()
