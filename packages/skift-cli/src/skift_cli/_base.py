@@ -88,6 +88,27 @@ SECTIONS: dict[str, list[str]] = {
         "org",
     ],
 }
+
+
+def _click_version() -> None:
+    """Give click its ``__version__`` from the name of its dist-info directory.
+
+    rich-click reads ``click.__version__`` to render help, which click 8.2+
+    answers through ``importlib.metadata`` (with a deprecation warning): ~15 ms
+    of imports (email, zipfile, csv) on every ``skift --help``.
+    """
+    if "__version__" in vars(click):
+        return
+    site = os.path.dirname(os.path.dirname(click.__file__ or ""))
+    try:
+        names = [n for n in os.listdir(site) if n.startswith("click-") and n.endswith(".dist-info")]
+    except OSError:
+        return
+    if len(names) == 1:
+        click.__dict__["__version__"] = names[0][len("click-") : -len(".dist-info")]
+
+
+_click_version()
 rich_click.rich_click.COMMAND_GROUPS = {
     "skift": [{"name": name, "commands": names} for name, names in SECTIONS.items()]
 }
