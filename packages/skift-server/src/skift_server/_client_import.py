@@ -98,6 +98,46 @@ class ImportCalls(RemoteBase):
                 "importing the same file twice changes nothing.",
             ) from None
 
+    def _upload(
+        self,
+        method: str,
+        first: betterproto2.Message,
+        more: Callable[..., betterproto2.Message],
+        data: str | Iterable[str],
+        reply: type[T],
+        progress: Progress | None,
+    ) -> AsyncIterator[T]:
+        """Send ``data`` in chunks (``first`` carries the call's fields and the first chunk's
+        bytes, ``more(data=...)`` each further chunk), telling ``progress`` the lines sent;
+        yield the replies."""
+        chunks, total = _chunks(data)
+        first.data = chunks[0][0]  # pyright: ignore[reportAttributeAccessIssue]
+        requests = [(first, chunks[0][1])] + [(more(data=b), n) for b, n in chunks[1:]]
+        done = 0
+
+        def sent(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None and n:
+                progress(done, total)
+
+        return self._stream(method, grpclib.const.Cardinality.STREAM_STREAM, requests, reply, sent)
+
+    async def _download(
+        self, method: str, request: betterproto2.Message, reply: type[T], progress: Progress | None
+    ) -> str:
+        """A server-streamed export: the chunks' bytes joined, ``progress`` told as they come."""
+        parts: list[bytes] = []
+        stream = self._stream(
+            method, grpclib.const.Cardinality.UNARY_STREAM, [(request, 0)], reply, lambda n: None
+        )
+        async for got in stream:
+            chunk: Any = got
+            parts.append(chunk.data)
+            if progress is not None:
+                progress(chunk.done, chunk.total)
+        return b"".join(parts).decode("utf-8")
+
     async def import_beads(
         self,
         data: str | Iterable[str],
@@ -108,32 +148,16 @@ class ImportCalls(RemoteBase):
         skip_dangling: bool = False,
         progress: Progress | None = None,
     ) -> skift.BeadsImport:
-        chunks, total = _chunks(data)
         first = v1.ImportBeadsRequest(
             project=project,
             dry_run=dry_run,
             break_cycles=break_cycles,
             skip_dangling=skip_dangling,
-            data=chunks[0][0],
         )
-        requests = [(first, chunks[0][1])]
-        requests += [(v1.ImportBeadsRequest(data=b), n) for b, n in chunks[1:]]
-        done = 0
-
-        def sent(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress is not None and n:
-                progress(done, total)
-
         nodes: dict[str, str] = {}
         summary: v1.ImportBeadsSummary | None = None
-        stream = self._stream(
-            "ImportBeads",
-            grpclib.const.Cardinality.STREAM_STREAM,
-            requests,
-            v1.ImportBeadsResponse,
-            sent,
+        stream = self._upload(
+            "ImportBeads", first, v1.ImportBeadsRequest, data, v1.ImportBeadsResponse, progress
         )
         async for got in stream:
             nodes.update(got.nodes)
@@ -141,19 +165,8 @@ class ImportCalls(RemoteBase):
         return import_view(nodes, summary)
 
     async def export_beads(self, project: str, *, progress: Progress | None = None) -> str:
-        parts: list[bytes] = []
-        stream = self._stream(
-            "ExportBeads",
-            grpclib.const.Cardinality.UNARY_STREAM,
-            [(v1.ExportBeadsRequest(project=project), 0)],
-            v1.ExportBeadsResponse,
-            lambda n: None,
-        )
-        async for got in stream:
-            parts.append(got.data)
-            if progress is not None:
-                progress(got.done, got.total)
-        return b"".join(parts).decode("utf-8")
+        request = v1.ExportBeadsRequest(project=project)
+        return await self._download("ExportBeads", request, v1.ExportBeadsResponse, progress)
 
     async def import_archive(
         self,
@@ -162,27 +175,16 @@ class ImportCalls(RemoteBase):
         project: str | None = None,
         progress: Progress | None = None,
     ) -> skift.ArchiveImport:
-        chunks, total = _chunks(data)
-        requests = [
-            (v1.ImportArchiveRequest(project=project or "", data=chunks[0][0]), chunks[0][1])
-        ]
-        requests += [(v1.ImportArchiveRequest(data=b), n) for b, n in chunks[1:]]
-        done = 0
-
-        def sent(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress is not None and n:
-                progress(done, total)
-
+        first = v1.ImportArchiveRequest(project=project or "")
         ids: dict[str, str] = {}
         summary: v1.ImportArchiveSummary | None = None
-        stream = self._stream(
+        stream = self._upload(
             "ImportArchive",
-            grpclib.const.Cardinality.STREAM_STREAM,
-            requests,
+            first,
+            v1.ImportArchiveRequest,
+            data,
             v1.ImportArchiveResponse,
-            sent,
+            progress,
         )
         async for got in stream:
             ids.update(got.ids)
@@ -190,16 +192,5 @@ class ImportCalls(RemoteBase):
         return archive_view(ids, summary)
 
     async def export_archive(self, project: str, *, progress: Progress | None = None) -> str:
-        parts: list[bytes] = []
-        stream = self._stream(
-            "ExportArchive",
-            grpclib.const.Cardinality.UNARY_STREAM,
-            [(v1.ExportArchiveRequest(project=project), 0)],
-            v1.ExportArchiveResponse,
-            lambda n: None,
-        )
-        async for got in stream:
-            parts.append(got.data)
-            if progress is not None:
-                progress(got.done, got.total)
-        return b"".join(parts).decode("utf-8")
+        request = v1.ExportArchiveRequest(project=project)
+        return await self._download("ExportArchive", request, v1.ExportArchiveResponse, progress)
