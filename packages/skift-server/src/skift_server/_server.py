@@ -170,11 +170,13 @@ class SkiftServer:
             _log.warning(
                 "--test-hooks: callers may act as any principal and move the clock; tests only"
             )
-        await self._listen_unix()
+        # The unix socket last: a client waits for it to appear (announce_starting), so by
+        # then every listener is up and a board link names the HTTP address.
         if o.listen:
             await self._listen_tcp(o.listen)
         if o.http:
             await self._serve_http(o.http)
+        await self._listen_unix()
         self._store_ok = True
         await self._set_health()
         if o.sweep_every > 0:
