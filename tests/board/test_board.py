@@ -33,6 +33,21 @@ async def signed_in(browser: Any, person: Person, **context: Any) -> Any:
     return page
 
 
+async def answer(field: Any, text: str) -> None:
+    """Type ``text`` into a form field of a live page, as a person does: focus it, then type.
+
+    A live refresh keeps an item whose form is focused or filled in, but one that lands
+    between Playwright finding the field and typing into it replaces the field first (the
+    text goes to the detached one): check the text is in the field on the page, else again.
+    """
+    for _ in range(5):
+        await field.click()
+        await field.fill(text)
+        if await field.input_value() == text:
+            return
+    raise AssertionError(f"could not type into {field}")
+
+
 async def flash(page: Any) -> str:
     return str(await page.locator(".flash").inner_text())
 
@@ -106,7 +121,7 @@ async def test_gate_appears_live_and_answering_it_unblocks_work(
     await gate.locator("details.inputs", has_text="Use Fly.io").wait_for(timeout=WAIT_MS)
     assert "result by researcher (agent)" in await gate.inner_text()
 
-    await gate.get_by_label("Your answer").fill("org id: **acme-42**")
+    await answer(gate.get_by_label("Your answer"), "org id: **acme-42**")
     await gate.get_by_role("button", name="Complete hosting#3").click()
     assert "Completed hosting#3" in await flash(page)
     await page.get_by_text("Nothing is waiting on you").wait_for()
@@ -164,7 +179,7 @@ async def test_skift_board_signs_in_and_the_cli_sees_the_answer(
     await page.wait_for_url(f"{person.server.url}/")
     assert await page.locator(".me").inner_text() == doc["principal"]
     gate = page.locator("article.gate", has_text="Approve")
-    await gate.get_by_label("Your answer").fill("approved")
+    await answer(gate.get_by_label("Your answer"), "approved")
     await gate.get_by_role("button", name=f"Complete {slug}#1").click()
     assert f"Completed {slug}#1" in await flash(page)
     code, out, err = await skift_cli(person, "ready", "-p", slug, "--json")
@@ -179,7 +194,7 @@ async def test_hold_and_unhold_with_a_reason(browser: Any, person: Person) -> No
     await person.sk.patch("park", [skift.CreateNode(alias="a", title="Migrate billing")])
     page = await signed_in(browser, person)
     await page.goto(f"{person.server.url}/n/park/1")
-    await page.get_by_label("Why hold it").fill("waiting for legal")
+    await answer(page.get_by_label("Why hold it"), "waiting for legal")
     await page.get_by_role("button", name="Hold", exact=True).click()
     assert "Held park#1" in await flash(page)
     await page.locator("h1 .badge-held").wait_for()
@@ -188,7 +203,7 @@ async def test_hold_and_unhold_with_a_reason(browser: Any, person: Person) -> No
     await page.get_by_role("link", name="Holds & focus").click()
     row = page.locator("li", has_text="Migrate billing")
     assert "by ada: “waiting for legal”" in await row.inner_text()
-    await row.get_by_label("Why release the hold on park#1").fill("legal said yes")
+    await answer(row.get_by_label("Why release the hold on park#1"), "legal said yes")
     await row.get_by_role("button", name="Unhold").click()
     assert "Released the hold on park#1" in await flash(page)
     assert not (await person.sk.get("park#1")).held
@@ -207,7 +222,7 @@ async def test_a_refused_action_shows_the_next_move(browser: Any, person: Person
     page = await signed_in(browser, person)
     await page.goto(f"{person.server.url}/n/busy/1")
     assert "leased by worker" in (await page.locator(".reasons").inner_text()).replace("\n", " ")
-    await page.get_by_label("Why drop it").fill("not needed")
+    await answer(page.get_by_label("Why drop it"), "not needed")
     await page.get_by_role("button", name="Drop").click()
     alert = page.get_by_role("alert")
     text = await alert.inner_text()
@@ -418,7 +433,7 @@ async def test_preempt_a_lease(browser: Any, person: Person) -> None:
         claim = await bot.claim("stuck#1")
         page = await signed_in(browser, person)
         await page.goto(f"{person.server.url}/n/stuck/1")
-        await page.get_by_label("Why take the lease from slowpoke").fill("stuck for an hour")
+        await answer(page.get_by_label("Why take the lease from slowpoke"), "stuck for an hour")
         await page.get_by_role("button", name="Preempt the lease").click()
         assert "Preempted the lease on stuck#1" in await flash(page)
         assert (await person.sk.get("stuck#1")).ready
