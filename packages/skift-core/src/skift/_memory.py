@@ -62,7 +62,10 @@ class MemoryStore:
         self.blobs: BlobStore = blobs if blobs is not None else MemoryBlobStore()
         self._state = MemoryState()
         self._lock = asyncio.Lock()
-        self._changed = asyncio.Condition()
+        # a fresh Event per change, set when the change commits: waiting on it takes no lock,
+        # so a waiter cancelled twice (its timeout, then a server's drain) leaves nothing
+        # held (Condition.wait re-acquires its lock and can fail there on Python 3.11)
+        self._changed = asyncio.Event()
         self._offset = timedelta()
         self.signins = MemorySignins(self._now)
 
@@ -87,8 +90,8 @@ class MemoryStore:
                 tx.rollback()
                 raise
         if tx.wrote:
-            async with self._changed:
-                self._changed.notify_all()
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
 
     async def ensure_org(self, name: str) -> Org:
         async with self._lock:
@@ -121,9 +124,9 @@ class MemoryStore:
             return p
 
     async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout.total_seconds())
+        changed = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout.total_seconds())
 
     async def close(self) -> None:
         return None
@@ -255,9 +258,9 @@ class MemoryStore:
         )
 
     async def wait_for_any_change(self, timeout: timedelta) -> None:
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout.total_seconds())
+        changed = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), timeout.total_seconds())
 
 
 class MemoryTx(MemoryContentTx):
