@@ -229,6 +229,22 @@ def origin_from_row(row: Row) -> NodeOrigin:
     )
 
 
+def comment_params(c: Comment) -> Row:
+    return {
+        "org": c.org_id,
+        "id": c.id,
+        "project_id": c.project_id,
+        "node_id": c.node_id,
+        "author_id": c.author_id,
+        "body": c.body,
+        "in_reply_to": c.in_reply_to,
+        "created_at": c.created_at,
+        "edited_at": c.edited_at,
+        "resolved_at": c.resolved_at,
+        "resolved_by": c.resolved_by,
+    }
+
+
 def node_params(n: Node) -> Row:
     return {
         "id": n.id,

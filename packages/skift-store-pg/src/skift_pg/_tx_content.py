@@ -38,6 +38,7 @@ from ._rows import (
     Row,
     budget_from_row,
     comment_from_row,
+    comment_params,
     event_from_row,
     node_from_row,
     origin_from_row,
@@ -52,40 +53,13 @@ class ContentTx(TxBase, PgWebhooksTx):
 
     # comments
     async def insert_comment(self, comment: Comment) -> None:
-        await self.write(
-            "insert_comment",
-            id=comment.id,
-            project_id=comment.project_id,
-            node_id=comment.node_id,
-            author_id=comment.author_id,
-            body=comment.body,
-            in_reply_to=comment.in_reply_to,
-            created_at=comment.created_at,
-            edited_at=comment.edited_at,
-            resolved_at=comment.resolved_at,
-            resolved_by=comment.resolved_by,
-        )
+        await self.write("insert_comment", **comment_params(comment))
 
     async def insert_comments(self, comments: Sequence[Comment]) -> None:
-        if not comments:
-            return
-        params = [
-            {
-                "org": self._org,
-                "id": c.id,
-                "project_id": c.project_id,
-                "node_id": c.node_id,
-                "author_id": c.author_id,
-                "body": c.body,
-                "in_reply_to": c.in_reply_to,
-                "created_at": c.created_at,
-                "edited_at": c.edited_at,
-                "resolved_at": c.resolved_at,
-                "resolved_by": c.resolved_by,
-            }
-            for c in comments
-        ]
-        await self._insert_rows("insert_comment", "comments", params)
+        if comments:
+            await self._insert_rows(
+                "insert_comment", "comments", list(map(comment_params, comments))
+            )
 
     # imports
     async def origins_of_project(self, project_id: UUID, source: str) -> list[NodeOrigin]:
