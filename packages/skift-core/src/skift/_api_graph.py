@@ -165,9 +165,7 @@ class GraphApi(Session):
         on_behalf_of: str | None = None,
     ) -> PatchResult:
         no_delegation(on_behalf_of)
-        if len(ops) > self.engine.limits.ops_per_patch:
-            # counted before a single operation is parsed or built
-            self.engine.check_patch_limits(ops)  # pyright: ignore[reportArgumentType]
+        self.engine.check_ops_count(len(ops))  # before a single operation is parsed
         parsed = _ops(ops)
         rid = request_id_or_new(request_id)
         self.engine.check_patch_limits(parsed)

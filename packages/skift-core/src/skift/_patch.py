@@ -71,19 +71,25 @@ class Patching(Context):
                 return True
         return False
 
+    def check_ops_count(self, count: int) -> None:
+        """Refuse a patch of ``count`` operations over the limit: callers count before they
+        parse or convert a single operation (a 100,000-operation patch cost a minute)."""
+        bound = self.limits.ops_per_patch
+        if count > bound:
+            raise LimitExceeded(
+                f"the patch has {count} operations; the limit is {bound}",
+                next="Split it into several patches.",
+                limit="ops_per_patch",
+                bound=bound,
+            )
+
     def check_patch_limits(self, ops: Sequence[Op]) -> None:
         lim = self.limits
         if not ops:
             raise Invalid(
                 "the patch has no operations", next="Add at least one operation to 'ops'."
             )
-        if len(ops) > lim.ops_per_patch:
-            raise LimitExceeded(
-                f"the patch has {len(ops)} operations; the limit is {lim.ops_per_patch}",
-                next="Split it into several patches.",
-                limit="ops_per_patch",
-                bound=lim.ops_per_patch,
-            )
+        self.check_ops_count(len(ops))
         creates = sum(1 for o in ops if isinstance(o, CreateNode))
         if creates > lim.nodes_per_patch:
             raise LimitExceeded(

@@ -145,9 +145,7 @@ async def _unhold_project(
 
 
 async def _patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
-    if len(r.ops) > sk.engine.limits.ops_per_patch:
-        # refused by the count before a single operation is converted
-        sk.engine.check_patch_limits(r.ops)  # pyright: ignore[reportArgumentType]
+    sk.engine.check_ops_count(len(r.ops))  # before a single operation is converted
     ops = [op_doc(op, i) for i, op in enumerate(r.ops)]
     res = await sk.patch(
         r.project,
