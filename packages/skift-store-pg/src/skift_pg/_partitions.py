@@ -33,6 +33,8 @@ from psycopg import sql
 
 from skift import Invalid, Unavailable
 
+from ._queries import q
+
 __all__ = ["ArchivedPartition", "archive_events", "attach_events", "event_partitions"]
 
 _FORMAT = "skift-events-archive"
@@ -54,18 +56,12 @@ Conn = psycopg.AsyncConnection[Any]
 
 async def event_partitions(conn: Conn) -> list[tuple[str, datetime | None, datetime | None, bool]]:
     """(name, lo, hi, is_default) of every partition of events, oldest first."""
-    cur = await conn.execute(
-        "SELECT name, lo, hi, is_default FROM skift_event_partitions() "
-        "ORDER BY is_default, hi NULLS LAST"
-    )
+    cur = await conn.execute(q("event_partition_list"))
     return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
 
 
 async def _columns(conn: Conn) -> list[str]:
-    cur = await conn.execute(
-        "SELECT attname FROM pg_attribute WHERE attrelid = 'events'::regclass "
-        "AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
-    )
+    cur = await conn.execute(q("event_columns"))
     return [r[0] for r in await cur.fetchall()]
 
 
@@ -96,7 +92,7 @@ async def _archive(
     dsn: str, before: datetime, to: Path, *, dry_run: bool
 ) -> list[ArchivedPartition]:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        cur = await conn.execute("SELECT now()")
+        cur = await conn.execute(q("database_now"))
         row = await cur.fetchone()
         assert row is not None
         now: datetime = row[0]
@@ -221,7 +217,7 @@ async def _attach(dsn: str, source: Path) -> list[ArchivedPartition]:
                             rows += 1
                             await copy.write(data)
                     await conn.execute(
-                        "SELECT skift_attach_event_partition(%s, %s, %s)", (name, lo, hi)
+                        q("attach_event_partition"), {"name": name, "lo": lo, "hi": hi}
                     )
                 out.append(ArchivedPartition(name, lo, hi, rows))
     return out

@@ -209,7 +209,7 @@ class PgStore:
                     self._probe = await psycopg.AsyncConnection.connect(
                         self.dsn, autocommit=True, connect_timeout=max(1, int(timeout))
                     )
-                await self._probe.execute("SELECT 1")
+                await self._probe.execute(q("probe"))
         except (psycopg.Error, OSError, TimeoutError) as exc:
             probe, self._probe = self._probe, None
             if probe is not None:

@@ -28,3 +28,7 @@ INSERT INTO skift_migrations (version, name) VALUES (%(version)s, %(name)s)
 -- name: listen_changes
 -- The ClaimNext wake-up: notifications that something in an organization changed.
 LISTEN skift_changes
+
+-- name: probe
+-- The health probe's question on its own connection: does the database answer?
+SELECT 1
