@@ -26,8 +26,6 @@ class ConfigError(Exception):
 
 def load(path: Path | None = None) -> dict[str, str]:
     """The file's known keys (missing file: nothing); a malformed file is an error."""
-    import tomllib
-
     path = path or config_path()
     try:
         raw = path.read_bytes()
@@ -35,6 +33,8 @@ def load(path: Path | None = None) -> dict[str, str]:
         return {}
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    import tomllib  # only when there is a file to read: most runs have none
+
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -94,7 +94,42 @@ def _version_stub() -> Any:
     return stub
 
 
+def _defer_dateutil_parser() -> None:
+    """Put off importing ``dateutil.parser`` until something uses it.
+
+    The generated well-known types import ``dateutil.parser`` at module level
+    for one method: ``Timestamp.from_dict`` reading an RFC 3339 string (proto
+    JSON), which a client's calls never reach. The import costs a client ~10%
+    of its start-up (the parser, ``dateutil.tz``, ``zoneinfo``,
+    ``importlib.resources``). A stand-in module takes its place and imports
+    the real one on its first attribute access, so whoever uses the parser gets
+    the real module. A process that has already imported it keeps it.
+    """
+    import importlib
+    import types
+
+    name = "dateutil.parser"
+    if name in sys.modules:
+        return
+    try:
+        package = importlib.import_module("dateutil")
+    except ImportError:
+        return
+    stub = types.ModuleType(name, "Stands in for dateutil.parser until it is first used.")
+
+    def load(attr: str) -> Any:
+        if sys.modules.get(name) is stub:
+            del sys.modules[name]
+        real = importlib.import_module(name)  # also sets the package's `parser` to it
+        return getattr(real, attr)
+
+    stub.__dict__["__getattr__"] = load
+    sys.modules[name] = stub
+    package.__dict__["parser"] = stub  # what `import dateutil.parser; dateutil.parser.x` reads
+
+
 _import_betterproto2()
+_defer_dateutil_parser()
 
 from . import _wirecodec  # noqa: E402  # after betterproto2, imported without pydantic
 
