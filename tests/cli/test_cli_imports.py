@@ -57,13 +57,22 @@ import contextlib, io, json, sys
 from skift_cli._app import run
 with contextlib.redirect_stdout(io.StringIO()) as out:
     code = run(sys.argv[2:])
+v1 = sys.modules.get("skift_server._proto.skift.v1")
+made = [n for n in getattr(v1, "_MAKERS", ()) if n in vars(v1)]
 with open(sys.argv[1], "w") as fh:
-    json.dump({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}, fh)
+    doc = {"code": code, "out": out.getvalue(), "modules": sorted(sys.modules), "made": made}
+    json.dump(doc, fh)
 """
 
 
 def loaded(cli: Cli, tmp_path: Path, *args: str) -> tuple[str, set[str]]:
     """Run ``skift ARGS`` in a fresh interpreter; its output and the modules it imported."""
+    out, modules, _ = loaded_and_made(cli, tmp_path, *args)
+    return out, modules
+
+
+def loaded_and_made(cli: Cli, tmp_path: Path, *args: str) -> tuple[str, set[str], list[str]]:
+    """:func:`loaded`, and the classes of the generated skift.v1 module the run made."""
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-c", RUN, str(report), *args],
@@ -75,7 +84,7 @@ def loaded(cli: Cli, tmp_path: Path, *args: str) -> tuple[str, set[str]]:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(report.read_text())
     assert doc["code"] == 0, (doc, proc.stderr)
-    return doc["out"], set(doc["modules"])
+    return doc["out"], set(doc["modules"]), doc["made"]
 
 
 def offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
@@ -84,7 +93,19 @@ def offenders(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 # betterproto2 reads its own version with importlib.metadata (~10 ms: email, zipfile, csv);
 # skift_server hands it the version from its dist-info directory's name instead.
-NOT_FOR_A_READ = (*NOT_FOR_A_CLIENT, "importlib.metadata", "email", "zipfile", "csv")
+# The generated well-known types import dateutil.parser for Timestamp.from_dict alone
+# (~10% of a read's start-up with dateutil.tz and zoneinfo); skift_server puts it off until
+# first use. The config file's TOML parser loads only when there is a file.
+NOT_FOR_A_READ = (
+    *NOT_FOR_A_CLIENT,
+    "importlib.metadata",
+    "email",
+    "zipfile",
+    "csv",
+    "dateutil.parser._parser",
+    "dateutil.tz",
+    "tomllib",
+)
 
 
 def command_modules(modules: set[str]) -> set[str]:
@@ -94,12 +115,16 @@ def command_modules(modules: set[str]) -> set[str]:
 def test_ready_imports_only_the_client(cli: Cli, tmp_path: Path) -> None:
     slug, _ = cli.project("imports", "one ready node")
     for args in (["ready", "-p", slug], ["ready", "-p", slug, "--json"]):
-        out, modules = loaded(cli, tmp_path, *args)
+        out, modules, made = loaded_and_made(cli, tmp_path, *args)
         assert f"{slug}#1" in out  # it did talk to the server
         assert "skift_server._client" in modules
         assert offenders(modules, NOT_FOR_A_READ) == [], args
         # the command's own module, not the other sixteen
         assert command_modules(modules) == {"work"}, args
+        # the generated messages are made on first use (all 207 was the largest import):
+        # the ones a read names, not the service's stub, which names every message
+        assert "ReadyResponse" in made and "SkiftServiceStub" not in made, made
+        assert len(made) < 50, made
 
 
 def test_show_imports_its_command_module_and_the_client(cli: Cli, tmp_path: Path) -> None:
@@ -177,6 +202,25 @@ for mod in (skift, skift_server):
 from skift import *  # noqa
 from skift_server import *  # noqa
 assert skift.NodeFilter is skift._engine.NodeFilter
+"""
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_put_off_dateutil_parser_still_parses() -> None:
+    """skift_server stands in for dateutil.parser until first use; using it loads the real one."""
+    check = """
+import sys
+import skift_server._client
+from skift_server._proto.google.protobuf import Timestamp
+assert "dateutil.parser._parser" not in sys.modules
+t = Timestamp.from_dict("2026-12-01T10:00:00.5Z")
+assert (t.seconds, t.nanos) == (1796119200, 500000000), t
+import dateutil.parser
+from dateutil.parser import isoparse
+assert dateutil.parser is sys.modules["dateutil.parser"]
+assert isoparse is dateutil.parser.isoparse
+assert dateutil.parser.parse("2026-12-01").year == 2026
 """
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

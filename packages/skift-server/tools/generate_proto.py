@@ -64,6 +64,145 @@ def generate(into: Path) -> None:
         raise SystemExit(f"protoc failed with exit code {result.returncode}")
     for path in into.rglob("*.py"):
         path.write_text(HEADER + path.read_text())
+    for name in LAZY:
+        path = into / name
+        source = path.read_text()
+        path.with_suffix(".pyi").write_text(source)
+        path.write_text(lazy_classes(source))
+
+
+LAZY = ("skift/v1/__init__.py",)
+"""Generated modules whose classes are made on first use (see :func:`lazy_classes`)."""
+
+LAZY_NOTE = """
+# Classes on first use: this is betterproto2's output (__init__.pyi beside it,
+# verbatim, is what type checkers read) with each top-level class moved into a
+# function that makes it when the module's __getattr__ is first asked for it,
+# together with the classes it names. Making all of them at import (a dataclass
+# each, with its __init__ compiled) was the largest part of a client's start-up;
+# a command makes the few it uses. See tools/generate_proto.py, lazy_classes.
+"""
+
+
+def lazy_classes(source: str) -> str:
+    """``source`` (a generated module) with its top-level classes made on first use.
+
+    Each class, with the message pool registration that follows it, is moved
+    unchanged into ``def _make_<Name>()`` (which declares the name global, so
+    the class keeps its module, name and qualified name); the module's
+    ``__getattr__`` runs it, first making (in the order of the file) every class
+    it names in its body or its annotations, and theirs: whatever the class's
+    default factories, type hints and methods look up in the module's globals
+    is there. Lines inside a multi-line string are not indented, so docstrings
+    keep their exact text.
+    """
+    import ast
+    import io
+    import tokenize
+
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    in_string: set[int] = set()  # 1-based lines that continue a multi-line string
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            in_string.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def registers(stmt: ast.stmt) -> str | None:
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr == "register_message"
+            and stmt.value.args
+            and isinstance(stmt.value.args[-1], ast.Name)
+        ):
+            return stmt.value.args[-1].id
+        return None
+
+    def names_in(node: ast.AST) -> set[str]:
+        found: set[str] = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                found.add(sub.id)
+            annotation = (
+                sub.annotation
+                if isinstance(sub, ast.AnnAssign | ast.arg)
+                else sub.returns
+                if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef)
+                else None
+            )
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                found |= names_in(ast.parse(annotation.value, mode="eval"))
+        return found
+
+    def text(first: int, last: int, indent: str) -> str:
+        return "".join(
+            line if n in in_string or not line.strip() else indent + line
+            for n, line in enumerate(lines[first - 1 : last], start=first)
+        )
+
+    out: list[str] = []
+    makers: list[str] = []
+    pending = ""
+    pos = 1  # the next line of `source` not yet copied
+    for stmt in tree.body:
+        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        end = stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, ast.ClassDef):
+            out.append("".join(lines[pos - 1 : start - 1]))
+            pending = stmt.name
+            out.append(f"def _make_{stmt.name}() -> None:\n    global {stmt.name}\n\n")
+            out.append(text(start, end, "    "))
+            makers.append(stmt.name)
+            pos = end + 1
+        elif pending and registers(stmt) == pending:
+            out.append(text(pos, end, "    "))
+            pos = end + 1
+        else:
+            pending = ""
+    out.append("".join(lines[pos - 1 :]))
+    deps = {
+        name: sorted(n for n in names_in(node) if n in classes and n != name)
+        for name, node in classes.items()
+    }
+    table = "".join(
+        f"    {name!r}: ({i}, _make_{name}, ({''.join(f'{d!r}, ' for d in deps[name])})),\n"
+        for i, name in enumerate(makers)
+    )
+    out.append(
+        f"""
+
+# each class: its place in the file, the function that makes it, the classes it names
+_MAKERS = {{
+{table}}}
+_MAKING = __import__("threading").RLock()
+
+
+def __getattr__(name: str) -> type:
+    if name not in _MAKERS:
+        raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")
+    with _MAKING:
+        found = globals()
+        todo: set[str] = set()
+        stack = [name]
+        while stack:
+            n = stack.pop()
+            if n not in todo and n not in found:
+                todo.add(n)
+                stack.extend(_MAKERS[n][2])
+        for n in sorted(todo, key=lambda n: _MAKERS[n][0]):
+            _MAKERS[n][1]()
+    return found[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MAKERS))
+"""
+    )
+    body = "".join(out)
+    head, sep, rest = body.partition("\n\n")  # after the DO NOT EDIT header's first block
+    return head + sep + LAZY_NOTE.lstrip("\n") + "\n" + rest
 
 
 def _files(base: Path) -> dict[str, str]:

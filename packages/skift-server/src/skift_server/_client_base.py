@@ -20,6 +20,7 @@ from typing import Any, Self, TypeVar
 
 import attrs
 import betterproto2
+from betterproto2.grpclib import ServiceStub
 from grpclib.client import Channel
 from grpclib.exceptions import GRPCError, StreamTerminatedError
 from h2.exceptions import ProtocolError as H2ProtocolError
@@ -234,7 +235,9 @@ class RemoteBase:
         attempt = 0
         while True:
             channel = self._shared.channel()
-            stub = v1.SkiftServiceStub(channel, metadata=self._metadata())
+            # the base stub: the generated SkiftServiceStub only adds a method per RPC, and
+            # naming it would make every class of the generated module (made on first use)
+            stub = ServiceStub(channel, metadata=self._metadata())
             try:
                 got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
                     route, request, reply, timeout=timeout or self.timeout

@@ -6,6 +6,13 @@
 # plugin: python-betterproto2
 # This file has been @generated
 
+# Classes on first use: this is betterproto2's output (__init__.pyi beside it,
+# verbatim, is what type checkers read) with each top-level class moved into a
+# function that makes it when the module's __getattr__ is first asked for it,
+# together with the classes it names. Making all of them at import (a dataclass
+# each, with its __init__ compiled) was the largest part of a client's start-up;
+# a command makes the few it uses. See tools/generate_proto.py, lazy_classes.
+
 __all__ = (
     "AddCommentOp",
     "AddCommentRequest",
@@ -236,2640 +243,2931 @@ _COMPILER_VERSION = "0.10.1"
 betterproto2.check_compiler_version(_COMPILER_VERSION)
 
 
-class AssigneeKind(betterproto2.Enum):
-    """
+def _make_AssigneeKind() -> None:
+    global AssigneeKind
+
+    class AssigneeKind(betterproto2.Enum):
+        """
     Who may take a node.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given: anyone may take it (in a filter: any node; in an update that
     sets the field: make it anyone's again).
     """
 
-    AGENT = 1
-    """
+        AGENT = 1
+        """
     An agent.
     """
 
-    USER = 2
-    """
+        USER = 2
+        """
     A person: the node is a gate an agent cannot take.
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "ASSIGNEE_KIND_UNSPECIFIED",
-            1: "ASSIGNEE_KIND_AGENT",
-            2: "ASSIGNEE_KIND_USER",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "ASSIGNEE_KIND_UNSPECIFIED",
+                1: "ASSIGNEE_KIND_AGENT",
+                2: "ASSIGNEE_KIND_USER",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "ASSIGNEE_KIND_UNSPECIFIED": 0,
-            "ASSIGNEE_KIND_AGENT": 1,
-            "ASSIGNEE_KIND_USER": 2,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "ASSIGNEE_KIND_UNSPECIFIED": 0,
+                "ASSIGNEE_KIND_AGENT": 1,
+                "ASSIGNEE_KIND_USER": 2,
+            }
 
 
-class DeliveryState(betterproto2.Enum):
-    """
+def _make_DeliveryState() -> None:
+    global DeliveryState
+
+    class DeliveryState(betterproto2.Enum):
+        """
     Where a webhook delivery stands.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given.
     """
 
-    PENDING = 1
-    """
+        PENDING = 1
+        """
     Waiting for its first or its next attempt.
     """
 
-    DELIVERED = 2
-    """
+        DELIVERED = 2
+        """
     A receiver answered 2xx.
     """
 
-    PARKED = 3
-    """
+        PARKED = 3
+        """
     Given up after the retry schedule; kept until redelivered.
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "DELIVERY_STATE_UNSPECIFIED",
-            1: "DELIVERY_STATE_PENDING",
-            2: "DELIVERY_STATE_DELIVERED",
-            3: "DELIVERY_STATE_PARKED",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "DELIVERY_STATE_UNSPECIFIED",
+                1: "DELIVERY_STATE_PENDING",
+                2: "DELIVERY_STATE_DELIVERED",
+                3: "DELIVERY_STATE_PARKED",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "DELIVERY_STATE_UNSPECIFIED": 0,
-            "DELIVERY_STATE_PENDING": 1,
-            "DELIVERY_STATE_DELIVERED": 2,
-            "DELIVERY_STATE_PARKED": 3,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "DELIVERY_STATE_UNSPECIFIED": 0,
+                "DELIVERY_STATE_PENDING": 1,
+                "DELIVERY_STATE_DELIVERED": 2,
+                "DELIVERY_STATE_PARKED": 3,
+            }
 
 
-class NodeStatus(betterproto2.Enum):
-    """
+def _make_NodeStatus() -> None:
+    global NodeStatus
+
+    class NodeStatus(betterproto2.Enum):
+        """
     ============================================================== enums
 
     A node's stored status. Readiness is derived from it and the graph.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given: in a filter, any status.
     """
 
-    OPEN = 1
-    """
+        OPEN = 1
+        """
     Still to be done.
     """
 
-    DONE = 2
-    """
+        DONE = 2
+        """
     Completed.
     """
 
-    DROPPED = 3
-    """
+        DROPPED = 3
+        """
     Will not be done.
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "NODE_STATUS_UNSPECIFIED",
-            1: "NODE_STATUS_OPEN",
-            2: "NODE_STATUS_DONE",
-            3: "NODE_STATUS_DROPPED",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "NODE_STATUS_UNSPECIFIED",
+                1: "NODE_STATUS_OPEN",
+                2: "NODE_STATUS_DONE",
+                3: "NODE_STATUS_DROPPED",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "NODE_STATUS_UNSPECIFIED": 0,
-            "NODE_STATUS_OPEN": 1,
-            "NODE_STATUS_DONE": 2,
-            "NODE_STATUS_DROPPED": 3,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "NODE_STATUS_UNSPECIFIED": 0,
+                "NODE_STATUS_OPEN": 1,
+                "NODE_STATUS_DONE": 2,
+                "NODE_STATUS_DROPPED": 3,
+            }
 
 
-class PrincipalKind(betterproto2.Enum):
-    """
+def _make_PrincipalKind() -> None:
+    global PrincipalKind
+
+    class PrincipalKind(betterproto2.Enum):
+        """
     What kind of principal acts.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given (AddPrincipal: an agent).
     """
 
-    USER = 1
-    """
+        USER = 1
+        """
     A person.
     """
 
-    AGENT = 2
-    """
+        AGENT = 2
+        """
     An AI agent.
     """
 
-    SERVICE = 3
-    """
+        SERVICE = 3
+        """
     A service (an orchestrator, a bot, CI).
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "PRINCIPAL_KIND_UNSPECIFIED",
-            1: "PRINCIPAL_KIND_USER",
-            2: "PRINCIPAL_KIND_AGENT",
-            3: "PRINCIPAL_KIND_SERVICE",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "PRINCIPAL_KIND_UNSPECIFIED",
+                1: "PRINCIPAL_KIND_USER",
+                2: "PRINCIPAL_KIND_AGENT",
+                3: "PRINCIPAL_KIND_SERVICE",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "PRINCIPAL_KIND_UNSPECIFIED": 0,
-            "PRINCIPAL_KIND_USER": 1,
-            "PRINCIPAL_KIND_AGENT": 2,
-            "PRINCIPAL_KIND_SERVICE": 3,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "PRINCIPAL_KIND_UNSPECIFIED": 0,
+                "PRINCIPAL_KIND_USER": 1,
+                "PRINCIPAL_KIND_AGENT": 2,
+                "PRINCIPAL_KIND_SERVICE": 3,
+            }
 
 
-class Priority(betterproto2.Enum):
-    """
+def _make_Priority() -> None:
+    global Priority
+
+    class Priority(betterproto2.Enum):
+        """
     How urgent work is, comparable within a project. P0 is the most urgent.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given: the default (P2) on create, unchanged on update, any in a filter.
     """
 
-    P0 = 1
-    """
+        P0 = 1
+        """
     Most urgent.
     """
 
-    P1 = 2
-    """
+        P1 = 2
+        """
     Urgent.
     """
 
-    P2 = 3
-    """
+        P2 = 3
+        """
     Normal (the default).
     """
 
-    P3 = 4
-    """
+        P3 = 4
+        """
     Less urgent.
     """
 
-    P4 = 5
-    """
+        P4 = 5
+        """
     Least urgent.
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "PRIORITY_UNSPECIFIED",
-            1: "PRIORITY_P0",
-            2: "PRIORITY_P1",
-            3: "PRIORITY_P2",
-            4: "PRIORITY_P3",
-            5: "PRIORITY_P4",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "PRIORITY_UNSPECIFIED",
+                1: "PRIORITY_P0",
+                2: "PRIORITY_P1",
+                3: "PRIORITY_P2",
+                4: "PRIORITY_P3",
+                5: "PRIORITY_P4",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "PRIORITY_UNSPECIFIED": 0,
-            "PRIORITY_P0": 1,
-            "PRIORITY_P1": 2,
-            "PRIORITY_P2": 3,
-            "PRIORITY_P3": 4,
-            "PRIORITY_P4": 5,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "PRIORITY_UNSPECIFIED": 0,
+                "PRIORITY_P0": 1,
+                "PRIORITY_P1": 2,
+                "PRIORITY_P2": 3,
+                "PRIORITY_P3": 4,
+                "PRIORITY_P4": 5,
+            }
 
 
-class ReleaseReason(betterproto2.Enum):
-    """
+def _make_ReleaseReason() -> None:
+    global ReleaseReason
+
+    class ReleaseReason(betterproto2.Enum):
+        """
     Why a lease ended.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given (Release: crash).
     """
 
-    COMPLETE = 1
-    """
+        COMPLETE = 1
+        """
     The node was completed (set by skift).
     """
 
-    GATE = 2
-    """
+        GATE = 2
+        """
     The holder filed a gate and stepped back (set by skift).
     """
 
-    CRASH = 3
-    """
+        CRASH = 3
+        """
     The holder crashed or gave up.
     """
 
-    BUDGET = 4
-    """
+        BUDGET = 4
+        """
     The holder ran out of budget.
     """
 
-    EXPIRED = 5
-    """
+        EXPIRED = 5
+        """
     The lease's time ran out (set by skift).
     """
 
-    PREEMPTED = 6
-    """
+        PREEMPTED = 6
+        """
     The holder was preempted for other work.
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "RELEASE_REASON_UNSPECIFIED",
-            1: "RELEASE_REASON_COMPLETE",
-            2: "RELEASE_REASON_GATE",
-            3: "RELEASE_REASON_CRASH",
-            4: "RELEASE_REASON_BUDGET",
-            5: "RELEASE_REASON_EXPIRED",
-            6: "RELEASE_REASON_PREEMPTED",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "RELEASE_REASON_UNSPECIFIED",
+                1: "RELEASE_REASON_COMPLETE",
+                2: "RELEASE_REASON_GATE",
+                3: "RELEASE_REASON_CRASH",
+                4: "RELEASE_REASON_BUDGET",
+                5: "RELEASE_REASON_EXPIRED",
+                6: "RELEASE_REASON_PREEMPTED",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "RELEASE_REASON_UNSPECIFIED": 0,
-            "RELEASE_REASON_COMPLETE": 1,
-            "RELEASE_REASON_GATE": 2,
-            "RELEASE_REASON_CRASH": 3,
-            "RELEASE_REASON_BUDGET": 4,
-            "RELEASE_REASON_EXPIRED": 5,
-            "RELEASE_REASON_PREEMPTED": 6,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "RELEASE_REASON_UNSPECIFIED": 0,
+                "RELEASE_REASON_COMPLETE": 1,
+                "RELEASE_REASON_GATE": 2,
+                "RELEASE_REASON_CRASH": 3,
+                "RELEASE_REASON_BUDGET": 4,
+                "RELEASE_REASON_EXPIRED": 5,
+                "RELEASE_REASON_PREEMPTED": 6,
+            }
 
 
-class UsageKind(betterproto2.Enum):
-    """
+def _make_UsageKind() -> None:
+    global UsageKind
+
+    class UsageKind(betterproto2.Enum):
+        """
     Whether a usage record measures or estimates.
     """
 
-    UNSPECIFIED = 0
-    """
+        UNSPECIFIED = 0
+        """
     Not given.
     """
 
-    ACTUAL = 1
-    """
+        ACTUAL = 1
+        """
     Measured tokens of an attempt.
     """
 
-    ESTIMATE = 2
-    """
+        ESTIMATE = 2
+        """
     An estimate of what the work will take.
     """
 
-    @classmethod
-    def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
-        return {
-            0: "USAGE_KIND_UNSPECIFIED",
-            1: "USAGE_KIND_ACTUAL",
-            2: "USAGE_KIND_ESTIMATE",
-        }
+        @classmethod
+        def betterproto_value_to_renamed_proto_names(cls) -> dict[int, str]:
+            return {
+                0: "USAGE_KIND_UNSPECIFIED",
+                1: "USAGE_KIND_ACTUAL",
+                2: "USAGE_KIND_ESTIMATE",
+            }
 
-    @classmethod
-    def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
-        return {
-            "USAGE_KIND_UNSPECIFIED": 0,
-            "USAGE_KIND_ACTUAL": 1,
-            "USAGE_KIND_ESTIMATE": 2,
-        }
+        @classmethod
+        def betterproto_renamed_proto_names_to_value(cls) -> dict[str, int]:
+            return {
+                "USAGE_KIND_UNSPECIFIED": 0,
+                "USAGE_KIND_ACTUAL": 1,
+                "USAGE_KIND_ESTIMATE": 2,
+            }
 
 
-@dataclass(eq=False, repr=False)
-class AddCommentOp(betterproto2.Message):
-    """
+def _make_AddCommentOp() -> None:
+    global AddCommentOp
+
+    @dataclass(eq=False, repr=False)
+    class AddCommentOp(betterproto2.Message):
+        """
     Comment on a node.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node (a reference, or an alias created earlier in the patch).
     """
 
-    body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The comment, markdown.
     """
 
-    reply_to: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        reply_to: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The id of the comment this one answers (on the same node).
     """
 
 
-default_message_pool.register_message("skift.v1", "AddCommentOp", AddCommentOp)
+    default_message_pool.register_message("skift.v1", "AddCommentOp", AddCommentOp)
 
 
-@dataclass(eq=False, repr=False)
-class AddCommentRequest(betterproto2.Message):
-    """
+def _make_AddCommentRequest() -> None:
+    global AddCommentRequest
+
+    @dataclass(eq=False, repr=False)
+    class AddCommentRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: comments and search
 
     AddComment's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The comment, markdown.
     """
 
-    reply_to: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        reply_to: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The id of the comment this one answers (on the same node).
     """
 
-    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddCommentRequest", AddCommentRequest)
+    default_message_pool.register_message("skift.v1", "AddCommentRequest", AddCommentRequest)
 
 
-@dataclass(eq=False, repr=False)
-class AddCommentResponse(betterproto2.Message):
-    """
+def _make_AddCommentResponse() -> None:
+    global AddCommentResponse
+
+    @dataclass(eq=False, repr=False)
+    class AddCommentResponse(betterproto2.Message):
+        """
     AddComment's response.
     """
 
-    comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The new comment.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddCommentResponse", AddCommentResponse)
+    default_message_pool.register_message("skift.v1", "AddCommentResponse", AddCommentResponse)
 
 
-@dataclass(eq=False, repr=False)
-class AddEdgeOp(betterproto2.Message):
-    """
+def _make_AddEdgeOp() -> None:
+    global AddEdgeOp
+
+    @dataclass(eq=False, repr=False)
+    class AddEdgeOp(betterproto2.Message):
+        """
     Add an edge: `from_node` blocks `to_node` (which waits until from_node is
     done or dropped).
     """
 
-    from_node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        from_node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The blocking node (a reference or an alias).
     """
 
-    to_node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        to_node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The waiting node (a reference or an alias).
     """
 
-    kind: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        kind: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The edge kind; `blocks` when absent.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddEdgeOp", AddEdgeOp)
+    default_message_pool.register_message("skift.v1", "AddEdgeOp", AddEdgeOp)
 
 
-@dataclass(eq=False, repr=False)
-class AddPrincipalRequest(betterproto2.Message):
-    """
+def _make_AddPrincipalRequest() -> None:
+    global AddPrincipalRequest
+
+    @dataclass(eq=False, repr=False)
+    class AddPrincipalRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: principals
 
     AddPrincipal's request (admin).
     """
 
-    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The principal's name.
     """
 
-    kind: "PrincipalKind" = betterproto2.field(
-        2, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        kind: "PrincipalKind" = betterproto2.field(
+            2, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     Its kind; AGENT when UNSPECIFIED.
     """
 
-    uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
-    """
+        uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
+        """
     A unix uid that identifies it on the unix socket.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddPrincipalRequest", AddPrincipalRequest)
+    default_message_pool.register_message("skift.v1", "AddPrincipalRequest", AddPrincipalRequest)
 
 
-@dataclass(eq=False, repr=False)
-class AddPrincipalResponse(betterproto2.Message):
-    """
+def _make_AddPrincipalResponse() -> None:
+    global AddPrincipalResponse
+
+    @dataclass(eq=False, repr=False)
+    class AddPrincipalResponse(betterproto2.Message):
+        """
     AddPrincipal's response.
     """
 
-    principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The new principal.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddPrincipalResponse", AddPrincipalResponse)
+    default_message_pool.register_message("skift.v1", "AddPrincipalResponse", AddPrincipalResponse)
 
 
-@dataclass(eq=False, repr=False)
-class AddWebhookRequest(betterproto2.Message):
-    """
+def _make_AddWebhookRequest() -> None:
+    global AddWebhookRequest
+
+    @dataclass(eq=False, repr=False)
+    class AddWebhookRequest(betterproto2.Message):
+        """
     AddWebhook's request.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project to announce.
     """
 
-    url: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        url: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Where to POST: http or https, 8 to 2,048 bytes.
     """
 
-    events: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
-    """
+        events: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+        """
     Only these event operations; all when empty.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddWebhookRequest", AddWebhookRequest)
+    default_message_pool.register_message("skift.v1", "AddWebhookRequest", AddWebhookRequest)
 
 
-@dataclass(eq=False, repr=False)
-class AddWebhookResponse(betterproto2.Message):
-    """
+def _make_AddWebhookResponse() -> None:
+    global AddWebhookResponse
+
+    @dataclass(eq=False, repr=False)
+    class AddWebhookResponse(betterproto2.Message):
+        """
     AddWebhook's response.
     """
 
-    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The endpoint.
     """
 
-    secret: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        secret: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its signing secret (`whsec_` + base64), returned this once.
     """
 
 
-default_message_pool.register_message("skift.v1", "AddWebhookResponse", AddWebhookResponse)
+    default_message_pool.register_message("skift.v1", "AddWebhookResponse", AddWebhookResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ArchiveProjectRequest(betterproto2.Message):
-    """
+def _make_ArchiveProjectRequest() -> None:
+    global ArchiveProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class ArchiveProjectRequest(betterproto2.Message):
+        """
     ArchiveProject's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why; `archived` when empty.
     """
 
 
-default_message_pool.register_message("skift.v1", "ArchiveProjectRequest", ArchiveProjectRequest)
+    default_message_pool.register_message("skift.v1", "ArchiveProjectRequest", ArchiveProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ArchiveProjectResponse(betterproto2.Message):
-    """
+def _make_ArchiveProjectResponse() -> None:
+    global ArchiveProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class ArchiveProjectResponse(betterproto2.Message):
+        """
     ArchiveProject's response.
     """
 
-    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The archived project.
     """
 
 
-default_message_pool.register_message("skift.v1", "ArchiveProjectResponse", ArchiveProjectResponse)
+    default_message_pool.register_message("skift.v1", "ArchiveProjectResponse", ArchiveProjectResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Artifact(betterproto2.Message):
-    """
+def _make_Artifact() -> None:
+    global Artifact
+
+    @dataclass(eq=False, repr=False)
+    class Artifact(betterproto2.Message):
+        """
     ============================================================== artifacts
 
     What work produced, shaped after A2A: a name, a description, parts and
     metadata. skift never fetches what a part references.
     """
 
-    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     Its name, e.g. report.md.
     """
 
-    description: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        description: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     What it is.
     """
 
-    parts: "list[Part]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        parts: "list[Part]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Its parts, in order.
     """
 
-    metadata: "__google__protobuf__.Struct | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        metadata: "__google__protobuf__.Struct | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     Free JSON metadata.
     """
 
 
-default_message_pool.register_message("skift.v1", "Artifact", Artifact)
+    default_message_pool.register_message("skift.v1", "Artifact", Artifact)
 
 
-@dataclass(eq=False, repr=False)
-class ArtifactInfo(betterproto2.Message):
-    """
+def _make_ArtifactInfo() -> None:
+    global ArtifactInfo
+
+    @dataclass(eq=False, repr=False)
+    class ArtifactInfo(betterproto2.Message):
+        """
     An attached artifact, attributed to the principal that attached it.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The artifact id (ULID).
     """
 
-    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     `slug#N` of its node.
     """
 
-    name: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Its name.
     """
 
-    description: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        description: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     What it is.
     """
 
-    parts: "list[Part]" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        parts: "list[Part]" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Its parts.
     """
 
-    metadata: "__google__protobuf__.Struct | None" = betterproto2.field(
-        6, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        metadata: "__google__protobuf__.Struct | None" = betterproto2.field(
+            6, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     Its metadata.
     """
 
-    author: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
-    """
+        author: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+        """
     The principal that attached it.
     """
 
-    author_kind: "PrincipalKind" = betterproto2.field(
-        8, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        author_kind: "PrincipalKind" = betterproto2.field(
+            8, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     The author's kind.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was attached.
     """
 
 
-default_message_pool.register_message("skift.v1", "ArtifactInfo", ArtifactInfo)
+    default_message_pool.register_message("skift.v1", "ArtifactInfo", ArtifactInfo)
 
 
-@dataclass(eq=False, repr=False)
-class AttachArtifactOp(betterproto2.Message):
-    """
+def _make_AttachArtifactOp() -> None:
+    global AttachArtifactOp
+
+    @dataclass(eq=False, repr=False)
+    class AttachArtifactOp(betterproto2.Message):
+        """
     Attach an artifact to a node.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node (a reference, or an alias created earlier in the patch).
     """
 
-    artifact: "Artifact | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        artifact: "Artifact | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The artifact.
     """
 
 
-default_message_pool.register_message("skift.v1", "AttachArtifactOp", AttachArtifactOp)
+    default_message_pool.register_message("skift.v1", "AttachArtifactOp", AttachArtifactOp)
 
 
-@dataclass(eq=False, repr=False)
-class AttachArtifactRequest(betterproto2.Message):
-    """
+def _make_AttachArtifactRequest() -> None:
+    global AttachArtifactRequest
+
+    @dataclass(eq=False, repr=False)
+    class AttachArtifactRequest(betterproto2.Message):
+        """
     AttachArtifact's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    artifact: "Artifact | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        artifact: "Artifact | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The artifact.
     """
 
-    lease: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease, when the node is leased.
     """
 
-    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest.
     """
 
 
-default_message_pool.register_message("skift.v1", "AttachArtifactRequest", AttachArtifactRequest)
+    default_message_pool.register_message("skift.v1", "AttachArtifactRequest", AttachArtifactRequest)
 
 
-@dataclass(eq=False, repr=False)
-class AttachArtifactResponse(betterproto2.Message):
-    """
+def _make_AttachArtifactResponse() -> None:
+    global AttachArtifactResponse
+
+    @dataclass(eq=False, repr=False)
+    class AttachArtifactResponse(betterproto2.Message):
+        """
     AttachArtifact's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What attaching did.
     """
 
 
-default_message_pool.register_message("skift.v1", "AttachArtifactResponse", AttachArtifactResponse)
+    default_message_pool.register_message("skift.v1", "AttachArtifactResponse", AttachArtifactResponse)
 
 
-@dataclass(eq=False, repr=False)
-class AttachIdentityRequest(betterproto2.Message):
-    """
+def _make_AttachIdentityRequest() -> None:
+    global AttachIdentityRequest
+
+    @dataclass(eq=False, repr=False)
+    class AttachIdentityRequest(betterproto2.Message):
+        """
     AttachIdentity's request (admin).
     """
 
-    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The principal (name or id).
     """
 
-    scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     unix, oidc or tailscale (tokens are made with CreateToken).
     """
 
-    value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The uid, subject or node identity.
     """
 
 
-default_message_pool.register_message("skift.v1", "AttachIdentityRequest", AttachIdentityRequest)
+    default_message_pool.register_message("skift.v1", "AttachIdentityRequest", AttachIdentityRequest)
 
 
-@dataclass(eq=False, repr=False)
-class AttachIdentityResponse(betterproto2.Message):
-    """
+def _make_AttachIdentityResponse() -> None:
+    global AttachIdentityResponse
+
+    @dataclass(eq=False, repr=False)
+    class AttachIdentityResponse(betterproto2.Message):
+        """
     AttachIdentity's response.
     """
 
-    principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The principal with its new identity.
     """
 
 
-default_message_pool.register_message("skift.v1", "AttachIdentityResponse", AttachIdentityResponse)
+    default_message_pool.register_message("skift.v1", "AttachIdentityResponse", AttachIdentityResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Blob(betterproto2.Message):
-    """
+def _make_Blob() -> None:
+    global Blob
+
+    @dataclass(eq=False, repr=False)
+    class Blob(betterproto2.Message):
+        """
     A stored blob.
     """
 
-    digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `sha256:<lowercase hex>`.
     """
 
-    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its media type.
     """
 
-    size: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
-    """
+        size: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+        """
     Its size in bytes.
     """
 
 
-default_message_pool.register_message("skift.v1", "Blob", Blob)
+    default_message_pool.register_message("skift.v1", "Blob", Blob)
 
 
-@dataclass(eq=False, repr=False)
-class BlobPart(betterproto2.Message):
-    """
+def _make_BlobPart() -> None:
+    global BlobPart
+
+    @dataclass(eq=False, repr=False)
+    class BlobPart(betterproto2.Message):
+        """
     A skift-managed, immutable, content-addressed blob.
     """
 
-    digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `sha256:<lowercase hex>`, as PutBlob returned it.
     """
 
-    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its media type.
     """
 
-    size: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
-    """
+        size: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+        """
     Its size in bytes.
     """
 
 
-default_message_pool.register_message("skift.v1", "BlobPart", BlobPart)
+    default_message_pool.register_message("skift.v1", "BlobPart", BlobPart)
 
 
-@dataclass(eq=False, repr=False)
-class Cascade(betterproto2.Message):
-    """
+def _make_Cascade() -> None:
+    global Cascade
+
+    @dataclass(eq=False, repr=False)
+    class Cascade(betterproto2.Message):
+        """
     The blast radius a cascading drop states before it runs.
     """
 
-    max_nodes: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
+        max_nodes: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+        """
     The most nodes the cascade may drop.
     """
 
 
-default_message_pool.register_message("skift.v1", "Cascade", Cascade)
+    default_message_pool.register_message("skift.v1", "Cascade", Cascade)
 
 
-@dataclass(eq=False, repr=False)
-class Claim(betterproto2.Message):
-    """
+def _make_Claim() -> None:
+    global Claim
+
+    @dataclass(eq=False, repr=False)
+    class Claim(betterproto2.Message):
+        """
     What Claim and ClaimNext return: the node, the lease, and what to read.
     """
 
-    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The claimed node.
     """
 
-    lease: "Lease | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        lease: "Lease | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The lease: keep it alive with Heartbeat, end it with Complete, Release
     or Gate.
     """
 
-    inputs: "list[Input]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        inputs: "list[Input]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The results of the nodes that blocked it (the first ones when
     next_inputs_page_token is set).
     """
 
-    comments: "CommentsHint | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        comments: "CommentsHint | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     Unresolved comments on it.
     """
 
-    next_inputs_page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        next_inputs_page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Set when the inputs did not all fit in this response (which stays under
     4 MiB): pass it as page_token to ListInputs for the rest.
     """
 
 
-default_message_pool.register_message("skift.v1", "Claim", Claim)
+    default_message_pool.register_message("skift.v1", "Claim", Claim)
 
 
-@dataclass(eq=False, repr=False)
-class ClaimNextRequest(betterproto2.Message):
-    """
+def _make_ClaimNextRequest() -> None:
+    global ClaimNextRequest
+
+    @dataclass(eq=False, repr=False)
+    class ClaimNextRequest(betterproto2.Message):
+        """
     ClaimNext's request: take the next ready node in turn order.
     """
 
-    filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     Which nodes (`status` and `held` are refused here).
     """
 
-    ttl: "datetime.timedelta | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
-    )
-    """
+        ttl: "datetime.timedelta | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
+        )
+        """
     The lease's TTL, as in ClaimRequest.
     """
 
-    wait: "datetime.timedelta | None" = betterproto2.field(
-        3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
-    )
-    """
+        wait: "datetime.timedelta | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
+        )
+        """
     Wait up to this long for work to become ready (capped by the server's
     ceiling); absent or zero answers at once.
     """
 
-    harness: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        harness: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The harness running the agent.
     """
 
-    agent_ref: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        agent_ref: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     A URI naming the agent.
     """
 
-    session_ref: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        session_ref: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The agent's session.
     """
 
-    on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
+        on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+        """
     Delegation: refused in v1 (see PatchRequest.on_behalf_of).
     """
 
 
-default_message_pool.register_message("skift.v1", "ClaimNextRequest", ClaimNextRequest)
+    default_message_pool.register_message("skift.v1", "ClaimNextRequest", ClaimNextRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ClaimNextResponse(betterproto2.Message):
-    """
+def _make_ClaimNextResponse() -> None:
+    global ClaimNextResponse
+
+    @dataclass(eq=False, repr=False)
+    class ClaimNextResponse(betterproto2.Message):
+        """
     ClaimNext's response.
     """
 
-    claim: "Claim | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        claim: "Claim | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The node, its lease and what to read.
     """
 
 
-default_message_pool.register_message("skift.v1", "ClaimNextResponse", ClaimNextResponse)
+    default_message_pool.register_message("skift.v1", "ClaimNextResponse", ClaimNextResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ClaimRequest(betterproto2.Message):
-    """
+def _make_ClaimRequest() -> None:
+    global ClaimRequest
+
+    @dataclass(eq=False, repr=False)
+    class ClaimRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: the work protocol
 
     Claim's request: take one named node.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    ttl: "datetime.timedelta | None" = betterproto2.field(
-        3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
-    )
-    """
+        ttl: "datetime.timedelta | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
+        )
+        """
     How long the lease lives unless renewed; the server's default when
     absent, clamped to its ceiling; zero or less is invalid.
     """
 
-    harness: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        harness: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The harness running the agent.
     """
 
-    agent_ref: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        agent_ref: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     A URI naming the agent.
     """
 
-    session_ref: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        session_ref: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The agent's session.
     """
 
-    on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
+        on_behalf_of: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+        """
     Delegation: refused in v1 (see PatchRequest.on_behalf_of).
     """
 
 
-default_message_pool.register_message("skift.v1", "ClaimRequest", ClaimRequest)
+    default_message_pool.register_message("skift.v1", "ClaimRequest", ClaimRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ClaimResponse(betterproto2.Message):
-    """
+def _make_ClaimResponse() -> None:
+    global ClaimResponse
+
+    @dataclass(eq=False, repr=False)
+    class ClaimResponse(betterproto2.Message):
+        """
     Claim's response.
     """
 
-    claim: "Claim | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        claim: "Claim | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The node, its lease and what to read.
     """
 
 
-default_message_pool.register_message("skift.v1", "ClaimResponse", ClaimResponse)
+    default_message_pool.register_message("skift.v1", "ClaimResponse", ClaimResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ClearFocusRequest(betterproto2.Message):
-    """
+def _make_ClearFocusRequest() -> None:
+    global ClearFocusRequest
+
+    @dataclass(eq=False, repr=False)
+    class ClearFocusRequest(betterproto2.Message):
+        """
     ClearFocus' request: release what the scope's focus sweep held.
     """
 
-    reason: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project scope; org scope when absent.
     """
 
-    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
-default_message_pool.register_message("skift.v1", "ClearFocusRequest", ClearFocusRequest)
+    default_message_pool.register_message("skift.v1", "ClearFocusRequest", ClearFocusRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ClearFocusResponse(betterproto2.Message):
-    """
+def _make_ClearFocusResponse() -> None:
+    global ClearFocusResponse
+
+    @dataclass(eq=False, repr=False)
+    class ClearFocusResponse(betterproto2.Message):
+        """
     ClearFocus' response.
     """
 
-    result: "FocusResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "FocusResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What clearing did.
     """
 
 
-default_message_pool.register_message("skift.v1", "ClearFocusResponse", ClearFocusResponse)
+    default_message_pool.register_message("skift.v1", "ClearFocusResponse", ClearFocusResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Comment(betterproto2.Message):
-    """
+def _make_Comment() -> None:
+    global Comment
+
+    @dataclass(eq=False, repr=False)
+    class Comment(betterproto2.Message):
+        """
     A comment on a node: its own entity, threaded by `in_reply_to`, edited
     with every prior body kept, resolved once.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The comment id (ULID).
     """
 
-    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     `slug#N` of the node it is on.
     """
 
-    node_title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        node_title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     That node's title.
     """
 
-    author: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        author: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The principal that wrote it.
     """
 
-    author_kind: "PrincipalKind" = betterproto2.field(
-        5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        author_kind: "PrincipalKind" = betterproto2.field(
+            5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     The author's kind.
     """
 
-    body: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The body, markdown.
     """
 
-    in_reply_to: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
+        in_reply_to: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+        """
     The id of the comment it answers.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        8, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            8, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was written.
     """
 
-    edited_at: "datetime.datetime | None" = betterproto2.field(
-        9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        edited_at: "datetime.datetime | None" = betterproto2.field(
+            9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was last edited.
     """
 
-    resolved_at: "datetime.datetime | None" = betterproto2.field(
-        10, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        resolved_at: "datetime.datetime | None" = betterproto2.field(
+            10, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was resolved.
     """
 
-    resolved_by: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
-    """
+        resolved_by: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
+        """
     Who resolved it.
     """
 
-    revisions: "list[CommentRevision]" = betterproto2.field(
-        12, betterproto2.TYPE_MESSAGE, repeated=True
-    )
-    """
+        revisions: "list[CommentRevision]" = betterproto2.field(
+            12, betterproto2.TYPE_MESSAGE, repeated=True
+        )
+        """
     Its prior bodies, oldest first.
     """
 
 
-default_message_pool.register_message("skift.v1", "Comment", Comment)
+    default_message_pool.register_message("skift.v1", "Comment", Comment)
 
 
-@dataclass(eq=False, repr=False)
-class CommentRevision(betterproto2.Message):
-    """
+def _make_CommentRevision() -> None:
+    global CommentRevision
+
+    @dataclass(eq=False, repr=False)
+    class CommentRevision(betterproto2.Message):
+        """
     ============================================================== comments
 
     A comment's body before one of its edits, attributed to who wrote it.
     """
 
-    body: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The prior body.
     """
 
-    author: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        author: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The principal that wrote it.
     """
 
-    author_kind: "PrincipalKind" = betterproto2.field(
-        3, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        author_kind: "PrincipalKind" = betterproto2.field(
+            3, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     The author's kind.
     """
 
-    at: "datetime.datetime | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        at: "datetime.datetime | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When that body was written.
     """
 
 
-default_message_pool.register_message("skift.v1", "CommentRevision", CommentRevision)
+    default_message_pool.register_message("skift.v1", "CommentRevision", CommentRevision)
 
 
-@dataclass(eq=False, repr=False)
-class CommentsHint(betterproto2.Message):
-    """
+def _make_CommentsHint() -> None:
+    global CommentsHint
+
+    @dataclass(eq=False, repr=False)
+    class CommentsHint(betterproto2.Message):
+        """
     The comments hint a claimer gets: is there unresolved discussion?
     """
 
-    unresolved: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
+        unresolved: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+        """
     How many comments on the node are unresolved.
     """
 
-    newest_at: "datetime.datetime | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        newest_at: "datetime.datetime | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When the newest unresolved one was written.
     """
 
 
-default_message_pool.register_message("skift.v1", "CommentsHint", CommentsHint)
+    default_message_pool.register_message("skift.v1", "CommentsHint", CommentsHint)
 
 
-@dataclass(eq=False, repr=False)
-class CompleteNodeOp(betterproto2.Message):
-    """
+def _make_CompleteNodeOp() -> None:
+    global CompleteNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class CompleteNodeOp(betterproto2.Message):
+        """
     Mark a node done (under its lease when it is leased).
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    result: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        result: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     What the work produced; successors read it as their input.
     """
 
-    artifacts: "list[Artifact]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        artifacts: "list[Artifact]" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Artifacts attached with the result.
     """
 
 
-default_message_pool.register_message("skift.v1", "CompleteNodeOp", CompleteNodeOp)
+    default_message_pool.register_message("skift.v1", "CompleteNodeOp", CompleteNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class CompleteRequest(betterproto2.Message):
-    """
+def _make_CompleteRequest() -> None:
+    global CompleteRequest
+
+    @dataclass(eq=False, repr=False)
+    class CompleteRequest(betterproto2.Message):
+        """
     Complete's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    lease: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease, when the node is leased.
     """
 
-    result: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        result: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     What the work produced.
     """
 
-    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest.
     """
 
-    artifacts: "list[Artifact]" = betterproto2.field(6, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        artifacts: "list[Artifact]" = betterproto2.field(6, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Artifacts attached with the result.
     """
 
 
-default_message_pool.register_message("skift.v1", "CompleteRequest", CompleteRequest)
+    default_message_pool.register_message("skift.v1", "CompleteRequest", CompleteRequest)
 
 
-@dataclass(eq=False, repr=False)
-class CompleteResponse(betterproto2.Message):
-    """
+def _make_CompleteResponse() -> None:
+    global CompleteResponse
+
+    @dataclass(eq=False, repr=False)
+    class CompleteResponse(betterproto2.Message):
+        """
     Complete's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What completing did.
     """
 
 
-default_message_pool.register_message("skift.v1", "CompleteResponse", CompleteResponse)
+    default_message_pool.register_message("skift.v1", "CompleteResponse", CompleteResponse)
 
 
-@dataclass(eq=False, repr=False)
-class CreateNodeOp(betterproto2.Message):
-    """
+def _make_CreateNodeOp() -> None:
+    global CreateNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class CreateNodeOp(betterproto2.Message):
+        """
     ============================================================== patches
 
     Create a node. Aliases may be used by any later operation of the patch
     wherever a node reference is expected.
     """
 
-    title: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     One line saying what the work is (required).
     """
 
-    alias: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        alias: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     A name for the new node that later operations of the patch may use.
     """
 
-    body: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The longer description.
     """
 
-    kind: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        kind: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The kind; `task` when absent.
     """
 
-    priority: "Priority" = betterproto2.field(
-        5, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        priority: "Priority" = betterproto2.field(
+            5, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     The priority; P2 when UNSPECIFIED.
     """
 
-    parent: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
-    """
+        parent: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+        """
     The parent (a reference or an alias); absent for a top-level node.
     """
 
-    labels: "list[str]" = betterproto2.field(7, betterproto2.TYPE_STRING, repeated=True)
-    """
+        labels: "list[str]" = betterproto2.field(7, betterproto2.TYPE_STRING, repeated=True)
+        """
     Labels.
     """
 
-    assignee_kind: "AssigneeKind" = betterproto2.field(
-        8, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
-    )
-    """
+        assignee_kind: "AssigneeKind" = betterproto2.field(
+            8, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
+        )
+        """
     USER (a gate) or AGENT; UNSPECIFIED means anyone.
     """
 
-    assignee: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
-    """
+        assignee: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+        """
     A principal to assign the node to.
     """
 
-    blocked_by: "list[str]" = betterproto2.field(10, betterproto2.TYPE_STRING, repeated=True)
-    """
+        blocked_by: "list[str]" = betterproto2.field(10, betterproto2.TYPE_STRING, repeated=True)
+        """
     Nodes (references or aliases) that block this one: each gets a
     `blocks` edge to the new node.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateNodeOp", CreateNodeOp)
+    default_message_pool.register_message("skift.v1", "CreateNodeOp", CreateNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class CreateOrgRequest(betterproto2.Message):
-    """
+def _make_CreateOrgRequest() -> None:
+    global CreateOrgRequest
+
+    @dataclass(eq=False, repr=False)
+    class CreateOrgRequest(betterproto2.Message):
+        """
     CreateOrg's request (an administrator of the server).
     """
 
-    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The organization's name (1 to 100 characters).
     """
 
-    admin: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        admin: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The name of its first user, who administers it.
     """
 
-    uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
-    """
+        uid: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
+        """
     A unix uid for that user on this host.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateOrgRequest", CreateOrgRequest)
+    default_message_pool.register_message("skift.v1", "CreateOrgRequest", CreateOrgRequest)
 
 
-@dataclass(eq=False, repr=False)
-class CreateOrgResponse(betterproto2.Message):
-    """
+def _make_CreateOrgResponse() -> None:
+    global CreateOrgResponse
+
+    @dataclass(eq=False, repr=False)
+    class CreateOrgResponse(betterproto2.Message):
+        """
     CreateOrg's response.
     """
 
-    org: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        org: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The organization's name.
     """
 
-    admin: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        admin: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its first user's name.
     """
 
-    token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     That user's bearer token (shown once, never again); it works at once over TCP.
     """
 
-    token_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        token_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The token's id (what RevokeToken takes).
     """
 
-    uid: "int | None" = betterproto2.field(5, betterproto2.TYPE_INT64, optional=True)
-    """
+        uid: "int | None" = betterproto2.field(5, betterproto2.TYPE_INT64, optional=True)
+        """
     The unix uid bound to the user, when one was given.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateOrgResponse", CreateOrgResponse)
+    default_message_pool.register_message("skift.v1", "CreateOrgResponse", CreateOrgResponse)
 
 
-@dataclass(eq=False, repr=False)
-class CreateProjectRequest(betterproto2.Message):
-    """
+def _make_CreateProjectRequest() -> None:
+    global CreateProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class CreateProjectRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: projects
 
     CreateProject's request.
     """
 
-    title: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project's title (required).
     """
 
-    slug: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        slug: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The slug; derived from the title when absent.
     """
 
-    priority: "Priority" = betterproto2.field(
-        3, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        priority: "Priority" = betterproto2.field(
+            3, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     The priority; P2 when UNSPECIFIED.
     """
 
-    vcs_url: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        vcs_url: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The repository the work happens in.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateProjectRequest", CreateProjectRequest)
+    default_message_pool.register_message("skift.v1", "CreateProjectRequest", CreateProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class CreateProjectResponse(betterproto2.Message):
-    """
+def _make_CreateProjectResponse() -> None:
+    global CreateProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class CreateProjectResponse(betterproto2.Message):
+        """
     CreateProject's response.
     """
 
-    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The new project.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateProjectResponse", CreateProjectResponse)
+    default_message_pool.register_message("skift.v1", "CreateProjectResponse", CreateProjectResponse)
 
 
-@dataclass(eq=False, repr=False)
-class CreateTokenRequest(betterproto2.Message):
-    """
+def _make_CreateTokenRequest() -> None:
+    global CreateTokenRequest
+
+    @dataclass(eq=False, repr=False)
+    class CreateTokenRequest(betterproto2.Message):
+        """
     CreateToken's request (admin).
     """
 
-    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The principal (name) the token authenticates.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateTokenRequest", CreateTokenRequest)
+    default_message_pool.register_message("skift.v1", "CreateTokenRequest", CreateTokenRequest)
 
 
-@dataclass(eq=False, repr=False)
-class CreateTokenResponse(betterproto2.Message):
-    """
+def _make_CreateTokenResponse() -> None:
+    global CreateTokenResponse
+
+    @dataclass(eq=False, repr=False)
+    class CreateTokenResponse(betterproto2.Message):
+        """
     CreateToken's response: the only time the secret is seen.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The token's id: what RevokeToken takes.
     """
 
-    principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The principal (name) it authenticates.
     """
 
-    token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The bearer secret: send it as `authorization: Bearer <secret>`. skift
     keeps only its SHA-256 digest, so it cannot be shown again.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was made.
     """
 
 
-default_message_pool.register_message("skift.v1", "CreateTokenResponse", CreateTokenResponse)
+    default_message_pool.register_message("skift.v1", "CreateTokenResponse", CreateTokenResponse)
 
 
-@dataclass(eq=False, repr=False)
-class DisableWebhookRequest(betterproto2.Message):
-    """
+def _make_DisableWebhookRequest() -> None:
+    global DisableWebhookRequest
+
+    @dataclass(eq=False, repr=False)
+    class DisableWebhookRequest(betterproto2.Message):
+        """
     DisableWebhook's request.
     """
 
-    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The endpoint's id.
     """
 
 
-default_message_pool.register_message("skift.v1", "DisableWebhookRequest", DisableWebhookRequest)
+    default_message_pool.register_message("skift.v1", "DisableWebhookRequest", DisableWebhookRequest)
 
 
-@dataclass(eq=False, repr=False)
-class DisableWebhookResponse(betterproto2.Message):
-    """
+def _make_DisableWebhookResponse() -> None:
+    global DisableWebhookResponse
+
+    @dataclass(eq=False, repr=False)
+    class DisableWebhookResponse(betterproto2.Message):
+        """
     DisableWebhook's response.
     """
 
-    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The endpoint, disabled.
     """
 
 
-default_message_pool.register_message("skift.v1", "DisableWebhookResponse", DisableWebhookResponse)
+    default_message_pool.register_message("skift.v1", "DisableWebhookResponse", DisableWebhookResponse)
 
 
-@dataclass(eq=False, repr=False)
-class DropNodeOp(betterproto2.Message):
-    """
+def _make_DropNodeOp() -> None:
+    global DropNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class DropNodeOp(betterproto2.Message):
+        """
     Drop a node: it will not be done. Its blocked successors stop waiting on it.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    cascade: "Cascade | None" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        cascade: "Cascade | None" = betterproto2.field(3, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     Drop its open descendants too, stating the blast radius up front: the
     patch is refused if more than `max_nodes` nodes would be dropped.
     """
 
 
-default_message_pool.register_message("skift.v1", "DropNodeOp", DropNodeOp)
+    default_message_pool.register_message("skift.v1", "DropNodeOp", DropNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class DropNodeRequest(betterproto2.Message):
-    """
+def _make_DropNodeRequest() -> None:
+    global DropNodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class DropNodeRequest(betterproto2.Message):
+        """
     DropNode's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    cascade: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
-    """
+        cascade: "int | None" = betterproto2.field(3, betterproto2.TYPE_INT64, optional=True)
+        """
     Drop the open subtree too, at most this many nodes.
     """
 
-    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    lease: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease, when the node is leased.
     """
 
-    request_id: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest.
     """
 
 
-default_message_pool.register_message("skift.v1", "DropNodeRequest", DropNodeRequest)
+    default_message_pool.register_message("skift.v1", "DropNodeRequest", DropNodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class DropNodeResponse(betterproto2.Message):
-    """
+def _make_DropNodeResponse() -> None:
+    global DropNodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class DropNodeResponse(betterproto2.Message):
+        """
     DropNode's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What the drop did.
     """
 
 
-default_message_pool.register_message("skift.v1", "DropNodeResponse", DropNodeResponse)
+    default_message_pool.register_message("skift.v1", "DropNodeResponse", DropNodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class EdgeEnd(betterproto2.Message):
-    """
+def _make_EdgeEnd() -> None:
+    global EdgeEnd
+
+    @dataclass(eq=False, repr=False)
+    class EdgeEnd(betterproto2.Message):
+        """
     One end of an edge, named as responses name nodes.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `slug#N`.
     """
 
-    title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The node's title.
     """
 
-    status: "NodeStatus" = betterproto2.field(
-        3, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
-    )
-    """
+        status: "NodeStatus" = betterproto2.field(
+            3, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
+        )
+        """
     The node's status.
     """
 
 
-default_message_pool.register_message("skift.v1", "EdgeEnd", EdgeEnd)
+    default_message_pool.register_message("skift.v1", "EdgeEnd", EdgeEnd)
 
 
-@dataclass(eq=False, repr=False)
-class EdgeInfo(betterproto2.Message):
-    """
+def _make_EdgeInfo() -> None:
+    global EdgeInfo
+
+    @dataclass(eq=False, repr=False)
+    class EdgeInfo(betterproto2.Message):
+        """
     An edge: `source` blocks `target` (the target waits until the source is
     done or dropped).
     """
 
-    source: "EdgeEnd | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        source: "EdgeEnd | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The blocking node.
     """
 
-    target: "EdgeEnd | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        target: "EdgeEnd | None" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The waiting node.
     """
 
-    kind: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        kind: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The edge kind (`blocks`).
     """
 
 
-default_message_pool.register_message("skift.v1", "EdgeInfo", EdgeInfo)
+    default_message_pool.register_message("skift.v1", "EdgeInfo", EdgeInfo)
 
 
-@dataclass(eq=False, repr=False)
-class EditCommentRequest(betterproto2.Message):
-    """
+def _make_EditCommentRequest() -> None:
+    global EditCommentRequest
+
+    @dataclass(eq=False, repr=False)
+    class EditCommentRequest(betterproto2.Message):
+        """
     EditComment's request.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The comment id.
     """
 
-    body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The new body.
     """
 
 
-default_message_pool.register_message("skift.v1", "EditCommentRequest", EditCommentRequest)
+    default_message_pool.register_message("skift.v1", "EditCommentRequest", EditCommentRequest)
 
 
-@dataclass(eq=False, repr=False)
-class EditCommentResponse(betterproto2.Message):
-    """
+def _make_EditCommentResponse() -> None:
+    global EditCommentResponse
+
+    @dataclass(eq=False, repr=False)
+    class EditCommentResponse(betterproto2.Message):
+        """
     EditComment's response.
     """
 
-    comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The comment, with its prior body among its revisions.
     """
 
 
-default_message_pool.register_message("skift.v1", "EditCommentResponse", EditCommentResponse)
+    default_message_pool.register_message("skift.v1", "EditCommentResponse", EditCommentResponse)
 
 
-@dataclass(eq=False, repr=False)
-class EnableWebhookRequest(betterproto2.Message):
-    """
+def _make_EnableWebhookRequest() -> None:
+    global EnableWebhookRequest
+
+    @dataclass(eq=False, repr=False)
+    class EnableWebhookRequest(betterproto2.Message):
+        """
     EnableWebhook's request.
     """
 
-    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The endpoint's id.
     """
 
 
-default_message_pool.register_message("skift.v1", "EnableWebhookRequest", EnableWebhookRequest)
+    default_message_pool.register_message("skift.v1", "EnableWebhookRequest", EnableWebhookRequest)
 
 
-@dataclass(eq=False, repr=False)
-class EnableWebhookResponse(betterproto2.Message):
-    """
+def _make_EnableWebhookResponse() -> None:
+    global EnableWebhookResponse
+
+    @dataclass(eq=False, repr=False)
+    class EnableWebhookResponse(betterproto2.Message):
+        """
     EnableWebhook's response.
     """
 
-    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The endpoint, enabled.
     """
 
 
-default_message_pool.register_message("skift.v1", "EnableWebhookResponse", EnableWebhookResponse)
+    default_message_pool.register_message("skift.v1", "EnableWebhookResponse", EnableWebhookResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Error(betterproto2.Message):
-    """
+def _make_Error() -> None:
+    global Error
+
+    @dataclass(eq=False, repr=False)
+    class Error(betterproto2.Message):
+        """
     ============================================================== errors
 
     skift's own detail on every error status, beside `google.rpc.ErrorInfo`:
     what went wrong, what to do instead, and the skift exception class.
     """
 
-    code: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        code: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The JSON code of SURFACE.md: not_found, invalid, refused, conflict,
     limit, nothing_ready, unavailable, unauthenticated.
     """
 
-    error_class: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        error_class: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The exception class in the skift Python package, e.g. `FencingError`
     (a Conflict): it keeps the subclass that the status code alone loses.
     """
 
-    message: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        message: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     What went wrong, for a person or an agent to read.
     """
 
-    next: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        next: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The next move: what the caller should do instead. May be empty.
     """
 
-    details: "__google__protobuf__.Struct | None" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        details: "__google__protobuf__.Struct | None" = betterproto2.field(
+            5, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     Structured details (the operation index and field of an invalid patch,
     the limit and its value, ...). Keys depend on the error.
     """
 
 
-default_message_pool.register_message("skift.v1", "Error", Error)
+    default_message_pool.register_message("skift.v1", "Error", Error)
 
 
-@dataclass(eq=False, repr=False)
-class Event(betterproto2.Message):
-    """
+def _make_Event() -> None:
+    global Event
+
+    @dataclass(eq=False, repr=False)
+    class Event(betterproto2.Message):
+        """
     ============================================================== events
 
     An immutable record of one change, with its actor and reason.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The event's id (a ULID).
     """
 
-    op: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        op: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The operation: create_node, complete_node, claim, release, hold_node, ...
     """
 
-    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The project's slug, when the event concerns one.
     """
 
-    node: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        node: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     `slug#N` of the node, when the event concerns one.
     """
 
-    principal: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        principal: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     The principal that acted.
     """
 
-    principal_kind: "PrincipalKind" = betterproto2.field(
-        6, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        principal_kind: "PrincipalKind" = betterproto2.field(
+            6, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     Its kind.
     """
 
-    reason: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
+        reason: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+        """
     The reason given, when the operation takes one.
     """
 
-    request_id: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
-    """
+        request_id: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+        """
     The request id of the patch that made it.
     """
 
-    before: "__google__protobuf__.Struct | None" = betterproto2.field(
-        9, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        before: "__google__protobuf__.Struct | None" = betterproto2.field(
+            9, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     The changed fields before the change.
     """
 
-    after: "__google__protobuf__.Struct | None" = betterproto2.field(
-        10, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        after: "__google__protobuf__.Struct | None" = betterproto2.field(
+            10, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     The changed fields after the change.
     """
 
-    occurred_at: "datetime.datetime | None" = betterproto2.field(
-        11, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        occurred_at: "datetime.datetime | None" = betterproto2.field(
+            11, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it happened.
     """
 
-    identity_scheme: "str" = betterproto2.field(12, betterproto2.TYPE_STRING)
-    """
+        identity_scheme: "str" = betterproto2.field(12, betterproto2.TYPE_STRING)
+        """
     How the actor was identified: unix, token, local, ...
     """
 
-    cursor: "str" = betterproto2.field(13, betterproto2.TYPE_STRING)
-    """
+        cursor: "str" = betterproto2.field(13, betterproto2.TYPE_STRING)
+        """
     Its place in the change stream: WatchEvents with `page_token` set to it
     returns what committed after it. Opaque; good for the replay window.
     """
 
 
-default_message_pool.register_message("skift.v1", "Event", Event)
+    default_message_pool.register_message("skift.v1", "Event", Event)
 
 
-@dataclass(eq=False, repr=False)
-class ExplainRequest(betterproto2.Message):
-    """
+def _make_ExplainRequest() -> None:
+    global ExplainRequest
+
+    @dataclass(eq=False, repr=False)
+    class ExplainRequest(betterproto2.Message):
+        """
     Explain's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
 
-default_message_pool.register_message("skift.v1", "ExplainRequest", ExplainRequest)
+    default_message_pool.register_message("skift.v1", "ExplainRequest", ExplainRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ExplainResponse(betterproto2.Message):
-    """
+def _make_ExplainResponse() -> None:
+    global ExplainResponse
+
+    @dataclass(eq=False, repr=False)
+    class ExplainResponse(betterproto2.Message):
+        """
     Explain's response: why a node is or is not ready.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `slug#N`.
     """
 
-    title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The node's title.
     """
 
-    ready: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        ready: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     True when the node is ready.
     """
 
-    reasons: "list[Reason]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        reasons: "list[Reason]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Every reason it is not ready (empty when it is).
     """
 
 
-default_message_pool.register_message("skift.v1", "ExplainResponse", ExplainResponse)
+    default_message_pool.register_message("skift.v1", "ExplainResponse", ExplainResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ExportArchiveRequest(betterproto2.Message):
-    """
+def _make_ExportArchiveRequest() -> None:
+    global ExportArchiveRequest
+
+    @dataclass(eq=False, repr=False)
+    class ExportArchiveRequest(betterproto2.Message):
+        """
     ExportArchive's request.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project (slug or ULID).
     """
 
 
-default_message_pool.register_message("skift.v1", "ExportArchiveRequest", ExportArchiveRequest)
+    default_message_pool.register_message("skift.v1", "ExportArchiveRequest", ExportArchiveRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ExportArchiveResponse(betterproto2.Message):
-    """
+def _make_ExportArchiveResponse() -> None:
+    global ExportArchiveResponse
+
+    @dataclass(eq=False, repr=False)
+    class ExportArchiveResponse(betterproto2.Message):
+        """
     ExportArchive's response, sent as a stream of chunks of the archive's bytes
     (docs/archive.md), read in one transaction; the chunks joined are the file.
     """
 
-    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
-    """
+        data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+        """
     The next chunk of bytes (a chunk may end inside a line).
     """
 
-    done: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
-    """
+        done: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+        """
     Bytes sent so far, this chunk's included.
     """
 
-    total: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
-    """
+        total: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+        """
     Bytes in the archive.
     """
 
 
-default_message_pool.register_message("skift.v1", "ExportArchiveResponse", ExportArchiveResponse)
+    default_message_pool.register_message("skift.v1", "ExportArchiveResponse", ExportArchiveResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ExportBeadsRequest(betterproto2.Message):
-    """
+def _make_ExportBeadsRequest() -> None:
+    global ExportBeadsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ExportBeadsRequest(betterproto2.Message):
+        """
     ExportBeads' request.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project (slug or ULID).
     """
 
 
-default_message_pool.register_message("skift.v1", "ExportBeadsRequest", ExportBeadsRequest)
+    default_message_pool.register_message("skift.v1", "ExportBeadsRequest", ExportBeadsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ExportBeadsResponse(betterproto2.Message):
-    """
+def _make_ExportBeadsResponse() -> None:
+    global ExportBeadsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ExportBeadsResponse(betterproto2.Message):
+        """
     ExportBeads' response, sent as a stream of chunks of the JSONL text (whole
     lines, byte-budgeted), read in one transaction.
     """
 
-    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
-    """
+        data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+        """
     The next whole lines of `bd export` JSONL, one issue a line.
     """
 
-    done: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        done: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     Issues sent so far, this chunk's included.
     """
 
-    total: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        total: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     Issues in the export.
     """
 
 
-default_message_pool.register_message("skift.v1", "ExportBeadsResponse", ExportBeadsResponse)
+    default_message_pool.register_message("skift.v1", "ExportBeadsResponse", ExportBeadsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class FocusRequest(betterproto2.Message):
-    """
+def _make_FocusRequest() -> None:
+    global FocusRequest
+
+    @dataclass(eq=False, repr=False)
+    class FocusRequest(betterproto2.Message):
+        """
     Focus' request: hold everything outside `keep`.
     """
 
-    keep: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
-    """
+        keep: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+        """
     Projects (org scope) or, with `project`, nodes of that project to keep.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The project scope; org scope when absent.
     """
 
-    request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
-default_message_pool.register_message("skift.v1", "FocusRequest", FocusRequest)
+    default_message_pool.register_message("skift.v1", "FocusRequest", FocusRequest)
 
 
-@dataclass(eq=False, repr=False)
-class FocusResponse(betterproto2.Message):
-    """
+def _make_FocusResponse() -> None:
+    global FocusResponse
+
+    @dataclass(eq=False, repr=False)
+    class FocusResponse(betterproto2.Message):
+        """
     Focus' response.
     """
 
-    result: "FocusResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "FocusResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What the sweep did.
     """
 
 
-default_message_pool.register_message("skift.v1", "FocusResponse", FocusResponse)
+    default_message_pool.register_message("skift.v1", "FocusResponse", FocusResponse)
 
 
-@dataclass(eq=False, repr=False)
-class FocusResult(betterproto2.Message):
-    """
+def _make_FocusResult() -> None:
+    global FocusResult
+
+    @dataclass(eq=False, repr=False)
+    class FocusResult(betterproto2.Message):
+        """
     What a focus sweep (or clearing one) did in its scope.
     """
 
-    scope: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        scope: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `org`, or the project's slug.
     """
 
-    group: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        group: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The sweep's group id (absent when clearing).
     """
 
-    held: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
-    """
+        held: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+        """
     Projects (org scope) or node refs (project scope) the sweep held.
     """
 
-    released: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
-    """
+        released: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
+        """
     Projects or node refs it released.
     """
 
-    parked: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
-    """
+        parked: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
+        """
     How many open nodes the new holds park.
     """
 
 
-default_message_pool.register_message("skift.v1", "FocusResult", FocusResult)
+    default_message_pool.register_message("skift.v1", "FocusResult", FocusResult)
 
 
-@dataclass(eq=False, repr=False)
-class GateRequest(betterproto2.Message):
-    """
+def _make_GateRequest() -> None:
+    global GateRequest
+
+    @dataclass(eq=False, repr=False)
+    class GateRequest(betterproto2.Message):
+        """
     Gate's request: file a user gate blocking the node and release the lease,
     atomically.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The leased node the gate blocks.
     """
 
-    lease: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        lease: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The lease id.
     """
 
-    title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The gate's title: the question for a person.
     """
 
-    body: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The gate's body.
     """
 
-    project: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    request_id: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest.
     """
 
 
-default_message_pool.register_message("skift.v1", "GateRequest", GateRequest)
+    default_message_pool.register_message("skift.v1", "GateRequest", GateRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GateResponse(betterproto2.Message):
-    """
+def _make_GateResponse() -> None:
+    global GateResponse
+
+    @dataclass(eq=False, repr=False)
+    class GateResponse(betterproto2.Message):
+        """
     Gate's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What gating did (the gate node is among `nodes`).
     """
 
 
-default_message_pool.register_message("skift.v1", "GateResponse", GateResponse)
+    default_message_pool.register_message("skift.v1", "GateResponse", GateResponse)
 
 
-@dataclass(eq=False, repr=False)
-class GetBlobRequest(betterproto2.Message):
-    """
+def _make_GetBlobRequest() -> None:
+    global GetBlobRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetBlobRequest(betterproto2.Message):
+        """
     GetBlob's request.
     """
 
-    digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        digest: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `sha256:<hex>`.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetBlobRequest", GetBlobRequest)
+    default_message_pool.register_message("skift.v1", "GetBlobRequest", GetBlobRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetBlobResponse(betterproto2.Message):
-    """
+def _make_GetBlobResponse() -> None:
+    global GetBlobResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetBlobResponse(betterproto2.Message):
+        """
     GetBlob's response.
     """
 
-    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
-    """
+        data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+        """
     The bytes.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetBlobResponse", GetBlobResponse)
+    default_message_pool.register_message("skift.v1", "GetBlobResponse", GetBlobResponse)
 
 
-@dataclass(eq=False, repr=False)
-class GetNodeRequest(betterproto2.Message):
-    """
+def _make_GetNodeRequest() -> None:
+    global GetNodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetNodeRequest(betterproto2.Message):
+        """
     GetNode's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetNodeRequest", GetNodeRequest)
+    default_message_pool.register_message("skift.v1", "GetNodeRequest", GetNodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetNodeResponse(betterproto2.Message):
-    """
+def _make_GetNodeResponse() -> None:
+    global GetNodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetNodeResponse(betterproto2.Message):
+        """
     GetNode's response.
     """
 
-    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The node, with its content's authors.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetNodeResponse", GetNodeResponse)
+    default_message_pool.register_message("skift.v1", "GetNodeResponse", GetNodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class GetOrgLimitsRequest(betterproto2.Message):
-    """
+def _make_GetOrgLimitsRequest() -> None:
+    global GetOrgLimitsRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetOrgLimitsRequest(betterproto2.Message):
+        """
     GetOrgLimits' request.
     """
 
-    pass
+        pass
 
 
-default_message_pool.register_message("skift.v1", "GetOrgLimitsRequest", GetOrgLimitsRequest)
+    default_message_pool.register_message("skift.v1", "GetOrgLimitsRequest", GetOrgLimitsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetOrgLimitsResponse(betterproto2.Message):
-    """
+def _make_GetOrgLimitsResponse() -> None:
+    global GetOrgLimitsResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetOrgLimitsResponse(betterproto2.Message):
+        """
     GetOrgLimits' response.
     """
 
-    limits: "OrgLimits | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        limits: "OrgLimits | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The limits in force.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetOrgLimitsResponse", GetOrgLimitsResponse)
+    default_message_pool.register_message("skift.v1", "GetOrgLimitsResponse", GetOrgLimitsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class GetPolicyRequest(betterproto2.Message):
-    """
+def _make_GetPolicyRequest() -> None:
+    global GetPolicyRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetPolicyRequest(betterproto2.Message):
+        """
     GetPolicy's request.
     """
 
-    pass
+        pass
 
 
-default_message_pool.register_message("skift.v1", "GetPolicyRequest", GetPolicyRequest)
+    default_message_pool.register_message("skift.v1", "GetPolicyRequest", GetPolicyRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetPolicyResponse(betterproto2.Message):
-    """
+def _make_GetPolicyResponse() -> None:
+    global GetPolicyResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetPolicyResponse(betterproto2.Message):
+        """
     GetPolicy's response.
     """
 
-    policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The organization's policy.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetPolicyResponse", GetPolicyResponse)
+    default_message_pool.register_message("skift.v1", "GetPolicyResponse", GetPolicyResponse)
 
 
-@dataclass(eq=False, repr=False)
-class GetProjectRequest(betterproto2.Message):
-    """
+def _make_GetProjectRequest() -> None:
+    global GetProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetProjectRequest(betterproto2.Message):
+        """
     GetProject's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project (slug, retired slug or id).
     """
 
 
-default_message_pool.register_message("skift.v1", "GetProjectRequest", GetProjectRequest)
+    default_message_pool.register_message("skift.v1", "GetProjectRequest", GetProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetProjectResponse(betterproto2.Message):
-    """
+def _make_GetProjectResponse() -> None:
+    global GetProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetProjectResponse(betterproto2.Message):
+        """
     GetProject's response.
     """
 
-    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The project.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetProjectResponse", GetProjectResponse)
+    default_message_pool.register_message("skift.v1", "GetProjectResponse", GetProjectResponse)
 
 
-@dataclass(eq=False, repr=False)
-class GetProjectUsageRequest(betterproto2.Message):
-    """
+def _make_GetProjectUsageRequest() -> None:
+    global GetProjectUsageRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetProjectUsageRequest(betterproto2.Message):
+        """
     GetProjectUsage's request.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetProjectUsageRequest", GetProjectUsageRequest)
+    default_message_pool.register_message("skift.v1", "GetProjectUsageRequest", GetProjectUsageRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetProjectUsageResponse(betterproto2.Message):
-    """
+def _make_GetProjectUsageResponse() -> None:
+    global GetProjectUsageResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetProjectUsageResponse(betterproto2.Message):
+        """
     GetProjectUsage's response.
     """
 
-    report: "UsageReport | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        report: "UsageReport | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The rollup.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "GetProjectUsageResponse", GetProjectUsageResponse
-)
+    default_message_pool.register_message(
+        "skift.v1", "GetProjectUsageResponse", GetProjectUsageResponse
+    )
 
 
-@dataclass(eq=False, repr=False)
-class GetUsageRequest(betterproto2.Message):
-    """
+def _make_GetUsageRequest() -> None:
+    global GetUsageRequest
+
+    @dataclass(eq=False, repr=False)
+    class GetUsageRequest(betterproto2.Message):
+        """
     GetUsage's request: a node, or with subtree its descendants too.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     Include its descendants.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetUsageRequest", GetUsageRequest)
+    default_message_pool.register_message("skift.v1", "GetUsageRequest", GetUsageRequest)
 
 
-@dataclass(eq=False, repr=False)
-class GetUsageResponse(betterproto2.Message):
-    """
+def _make_GetUsageResponse() -> None:
+    global GetUsageResponse
+
+    @dataclass(eq=False, repr=False)
+    class GetUsageResponse(betterproto2.Message):
+        """
     GetUsage's response.
     """
 
-    report: "UsageReport | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        report: "UsageReport | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The rollup.
     """
 
 
-default_message_pool.register_message("skift.v1", "GetUsageResponse", GetUsageResponse)
+    default_message_pool.register_message("skift.v1", "GetUsageResponse", GetUsageResponse)
 
 
-@dataclass(eq=False, repr=False)
-class HeartbeatRequest(betterproto2.Message):
-    """
+def _make_HeartbeatRequest() -> None:
+    global HeartbeatRequest
+
+    @dataclass(eq=False, repr=False)
+    class HeartbeatRequest(betterproto2.Message):
+        """
     Heartbeat's request: renew a live lease.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The leased node.
     """
 
-    lease: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        lease: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The lease id.
     """
 
-    ttl: "datetime.timedelta | None" = betterproto2.field(
-        3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
-    )
-    """
+        ttl: "datetime.timedelta | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
+        )
+        """
     The new TTL from now; the lease's own TTL when absent.
     """
 
-    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
 
-default_message_pool.register_message("skift.v1", "HeartbeatRequest", HeartbeatRequest)
+    default_message_pool.register_message("skift.v1", "HeartbeatRequest", HeartbeatRequest)
 
 
-@dataclass(eq=False, repr=False)
-class HeartbeatResponse(betterproto2.Message):
-    """
+def _make_HeartbeatResponse() -> None:
+    global HeartbeatResponse
+
+    @dataclass(eq=False, repr=False)
+    class HeartbeatResponse(betterproto2.Message):
+        """
     Heartbeat's response.
     """
 
-    lease: "Lease | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        lease: "Lease | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The renewed lease.
     """
 
 
-default_message_pool.register_message("skift.v1", "HeartbeatResponse", HeartbeatResponse)
+    default_message_pool.register_message("skift.v1", "HeartbeatResponse", HeartbeatResponse)
 
 
-@dataclass(eq=False, repr=False)
-class HoldNodeOp(betterproto2.Message):
-    """
+def _make_HoldNodeOp() -> None:
+    global HoldNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class HoldNodeOp(betterproto2.Message):
+        """
     Park a node (and its subtree) with a hold.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required): a hold nobody can explain is one nobody dares release.
     """
 
 
-default_message_pool.register_message("skift.v1", "HoldNodeOp", HoldNodeOp)
+    default_message_pool.register_message("skift.v1", "HoldNodeOp", HoldNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class HoldNodeRequest(betterproto2.Message):
-    """
+def _make_HoldNodeRequest() -> None:
+    global HoldNodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class HoldNodeRequest(betterproto2.Message):
+        """
     HoldNode's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
-default_message_pool.register_message("skift.v1", "HoldNodeRequest", HoldNodeRequest)
+    default_message_pool.register_message("skift.v1", "HoldNodeRequest", HoldNodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class HoldNodeResponse(betterproto2.Message):
-    """
+def _make_HoldNodeResponse() -> None:
+    global HoldNodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class HoldNodeResponse(betterproto2.Message):
+        """
     HoldNode's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What the hold did.
     """
 
 
-default_message_pool.register_message("skift.v1", "HoldNodeResponse", HoldNodeResponse)
+    default_message_pool.register_message("skift.v1", "HoldNodeResponse", HoldNodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class HoldProjectRequest(betterproto2.Message):
-    """
+def _make_HoldProjectRequest() -> None:
+    global HoldProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class HoldProjectRequest(betterproto2.Message):
+        """
     HoldProject's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
-default_message_pool.register_message("skift.v1", "HoldProjectRequest", HoldProjectRequest)
+    default_message_pool.register_message("skift.v1", "HoldProjectRequest", HoldProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class HoldProjectResponse(betterproto2.Message):
-    """
+def _make_HoldProjectResponse() -> None:
+    global HoldProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class HoldProjectResponse(betterproto2.Message):
+        """
     HoldProject's response.
     """
 
-    parked: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
+        parked: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+        """
     How many open nodes the hold parks.
     """
 
 
-default_message_pool.register_message("skift.v1", "HoldProjectResponse", HoldProjectResponse)
+    default_message_pool.register_message("skift.v1", "HoldProjectResponse", HoldProjectResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Identity(betterproto2.Message):
-    """
+def _make_Identity() -> None:
+    global Identity
+
+    @dataclass(eq=False, repr=False)
+    class Identity(betterproto2.Message):
+        """
     ============================================================== principals
 
     One way of reaching skift as a principal.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The identity's id (for a token: the token id that RevokeToken takes).
     """
 
-    scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     unix, token, oidc, tailscale or local.
     """
 
-    value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The uid for unix; for a token its id (never the secret or its digest).
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was attached.
     """
 
-    revoked: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
-    """
+        revoked: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
+        """
     True once revoked: it no longer authenticates.
     """
 
 
-default_message_pool.register_message("skift.v1", "Identity", Identity)
+    default_message_pool.register_message("skift.v1", "Identity", Identity)
 
 
-@dataclass(eq=False, repr=False)
-class ImportArchiveRequest(betterproto2.Message):
-    """
+def _make_ImportArchiveRequest() -> None:
+    global ImportArchiveRequest
+
+    @dataclass(eq=False, repr=False)
+    class ImportArchiveRequest(betterproto2.Message):
+        """
     ImportArchive's request, sent as a stream: the first message may carry the
     slug, every message a chunk of the archive's bytes (1 MiB is a good size).
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The new project's slug; empty: the archive's own. Read from the first
     message only.
     """
 
-    data: "bytes" = betterproto2.field(2, betterproto2.TYPE_BYTES)
-    """
+        data: "bytes" = betterproto2.field(2, betterproto2.TYPE_BYTES)
+        """
     The next chunk of the archive's bytes (a chunk may end anywhere).
     """
 
 
-default_message_pool.register_message("skift.v1", "ImportArchiveRequest", ImportArchiveRequest)
+    default_message_pool.register_message("skift.v1", "ImportArchiveRequest", ImportArchiveRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ImportArchiveResponse(betterproto2.Message):
-    """
+def _make_ImportArchiveResponse() -> None:
+    global ImportArchiveResponse
+
+    @dataclass(eq=False, repr=False)
+    class ImportArchiveResponse(betterproto2.Message):
+        """
     ImportArchive's response, sent as a stream: each message carries a part of
     the map from the archive's ids to the new ones; the last one the summary.
     """
 
-    ids: "dict[str, str]" = betterproto2.field(
-        1,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
-    )
-    """
+        ids: "dict[str, str]" = betterproto2.field(
+            1,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
+        )
+        """
     A part of the map from each archived id (ULID) to its new id.
     """
 
-    summary: "ImportArchiveSummary | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        summary: "ImportArchiveSummary | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     What the import wrote; set on the last message only.
     """
 
 
-default_message_pool.register_message("skift.v1", "ImportArchiveResponse", ImportArchiveResponse)
+    default_message_pool.register_message("skift.v1", "ImportArchiveResponse", ImportArchiveResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ImportArchiveSummary(betterproto2.Message):
-    """
+def _make_ImportArchiveSummary() -> None:
+    global ImportArchiveSummary
+
+    @dataclass(eq=False, repr=False)
+    class ImportArchiveSummary(betterproto2.Message):
+        """
     What an archive import wrote.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The new project's slug.
     """
 
-    nodes: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        nodes: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     Nodes written.
     """
 
-    edges: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        edges: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     Edges written.
     """
 
-    comments: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
-    """
+        comments: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+        """
     Comments written (with their revisions).
     """
 
-    artifacts: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
-    """
+        artifacts: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
+        """
     Artifacts written.
     """
 
-    blobs: "int" = betterproto2.field(6, betterproto2.TYPE_INT32)
-    """
+        blobs: "int" = betterproto2.field(6, betterproto2.TYPE_INT32)
+        """
     Blobs the archive carried (each kept once by digest).
     """
 
-    leases: "int" = betterproto2.field(7, betterproto2.TYPE_INT32)
-    """
+        leases: "int" = betterproto2.field(7, betterproto2.TYPE_INT32)
+        """
     Leases written (the lease history).
     """
 
-    usage: "int" = betterproto2.field(8, betterproto2.TYPE_INT32)
-    """
+        usage: "int" = betterproto2.field(8, betterproto2.TYPE_INT32)
+        """
     Usage records written.
     """
 
-    events: "int" = betterproto2.field(9, betterproto2.TYPE_INT32)
-    """
+        events: "int" = betterproto2.field(9, betterproto2.TYPE_INT32)
+        """
     Events written (the project's history).
     """
 
-    warnings: "list[str]" = betterproto2.field(10, betterproto2.TYPE_STRING, repeated=True)
-    """
+        warnings: "list[str]" = betterproto2.field(10, betterproto2.TYPE_STRING, repeated=True)
+        """
     What was left out, if anything.
     """
 
 
-default_message_pool.register_message("skift.v1", "ImportArchiveSummary", ImportArchiveSummary)
+    default_message_pool.register_message("skift.v1", "ImportArchiveSummary", ImportArchiveSummary)
 
 
-@dataclass(eq=False, repr=False)
-class ImportBeadsRequest(betterproto2.Message):
-    """
+def _make_ImportBeadsRequest() -> None:
+    global ImportBeadsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ImportBeadsRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: import and export
 
     ImportBeads' request, sent as a stream: the first message carries the
@@ -2878,3199 +3176,3520 @@ class ImportBeadsRequest(betterproto2.Message):
     good size). The chunks joined are the JSONL text of `bd export`.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project (slug or ULID) to import into; created, with this as its
     slug, when absent. Read from the first message only.
     """
 
-    dry_run: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
-    """
+        dry_run: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
+        """
     Report what the import would do and write nothing.
     """
 
-    break_cycles: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        break_cycles: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     Drop the fewest `blocks` dependencies that break the file's cycles
     (listed in the warnings) instead of refusing it.
     """
 
-    skip_dangling: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
-    """
+        skip_dangling: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+        """
     Skip a dependency on an issue in neither the file nor the project (a
     warning) instead of refusing the file.
     """
 
-    data: "bytes" = betterproto2.field(5, betterproto2.TYPE_BYTES)
-    """
+        data: "bytes" = betterproto2.field(5, betterproto2.TYPE_BYTES)
+        """
     The next chunk of the file's bytes (UTF-8; a chunk may end inside a line).
     """
 
 
-default_message_pool.register_message("skift.v1", "ImportBeadsRequest", ImportBeadsRequest)
+    default_message_pool.register_message("skift.v1", "ImportBeadsRequest", ImportBeadsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ImportBeadsResponse(betterproto2.Message):
-    """
+def _make_ImportBeadsResponse() -> None:
+    global ImportBeadsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ImportBeadsResponse(betterproto2.Message):
+        """
     ImportBeads' response, sent as a stream: each message carries a part of the
     map from beads id to node (byte-budgeted); the last one carries the summary.
     """
 
-    nodes: "dict[str, str]" = betterproto2.field(
-        1,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
-    )
-    """
+        nodes: "dict[str, str]" = betterproto2.field(
+            1,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
+        )
+        """
     A part of the map from each issue's beads id to its node (`slug#N`).
     """
 
-    summary: "ImportBeadsSummary | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        summary: "ImportBeadsSummary | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     What the import did (or would do); set on the last message only.
     """
 
 
-default_message_pool.register_message("skift.v1", "ImportBeadsResponse", ImportBeadsResponse)
+    default_message_pool.register_message("skift.v1", "ImportBeadsResponse", ImportBeadsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ImportBeadsSummary(betterproto2.Message):
-    """
+def _make_ImportBeadsSummary() -> None:
+    global ImportBeadsSummary
+
+    @dataclass(eq=False, repr=False)
+    class ImportBeadsSummary(betterproto2.Message):
+        """
     What a beads import did (or, with dry_run, would do): SURFACE.md's
     `import beads --json` without the node map.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project's slug.
     """
 
-    created: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        created: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     Nodes created.
     """
 
-    updated: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        updated: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     Nodes updated (a newer export of an issue imported before).
     """
 
-    unchanged: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
-    """
+        unchanged: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+        """
     Issues imported before and unchanged since.
     """
 
-    edges: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
-    """
+        edges: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
+        """
     `blocks` edges added.
     """
 
-    comments: "int" = betterproto2.field(6, betterproto2.TYPE_INT32)
-    """
+        comments: "int" = betterproto2.field(6, betterproto2.TYPE_INT32)
+        """
     Comments added.
     """
 
-    warnings: "list[str]" = betterproto2.field(7, betterproto2.TYPE_STRING, repeated=True)
-    """
+        warnings: "list[str]" = betterproto2.field(7, betterproto2.TYPE_STRING, repeated=True)
+        """
     What was skipped or dropped, each naming its line.
     """
 
-    dry_run: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
-    """
+        dry_run: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
+        """
     True when nothing was written (a dry run).
     """
 
 
-default_message_pool.register_message("skift.v1", "ImportBeadsSummary", ImportBeadsSummary)
+    default_message_pool.register_message("skift.v1", "ImportBeadsSummary", ImportBeadsSummary)
 
 
-@dataclass(eq=False, repr=False)
-class Input(betterproto2.Message):
-    """
+def _make_Input() -> None:
+    global Input
+
+    @dataclass(eq=False, repr=False)
+    class Input(betterproto2.Message):
+        """
     A blocking predecessor's result, attributed to who completed it.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `slug#N` of the predecessor.
     """
 
-    title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its title.
     """
 
-    result: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        result: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     Its result, if it has one.
     """
 
-    author: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        author: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The principal that completed it.
     """
 
-    author_kind: "PrincipalKind" = betterproto2.field(
-        5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        author_kind: "PrincipalKind" = betterproto2.field(
+            5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     The kind of the principal that completed it.
     """
 
-    artifacts: "list[ArtifactInfo]" = betterproto2.field(
-        6, betterproto2.TYPE_MESSAGE, repeated=True
-    )
-    """
+        artifacts: "list[ArtifactInfo]" = betterproto2.field(
+            6, betterproto2.TYPE_MESSAGE, repeated=True
+        )
+        """
     Its artifacts, oldest first (only the first ones when artifacts_cut).
     """
 
-    artifacts_cut: "bool" = betterproto2.field(7, betterproto2.TYPE_BOOL)
-    """
+        artifacts_cut: "bool" = betterproto2.field(7, betterproto2.TYPE_BOOL)
+        """
     True when `artifacts` was cut short to keep the response under 4 MiB:
     read them all with ListArtifacts on `ref`.
     """
 
 
-default_message_pool.register_message("skift.v1", "Input", Input)
+    default_message_pool.register_message("skift.v1", "Input", Input)
 
 
-@dataclass(eq=False, repr=False)
-class Labels(betterproto2.Message):
-    """
+def _make_Labels() -> None:
+    global Labels
+
+    @dataclass(eq=False, repr=False)
+    class Labels(betterproto2.Message):
+        """
     A set of labels, wrapped so that "replace with none" differs from "leave
     unchanged".
     """
 
-    values: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
-    """
+        values: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+        """
     The labels.
     """
 
 
-default_message_pool.register_message("skift.v1", "Labels", Labels)
+    default_message_pool.register_message("skift.v1", "Labels", Labels)
 
 
-@dataclass(eq=False, repr=False)
-class Lease(betterproto2.Message):
-    """
+def _make_Lease() -> None:
+    global Lease
+
+    @dataclass(eq=False, repr=False)
+    class Lease(betterproto2.Message):
+        """
     ============================================================== leases and claims
 
     A lease: one attempt on a node. Its id is the fencing token every write
     under it must carry.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The lease id (the fencing token).
     """
 
-    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     `slug#N` of the leased node.
     """
 
-    holder: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        holder: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The principal holding it.
     """
 
-    expires_at: "datetime.datetime | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        expires_at: "datetime.datetime | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it expires unless renewed (the database clock).
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was taken.
     """
 
-    harness: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        harness: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The harness running the agent (claude-code, codex, ...).
     """
 
-    agent_ref: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
-    """
+        agent_ref: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+        """
     A URI naming the agent.
     """
 
-    session_ref: "str" = betterproto2.field(8, betterproto2.TYPE_STRING)
-    """
+        session_ref: "str" = betterproto2.field(8, betterproto2.TYPE_STRING)
+        """
     The agent's session.
     """
 
-    released_at: "datetime.datetime | None" = betterproto2.field(
-        9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        released_at: "datetime.datetime | None" = betterproto2.field(
+            9, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it ended, once released, completed, expired or gated.
     """
 
-    release_reason: "ReleaseReason" = betterproto2.field(
-        10, betterproto2.TYPE_ENUM, default_factory=lambda: ReleaseReason(0)
-    )
-    """
+        release_reason: "ReleaseReason" = betterproto2.field(
+            10, betterproto2.TYPE_ENUM, default_factory=lambda: ReleaseReason(0)
+        )
+        """
     Why it ended; UNSPECIFIED while it is live.
     """
 
-    title: "str" = betterproto2.field(11, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(11, betterproto2.TYPE_STRING)
+        """
     The node's title (ListLiveLeases fills it).
     """
 
 
-default_message_pool.register_message("skift.v1", "Lease", Lease)
+    default_message_pool.register_message("skift.v1", "Lease", Lease)
 
 
-@dataclass(eq=False, repr=False)
-class ListArtifactsRequest(betterproto2.Message):
-    """
+def _make_ListArtifactsRequest() -> None:
+    global ListArtifactsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListArtifactsRequest(betterproto2.Message):
+        """
     ListArtifacts' request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListArtifactsRequest", ListArtifactsRequest)
+    default_message_pool.register_message("skift.v1", "ListArtifactsRequest", ListArtifactsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListArtifactsResponse(betterproto2.Message):
-    """
+def _make_ListArtifactsResponse() -> None:
+    global ListArtifactsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListArtifactsResponse(betterproto2.Message):
+        """
     ListArtifacts' response.
     """
 
-    artifacts: "list[ArtifactInfo]" = betterproto2.field(
-        1, betterproto2.TYPE_MESSAGE, repeated=True
-    )
-    """
+        artifacts: "list[ArtifactInfo]" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, repeated=True
+        )
+        """
     The node's artifacts, oldest first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListArtifactsResponse", ListArtifactsResponse)
+    default_message_pool.register_message("skift.v1", "ListArtifactsResponse", ListArtifactsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListCommentsRequest(betterproto2.Message):
-    """
+def _make_ListCommentsRequest() -> None:
+    global ListCommentsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListCommentsRequest(betterproto2.Message):
+        """
     ListComments' request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListCommentsRequest", ListCommentsRequest)
+    default_message_pool.register_message("skift.v1", "ListCommentsRequest", ListCommentsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListCommentsResponse(betterproto2.Message):
-    """
+def _make_ListCommentsResponse() -> None:
+    global ListCommentsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListCommentsResponse(betterproto2.Message):
+        """
     ListComments' response.
     """
 
-    comments: "list[Comment]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        comments: "list[Comment]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The node's comments, oldest first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListCommentsResponse", ListCommentsResponse)
+    default_message_pool.register_message("skift.v1", "ListCommentsResponse", ListCommentsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListEdgesRequest(betterproto2.Message):
-    """
+def _make_ListEdgesRequest() -> None:
+    global ListEdgesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListEdgesRequest(betterproto2.Message):
+        """
     ListEdges' request: the `blocks` edges into and out of some nodes (what
     each waits on and what waits on it), for whoever draws the graph.
     """
 
-    nodes: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
-    """
+        nodes: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+        """
     The nodes: references or ids, at most 1,000.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many edges per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListEdgesRequest", ListEdgesRequest)
+    default_message_pool.register_message("skift.v1", "ListEdgesRequest", ListEdgesRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListEdgesResponse(betterproto2.Message):
-    """
+def _make_ListEdgesResponse() -> None:
+    global ListEdgesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListEdgesResponse(betterproto2.Message):
+        """
     ListEdges' response.
     """
 
-    edges: "list[EdgeInfo]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        edges: "list[EdgeInfo]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The edges, by waiting node then blocking node (each once, even when both
     ends were asked about).
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListEdgesResponse", ListEdgesResponse)
+    default_message_pool.register_message("skift.v1", "ListEdgesResponse", ListEdgesResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListEventsRequest(betterproto2.Message):
-    """
+def _make_ListEventsRequest() -> None:
+    global ListEventsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListEventsRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: events
 
     ListEvents' request: recent events.
     """
 
-    ref: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
-    """
+        ref: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+        """
     Only the events of this node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0. The first page
     is the newest events; each next page goes further back.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListEventsRequest", ListEventsRequest)
+    default_message_pool.register_message("skift.v1", "ListEventsRequest", ListEventsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListEventsResponse(betterproto2.Message):
-    """
+def _make_ListEventsResponse() -> None:
+    global ListEventsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListEventsResponse(betterproto2.Message):
+        """
     ListEvents' response.
     """
 
-    events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The events, oldest first within the page.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the page of older events; empty when there are none.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListEventsResponse", ListEventsResponse)
+    default_message_pool.register_message("skift.v1", "ListEventsResponse", ListEventsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListInputsRequest(betterproto2.Message):
-    """
+def _make_ListInputsRequest() -> None:
+    global ListInputsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListInputsRequest(betterproto2.Message):
+        """
     ListInputs' request: a node's inputs (its blocking predecessors' results
     and artifacts) as a claim carries them, page by page, without claiming it.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     A claim's next_inputs_page_token or a previous next_page_token; empty
     for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListInputsRequest", ListInputsRequest)
+    default_message_pool.register_message("skift.v1", "ListInputsRequest", ListInputsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListInputsResponse(betterproto2.Message):
-    """
+def _make_ListInputsResponse() -> None:
+    global ListInputsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListInputsResponse(betterproto2.Message):
+        """
     ListInputs' response.
     """
 
-    inputs: "list[Input]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        inputs: "list[Input]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The inputs, in the order a claim gives them.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListInputsResponse", ListInputsResponse)
+    default_message_pool.register_message("skift.v1", "ListInputsResponse", ListInputsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListLeasesRequest(betterproto2.Message):
-    """
+def _make_ListLeasesRequest() -> None:
+    global ListLeasesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListLeasesRequest(betterproto2.Message):
+        """
     ListLeases' request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListLeasesRequest", ListLeasesRequest)
+    default_message_pool.register_message("skift.v1", "ListLeasesRequest", ListLeasesRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListLeasesResponse(betterproto2.Message):
-    """
+def _make_ListLeasesResponse() -> None:
+    global ListLeasesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListLeasesResponse(betterproto2.Message):
+        """
     ListLeases' response.
     """
 
-    leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Every lease (attempt) on the node, oldest first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListLeasesResponse", ListLeasesResponse)
+    default_message_pool.register_message("skift.v1", "ListLeasesResponse", ListLeasesResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListLiveLeasesRequest(betterproto2.Message):
-    """
+def _make_ListLiveLeasesRequest() -> None:
+    global ListLiveLeasesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListLiveLeasesRequest(betterproto2.Message):
+        """
     ListLiveLeases' request: the organization's live leases.
     """
 
-    projects: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
-    """
+        projects: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+        """
     Only these projects (slugs or ids); every project when empty.
     """
 
-    mine: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
-    """
+        mine: "bool" = betterproto2.field(2, betterproto2.TYPE_BOOL)
+        """
     Only the caller's own leases.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListLiveLeasesRequest", ListLiveLeasesRequest)
+    default_message_pool.register_message("skift.v1", "ListLiveLeasesRequest", ListLiveLeasesRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListLiveLeasesResponse(betterproto2.Message):
-    """
+def _make_ListLiveLeasesResponse() -> None:
+    global ListLiveLeasesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListLiveLeasesResponse(betterproto2.Message):
+        """
     ListLiveLeases' response.
     """
 
-    leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        leases: "list[Lease]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Live leases, oldest first; a lease's id only on the caller's own.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListLiveLeasesResponse", ListLiveLeasesResponse)
+    default_message_pool.register_message("skift.v1", "ListLiveLeasesResponse", ListLiveLeasesResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListNodesRequest(betterproto2.Message):
-    """
+def _make_ListNodesRequest() -> None:
+    global ListNodesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListNodesRequest(betterproto2.Message):
+        """
     ListNodes' request.
     """
 
-    filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     Which nodes.
     """
 
-    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
-    attributed: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
-    """
+        attributed: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+        """
     Fill each node's body_author and result_author (one more read).
     """
 
 
-default_message_pool.register_message("skift.v1", "ListNodesRequest", ListNodesRequest)
+    default_message_pool.register_message("skift.v1", "ListNodesRequest", ListNodesRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListNodesResponse(betterproto2.Message):
-    """
+def _make_ListNodesResponse() -> None:
+    global ListNodesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListNodesResponse(betterproto2.Message):
+        """
     ListNodes' response.
     """
 
-    nodes: "list[Node]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        nodes: "list[Node]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The nodes, in creation order.
     """
 
-    held_count: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
-    """
+        held_count: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+        """
     How many matching nodes holds park.
     """
 
-    held_count_exact: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        held_count_exact: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     False when the count stopped at the server's bound.
     """
 
-    next_page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListNodesResponse", ListNodesResponse)
+    default_message_pool.register_message("skift.v1", "ListNodesResponse", ListNodesResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListOrgsRequest(betterproto2.Message):
-    """
+def _make_ListOrgsRequest() -> None:
+    global ListOrgsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListOrgsRequest(betterproto2.Message):
+        """
     ListOrgs' request (an administrator of the server).
     """
 
-    page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListOrgsRequest", ListOrgsRequest)
+    default_message_pool.register_message("skift.v1", "ListOrgsRequest", ListOrgsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListOrgsResponse(betterproto2.Message):
-    """
+def _make_ListOrgsResponse() -> None:
+    global ListOrgsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListOrgsResponse(betterproto2.Message):
+        """
     ListOrgs' response.
     """
 
-    orgs: "list[Org]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        orgs: "list[Org]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The organizations, oldest first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListOrgsResponse", ListOrgsResponse)
+    default_message_pool.register_message("skift.v1", "ListOrgsResponse", ListOrgsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListPrincipalsRequest(betterproto2.Message):
-    """
+def _make_ListPrincipalsRequest() -> None:
+    global ListPrincipalsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListPrincipalsRequest(betterproto2.Message):
+        """
     ListPrincipals' request (admin).
     """
 
-    page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListPrincipalsRequest", ListPrincipalsRequest)
+    default_message_pool.register_message("skift.v1", "ListPrincipalsRequest", ListPrincipalsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListPrincipalsResponse(betterproto2.Message):
-    """
+def _make_ListPrincipalsResponse() -> None:
+    global ListPrincipalsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListPrincipalsResponse(betterproto2.Message):
+        """
     ListPrincipals' response.
     """
 
-    principals: "list[Principal]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        principals: "list[Principal]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The org's principals.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListPrincipalsResponse", ListPrincipalsResponse)
+    default_message_pool.register_message("skift.v1", "ListPrincipalsResponse", ListPrincipalsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListProjectsRequest(betterproto2.Message):
-    """
+def _make_ListProjectsRequest() -> None:
+    global ListProjectsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListProjectsRequest(betterproto2.Message):
+        """
     ListProjects' request.
     """
 
-    show_archived: "bool" = betterproto2.field(1, betterproto2.TYPE_BOOL)
-    """
+        show_archived: "bool" = betterproto2.field(1, betterproto2.TYPE_BOOL)
+        """
     Include archived projects.
     """
 
-    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListProjectsRequest", ListProjectsRequest)
+    default_message_pool.register_message("skift.v1", "ListProjectsRequest", ListProjectsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListProjectsResponse(betterproto2.Message):
-    """
+def _make_ListProjectsResponse() -> None:
+    global ListProjectsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListProjectsResponse(betterproto2.Message):
+        """
     ListProjects' response.
     """
 
-    projects: "list[Project]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        projects: "list[Project]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The projects, most recently active first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListProjectsResponse", ListProjectsResponse)
+    default_message_pool.register_message("skift.v1", "ListProjectsResponse", ListProjectsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListRatesRequest(betterproto2.Message):
-    """
+def _make_ListRatesRequest() -> None:
+    global ListRatesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListRatesRequest(betterproto2.Message):
+        """
     ListRates' request.
     """
 
-    page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListRatesRequest", ListRatesRequest)
+    default_message_pool.register_message("skift.v1", "ListRatesRequest", ListRatesRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListRatesResponse(betterproto2.Message):
-    """
+def _make_ListRatesResponse() -> None:
+    global ListRatesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListRatesResponse(betterproto2.Message):
+        """
     ListRates' response.
     """
 
-    rates: "list[Rate]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        rates: "list[Rate]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The organization's rates, by model.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListRatesResponse", ListRatesResponse)
+    default_message_pool.register_message("skift.v1", "ListRatesResponse", ListRatesResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ListWebhookDeliveriesRequest(betterproto2.Message):
-    """
+def _make_ListWebhookDeliveriesRequest() -> None:
+    global ListWebhookDeliveriesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListWebhookDeliveriesRequest(betterproto2.Message):
+        """
     ListWebhookDeliveries' request.
     """
 
-    webhook: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
-    """
+        webhook: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+        """
     Only this endpoint's deliveries.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     Only this project's deliveries.
     """
 
-    parked: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        parked: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     Only parked deliveries.
     """
 
-    page_size: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "ListWebhookDeliveriesRequest", ListWebhookDeliveriesRequest
-)
+    default_message_pool.register_message(
+        "skift.v1", "ListWebhookDeliveriesRequest", ListWebhookDeliveriesRequest
+    )
 
 
-@dataclass(eq=False, repr=False)
-class ListWebhookDeliveriesResponse(betterproto2.Message):
-    """
+def _make_ListWebhookDeliveriesResponse() -> None:
+    global ListWebhookDeliveriesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListWebhookDeliveriesResponse(betterproto2.Message):
+        """
     ListWebhookDeliveries' response.
     """
 
-    deliveries: "list[WebhookDelivery]" = betterproto2.field(
-        1, betterproto2.TYPE_MESSAGE, repeated=True
-    )
-    """
+        deliveries: "list[WebhookDelivery]" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, repeated=True
+        )
+        """
     The deliveries, newest first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "ListWebhookDeliveriesResponse", ListWebhookDeliveriesResponse
-)
+    default_message_pool.register_message(
+        "skift.v1", "ListWebhookDeliveriesResponse", ListWebhookDeliveriesResponse
+    )
 
 
-@dataclass(eq=False, repr=False)
-class ListWebhooksRequest(betterproto2.Message):
-    """
+def _make_ListWebhooksRequest() -> None:
+    global ListWebhooksRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListWebhooksRequest(betterproto2.Message):
+        """
     ListWebhooks' request.
     """
 
-    project: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(1, betterproto2.TYPE_STRING, optional=True)
+        """
     Only this project's endpoints; every project's when unset.
     """
 
-    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListWebhooksRequest", ListWebhooksRequest)
+    default_message_pool.register_message("skift.v1", "ListWebhooksRequest", ListWebhooksRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ListWebhooksResponse(betterproto2.Message):
-    """
+def _make_ListWebhooksResponse() -> None:
+    global ListWebhooksResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListWebhooksResponse(betterproto2.Message):
+        """
     ListWebhooks' response.
     """
 
-    webhooks: "list[Webhook]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        webhooks: "list[Webhook]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The endpoints, oldest first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ListWebhooksResponse", ListWebhooksResponse)
+    default_message_pool.register_message("skift.v1", "ListWebhooksResponse", ListWebhooksResponse)
 
 
-@dataclass(eq=False, repr=False)
-class MintSigninCodeRequest(betterproto2.Message):
-    """
+def _make_MintSigninCodeRequest() -> None:
+    global MintSigninCodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class MintSigninCodeRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: the web board
 
     MintSigninCode's request: the code is always for the caller.
     """
 
-    pass
+        pass
 
 
-default_message_pool.register_message("skift.v1", "MintSigninCodeRequest", MintSigninCodeRequest)
+    default_message_pool.register_message("skift.v1", "MintSigninCodeRequest", MintSigninCodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class MintSigninCodeResponse(betterproto2.Message):
-    """
+def _make_MintSigninCodeResponse() -> None:
+    global MintSigninCodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class MintSigninCodeResponse(betterproto2.Message):
+        """
     MintSigninCode's response: the only time the code is seen.
     """
 
-    code: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        code: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The one-time code; skift keeps only its SHA-256 digest.
     """
 
-    principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The principal (name) it signs in.
     """
 
-    expires_at: "datetime.datetime | None" = betterproto2.field(
-        3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        expires_at: "datetime.datetime | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it stops working unless used before (ten minutes after it was made).
     """
 
-    url: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        url: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The link that signs in with it, when this server serves the board
     (`--http`, or `--board-url` behind a proxy); empty otherwise.
     """
 
 
-default_message_pool.register_message("skift.v1", "MintSigninCodeResponse", MintSigninCodeResponse)
+    default_message_pool.register_message("skift.v1", "MintSigninCodeResponse", MintSigninCodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Node(betterproto2.Message):
-    """
+def _make_Node() -> None:
+    global Node
+
+    @dataclass(eq=False, repr=False)
+    class Node(betterproto2.Message):
+        """
     ============================================================== shared shapes
 
     A node with its derived state, as every response carries it.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `slug#N`: the node's reference in its project.
     """
 
-    id: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The node's ULID; stable across project renames.
     """
 
-    number: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
-    """
+        number: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+        """
     N in `slug#N`: the node's number within its project.
     """
 
-    project: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The slug of the node's project.
     """
 
-    title: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     One line saying what the work is.
     """
 
-    body: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        body: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The longer description (markdown), possibly empty.
     """
 
-    kind: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
-    """
+        kind: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+        """
     Free-form kind: task (default), bug, epic, question, ...
     """
 
-    status: "NodeStatus" = betterproto2.field(
-        8, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
-    )
-    """
+        status: "NodeStatus" = betterproto2.field(
+            8, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
+        )
+        """
     Open, done or dropped.
     """
 
-    priority: "Priority" = betterproto2.field(
-        9, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        priority: "Priority" = betterproto2.field(
+            9, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     P0 (most urgent) .. P4; priority orders work within a project.
     """
 
-    parent: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
-    """
+        parent: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+        """
     The parent node's `slug#N`; absent for a top-level node.
     """
 
-    labels: "list[str]" = betterproto2.field(11, betterproto2.TYPE_STRING, repeated=True)
-    """
+        labels: "list[str]" = betterproto2.field(11, betterproto2.TYPE_STRING, repeated=True)
+        """
     Labels, in the order they were given.
     """
 
-    assignee_kind: "AssigneeKind" = betterproto2.field(
-        12, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
-    )
-    """
+        assignee_kind: "AssigneeKind" = betterproto2.field(
+            12, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
+        )
+        """
     Who may take the node: USER (a gate: a person must act) or AGENT;
     UNSPECIFIED means anyone.
     """
 
-    assignee: "str | None" = betterproto2.field(13, betterproto2.TYPE_STRING, optional=True)
-    """
+        assignee: "str | None" = betterproto2.field(13, betterproto2.TYPE_STRING, optional=True)
+        """
     The principal the node is assigned to, if any.
     """
 
-    context_id: "str" = betterproto2.field(14, betterproto2.TYPE_STRING)
-    """
+        context_id: "str" = betterproto2.field(14, betterproto2.TYPE_STRING)
+        """
     The context the node belongs to (shared by a decomposition).
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        15, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            15, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When the node was created.
     """
 
-    blocked: "bool" = betterproto2.field(16, betterproto2.TYPE_BOOL)
-    """
+        blocked: "bool" = betterproto2.field(16, betterproto2.TYPE_BOOL)
+        """
     True while an open `blocks` predecessor or an open child makes it wait.
     """
 
-    held: "bool" = betterproto2.field(17, betterproto2.TYPE_BOOL)
-    """
+        held: "bool" = betterproto2.field(17, betterproto2.TYPE_BOOL)
+        """
     True while a hold (on the node, an ancestor, or its project) parks it.
     """
 
-    claimed: "bool" = betterproto2.field(18, betterproto2.TYPE_BOOL)
-    """
+        claimed: "bool" = betterproto2.field(18, betterproto2.TYPE_BOOL)
+        """
     True while a live lease holds it.
     """
 
-    ready: "bool" = betterproto2.field(19, betterproto2.TYPE_BOOL)
-    """
+        ready: "bool" = betterproto2.field(19, betterproto2.TYPE_BOOL)
+        """
     True when it is open, unblocked, unheld, unclaimed and its project is
     live: ready work.
     """
 
-    result: "str | None" = betterproto2.field(20, betterproto2.TYPE_STRING, optional=True)
-    """
+        result: "str | None" = betterproto2.field(20, betterproto2.TYPE_STRING, optional=True)
+        """
     What completing it produced; present once it is done with a result.
     """
 
-    human_written: "bool" = betterproto2.field(21, betterproto2.TYPE_BOOL)
-    """
+        human_written: "bool" = betterproto2.field(21, betterproto2.TYPE_BOOL)
+        """
     True when a person (a user principal) has written to the node, so an
     agent reading it knows part of its text is a person's words.
     """
 
-    body_author: "str | None" = betterproto2.field(22, betterproto2.TYPE_STRING, optional=True)
-    """
+        body_author: "str | None" = betterproto2.field(22, betterproto2.TYPE_STRING, optional=True)
+        """
     Who created the node or last set its body. Present where a call returns
     the node's content (GetNode, Claim, ListNodes with `attributed`).
     """
 
-    body_author_kind: "PrincipalKind" = betterproto2.field(
-        23, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        body_author_kind: "PrincipalKind" = betterproto2.field(
+            23, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     The kind of body_author; UNSPECIFIED where body_author is absent.
     """
 
-    result_author: "str | None" = betterproto2.field(24, betterproto2.TYPE_STRING, optional=True)
-    """
+        result_author: "str | None" = betterproto2.field(24, betterproto2.TYPE_STRING, optional=True)
+        """
     Who completed it last; absent if it never was completed or the call does
     not attribute (see body_author).
     """
 
-    result_author_kind: "PrincipalKind" = betterproto2.field(
-        25, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        result_author_kind: "PrincipalKind" = betterproto2.field(
+            25, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     The kind of result_author; UNSPECIFIED where result_author is absent.
     """
 
-    lease: "Lease | None" = betterproto2.field(26, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        lease: "Lease | None" = betterproto2.field(26, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     GetNode only: the live lease while the node is claimed (its id only to
     its holder).
     """
 
 
-default_message_pool.register_message("skift.v1", "Node", Node)
+    default_message_pool.register_message("skift.v1", "Node", Node)
 
 
-@dataclass(eq=False, repr=False)
-class NodeFilter(betterproto2.Message):
-    """
+def _make_NodeFilter() -> None:
+    global NodeFilter
+
+    @dataclass(eq=False, repr=False)
+    class NodeFilter(betterproto2.Message):
+        """
     One filter for Ready, ClaimNext and ListNodes.
 
     Every field narrows the selection; an empty filter selects every node of
     every project the caller can read, taken in turn across projects.
     """
 
-    projects: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
-    """
+        projects: "list[str]" = betterproto2.field(1, betterproto2.TYPE_STRING, repeated=True)
+        """
     Projects to draw from (slugs or ids); empty means every project the
     caller can read.
     """
 
-    kinds: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
-    """
+        kinds: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+        """
     Kinds, matched if the node has any of them (OR).
     """
 
-    labels: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
-    """
+        labels: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+        """
     Labels the node must all carry (AND).
     """
 
-    any_labels: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
-    """
+        any_labels: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
+        """
     Labels of which the node must carry at least one (OR).
     """
 
-    assignee_kind: "AssigneeKind" = betterproto2.field(
-        5, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
-    )
-    """
+        assignee_kind: "AssigneeKind" = betterproto2.field(
+            5, betterproto2.TYPE_ENUM, default_factory=lambda: AssigneeKind(0)
+        )
+        """
     Only nodes for that kind of assignee; UNSPECIFIED for any.
     """
 
-    min_priority: "Priority" = betterproto2.field(
-        6, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        min_priority: "Priority" = betterproto2.field(
+            6, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     Only nodes at this priority or more urgent; UNSPECIFIED for any.
     """
 
-    parent: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
+        parent: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+        """
     Only direct children of this node (a reference).
     """
 
-    status: "NodeStatus" = betterproto2.field(
-        8, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
-    )
-    """
+        status: "NodeStatus" = betterproto2.field(
+            8, betterproto2.TYPE_ENUM, default_factory=lambda: NodeStatus(0)
+        )
+        """
     ListNodes only: only nodes in this status. Ready and ClaimNext refuse it.
     """
 
-    held: "bool | None" = betterproto2.field(9, betterproto2.TYPE_BOOL, optional=True)
-    """
+        held: "bool | None" = betterproto2.field(9, betterproto2.TYPE_BOOL, optional=True)
+        """
     ListNodes only: held or not held. Ready and ClaimNext refuse it.
     """
 
 
-default_message_pool.register_message("skift.v1", "NodeFilter", NodeFilter)
+    default_message_pool.register_message("skift.v1", "NodeFilter", NodeFilter)
 
 
-@dataclass(eq=False, repr=False)
-class Org(betterproto2.Message):
-    """
+def _make_Org() -> None:
+    global Org
+
+    @dataclass(eq=False, repr=False)
+    class Org(betterproto2.Message):
+        """
     ============================================================== requests and responses: organizations
 
     An organization of the server.
     """
 
-    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     Its name, unique on the server.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was created.
     """
 
-    first: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        first: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     True for the server's own organization (its users administer the server).
     """
 
 
-default_message_pool.register_message("skift.v1", "Org", Org)
+    default_message_pool.register_message("skift.v1", "Org", Org)
 
 
-@dataclass(eq=False, repr=False)
-class OrgLimits(betterproto2.Message):
-    """
+def _make_OrgLimits() -> None:
+    global OrgLimits
+
+    @dataclass(eq=False, repr=False)
+    class OrgLimits(betterproto2.Message):
+        """
     The size limits in force for the organization.
     """
 
-    effective: "dict[str, int]" = betterproto2.field(
-        1,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
-    )
-    """
+        effective: "dict[str, int]" = betterproto2.field(
+            1,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+        )
+        """
     Each size limit's value in force: the server's, lowered by the organization's.
     """
 
-    own: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
-    """
+        own: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+        """
     The limits the organization set itself.
     """
 
-    server: "dict[str, int]" = betterproto2.field(
-        3,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
-    )
-    """
+        server: "dict[str, int]" = betterproto2.field(
+            3,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+        )
+        """
     The server's values, the ceiling of each.
     """
 
-    ops_per_patch: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
-    """
+        ops_per_patch: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
+        """
     The most operations one patch may carry (the server's structural limit): a client
     refuses a larger patch before building it. 0 from a server that does not say.
     """
 
 
-default_message_pool.register_message("skift.v1", "OrgLimits", OrgLimits)
+    default_message_pool.register_message("skift.v1", "OrgLimits", OrgLimits)
 
 
-@dataclass(eq=False, repr=False)
-class OrgPolicy(betterproto2.Message):
-    """
+def _make_OrgPolicy() -> None:
+    global OrgPolicy
+
+    @dataclass(eq=False, repr=False)
+    class OrgPolicy(betterproto2.Message):
+        """
     The organization's own Rego modules, layered on the server's base policy.
     """
 
-    modules: "list[PolicyModule]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        modules: "list[PolicyModule]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The modules in order; none: the base policy alone.
     """
 
-    updated_at: "datetime.datetime | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        updated_at: "datetime.datetime | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When they were last set or reset; unset when never.
     """
 
-    updated_by: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        updated_by: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Who last set or reset them (a principal's name); empty when never.
     """
 
 
-default_message_pool.register_message("skift.v1", "OrgPolicy", OrgPolicy)
+    default_message_pool.register_message("skift.v1", "OrgPolicy", OrgPolicy)
 
 
-@dataclass(eq=False, repr=False)
-class Part(betterproto2.Message):
-    """
+def _make_Part() -> None:
+    global Part
+
+    @dataclass(eq=False, repr=False)
+    class Part(betterproto2.Message):
+        """
     One part of an artifact.
 
     Oneofs:
         - part: Exactly one must be set.
     """
 
-    text: "TextPart | None" = betterproto2.field(
-        1, betterproto2.TYPE_MESSAGE, optional=True, group="part"
-    )
-    """
+        text: "TextPart | None" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, optional=True, group="part"
+        )
+        """
     Inline text.
     """
 
-    blob: "BlobPart | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, optional=True, group="part"
-    )
-    """
+        blob: "BlobPart | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, optional=True, group="part"
+        )
+        """
     A blob uploaded with PutBlob.
     """
 
-    reference: "ReferencePart | None" = betterproto2.field(
-        3, betterproto2.TYPE_MESSAGE, optional=True, group="part"
-    )
-    """
+        reference: "ReferencePart | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, optional=True, group="part"
+        )
+        """
     A URI to something that lives elsewhere.
     """
 
 
-default_message_pool.register_message("skift.v1", "Part", Part)
+    default_message_pool.register_message("skift.v1", "Part", Part)
 
 
-@dataclass(eq=False, repr=False)
-class PatchOp(betterproto2.Message):
-    """
+def _make_PatchOp() -> None:
+    global PatchOp
+
+    @dataclass(eq=False, repr=False)
+    class PatchOp(betterproto2.Message):
+        """
     One operation of a patch.
 
     Oneofs:
         - op: Exactly one operation must be set.
     """
 
-    create_node: "CreateNodeOp | None" = betterproto2.field(
-        1, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        create_node: "CreateNodeOp | None" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Create a node.
     """
 
-    update_node: "UpdateNodeOp | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        update_node: "UpdateNodeOp | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Change a node's fields.
     """
 
-    drop_node: "DropNodeOp | None" = betterproto2.field(
-        3, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        drop_node: "DropNodeOp | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Drop a node (optionally with its descendants).
     """
 
-    complete_node: "CompleteNodeOp | None" = betterproto2.field(
-        4, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        complete_node: "CompleteNodeOp | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Complete a node.
     """
 
-    reopen_node: "ReopenNodeOp | None" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        reopen_node: "ReopenNodeOp | None" = betterproto2.field(
+            5, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Reopen a node.
     """
 
-    hold_node: "HoldNodeOp | None" = betterproto2.field(
-        6, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        hold_node: "HoldNodeOp | None" = betterproto2.field(
+            6, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Hold a node.
     """
 
-    unhold_node: "UnholdNodeOp | None" = betterproto2.field(
-        7, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        unhold_node: "UnholdNodeOp | None" = betterproto2.field(
+            7, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Release a node's hold.
     """
 
-    add_edge: "AddEdgeOp | None" = betterproto2.field(
-        8, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        add_edge: "AddEdgeOp | None" = betterproto2.field(
+            8, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Add a `blocks` edge.
     """
 
-    remove_edge: "RemoveEdgeOp | None" = betterproto2.field(
-        9, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        remove_edge: "RemoveEdgeOp | None" = betterproto2.field(
+            9, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Remove an edge.
     """
 
-    attach_artifact: "AttachArtifactOp | None" = betterproto2.field(
-        10, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        attach_artifact: "AttachArtifactOp | None" = betterproto2.field(
+            10, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Attach an artifact to a node.
     """
 
-    add_comment: "AddCommentOp | None" = betterproto2.field(
-        11, betterproto2.TYPE_MESSAGE, optional=True, group="op"
-    )
-    """
+        add_comment: "AddCommentOp | None" = betterproto2.field(
+            11, betterproto2.TYPE_MESSAGE, optional=True, group="op"
+        )
+        """
     Comment on a node (an alias of this patch works).
     """
 
 
-default_message_pool.register_message("skift.v1", "PatchOp", PatchOp)
+    default_message_pool.register_message("skift.v1", "PatchOp", PatchOp)
 
 
-@dataclass(eq=False, repr=False)
-class PatchRequest(betterproto2.Message):
-    """
+def _make_PatchRequest() -> None:
+    global PatchRequest
+
+    @dataclass(eq=False, repr=False)
+    class PatchRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: the graph
 
     Patch's request: a flat list of operations applied in one transaction,
     all or nothing.
     """
 
-    project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project every operation works in (slug or id).
     """
 
-    ops: "list[PatchOp]" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        ops: "list[PatchOp]" = betterproto2.field(2, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The operations, in order.
     """
 
-    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Client-chosen idempotency key: the same id with the same content returns
     the first response and applies nothing again; with different content it
     is ABORTED (IdempotencyMismatch). When empty the server makes one (and
     the patch is then not safe to retry).
     """
 
-    lease: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease this patch writes under, when it touches a leased node.
     """
 
-    on_behalf_of: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
-    """
+        on_behalf_of: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+        """
     Delegation: write on behalf of another principal. Reserved for a
     server-known grant after v1: set, it is refused.
     """
 
 
-default_message_pool.register_message("skift.v1", "PatchRequest", PatchRequest)
+    default_message_pool.register_message("skift.v1", "PatchRequest", PatchRequest)
 
 
-@dataclass(eq=False, repr=False)
-class PatchResponse(betterproto2.Message):
-    """
+def _make_PatchResponse() -> None:
+    global PatchResponse
+
+    @dataclass(eq=False, repr=False)
+    class PatchResponse(betterproto2.Message):
+        """
     Patch's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What the patch did.
     """
 
 
-default_message_pool.register_message("skift.v1", "PatchResponse", PatchResponse)
+    default_message_pool.register_message("skift.v1", "PatchResponse", PatchResponse)
 
 
-@dataclass(eq=False, repr=False)
-class PatchResult(betterproto2.Message):
-    """
+def _make_PatchResult() -> None:
+    global PatchResult
+
+    @dataclass(eq=False, repr=False)
+    class PatchResult(betterproto2.Message):
+        """
     What a patch (or complete, drop, reopen, hold, unhold, gate) did.
     """
 
-    request_id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The request id it ran under (the client's, or one the server made).
     """
 
-    created: "dict[str, str]" = betterproto2.field(
-        2,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
-    )
-    """
+        created: "dict[str, str]" = betterproto2.field(
+            2,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_STRING),
+        )
+        """
     Alias -> `slug#N` of every node the patch created.
     """
 
-    dropped: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
-    """
+        dropped: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+        """
     `slug#N` of every node the patch dropped (a cascade names them all).
     """
 
-    nodes: "list[Node]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        nodes: "list[Node]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     Every node the patch touched, as it is after the patch.
     """
 
-    parked: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
-    """
+        parked: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
+        """
     How many open nodes the patch's holds park.
     """
 
 
-default_message_pool.register_message("skift.v1", "PatchResult", PatchResult)
+    default_message_pool.register_message("skift.v1", "PatchResult", PatchResult)
 
 
-@dataclass(eq=False, repr=False)
-class PolicyModule(betterproto2.Message):
-    """
+def _make_PolicyModule() -> None:
+    global PolicyModule
+
+    @dataclass(eq=False, repr=False)
+    class PolicyModule(betterproto2.Message):
+        """
     ============================================================== requests and responses: the organization's policy
 
     One Rego module of an organization's policy.
     """
 
-    name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     Its name (a file name, e.g. private.rego), unique in the policy.
     """
 
-    source: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        source: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its Rego source.
     """
 
 
-default_message_pool.register_message("skift.v1", "PolicyModule", PolicyModule)
+    default_message_pool.register_message("skift.v1", "PolicyModule", PolicyModule)
 
 
-@dataclass(eq=False, repr=False)
-class Principal(betterproto2.Message):
-    """
+def _make_Principal() -> None:
+    global Principal
+
+    @dataclass(eq=False, repr=False)
+    class Principal(betterproto2.Message):
+        """
     Who acts: a person, an agent or a service, with its identities.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The principal's id (a ULID).
     """
 
-    name: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        name: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its name, unique in its org.
     """
 
-    kind: "PrincipalKind" = betterproto2.field(
-        3, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        kind: "PrincipalKind" = betterproto2.field(
+            3, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     Its kind.
     """
 
-    identities: "list[Identity]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        identities: "list[Identity]" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The identities that authenticate it.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was added.
     """
 
 
-default_message_pool.register_message("skift.v1", "Principal", Principal)
+    default_message_pool.register_message("skift.v1", "Principal", Principal)
 
 
-@dataclass(eq=False, repr=False)
-class Project(betterproto2.Message):
-    """
+def _make_Project() -> None:
+    global Project
+
+    @dataclass(eq=False, repr=False)
+    class Project(betterproto2.Message):
+        """
     A project: a namespace of nodes with its own numbering and priority.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project's ULID.
     """
 
-    slug: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        slug: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The current slug (nodes are `slug#N`); retired slugs still resolve.
     """
 
-    title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The project's title.
     """
 
-    priority: "Priority" = betterproto2.field(
-        4, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        priority: "Priority" = betterproto2.field(
+            4, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     P0 .. P4: orders projects' work when several are drawn from.
     """
 
-    vcs_url: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        vcs_url: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     The repository the project's work happens in, if any.
     """
 
-    archived: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
-    """
+        archived: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
+        """
     True once archived: none of its nodes is ready.
     """
 
-    archived_at: "datetime.datetime | None" = betterproto2.field(
-        7, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        archived_at: "datetime.datetime | None" = betterproto2.field(
+            7, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was archived.
     """
 
-    held: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
-    """
+        held: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
+        """
     True while the whole project is held.
     """
 
-    hold_reason: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
-    """
+        hold_reason: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+        """
     The project hold's reason, while held.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        10, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            10, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When the project was created.
     """
 
-    active_at: "datetime.datetime | None" = betterproto2.field(
-        11, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        active_at: "datetime.datetime | None" = betterproto2.field(
+            11, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When anything in the project last changed.
     """
 
-    node_count: "int" = betterproto2.field(12, betterproto2.TYPE_INT64)
-    """
+        node_count: "int" = betterproto2.field(12, betterproto2.TYPE_INT64)
+        """
     How many nodes the project holds.
     """
 
-    restricted: "bool" = betterproto2.field(13, betterproto2.TYPE_BOOL)
-    """
+        restricted: "bool" = betterproto2.field(13, betterproto2.TYPE_BOOL)
+        """
     True while the project is restricted to `readers` (RestrictProject);
     false: the whole organization reads it.
     """
 
-    readers: "list[str]" = betterproto2.field(14, betterproto2.TYPE_STRING, repeated=True)
-    """
+        readers: "list[str]" = betterproto2.field(14, betterproto2.TYPE_STRING, repeated=True)
+        """
     Who may read a restricted project (principal names).
     """
 
 
-default_message_pool.register_message("skift.v1", "Project", Project)
+    default_message_pool.register_message("skift.v1", "Project", Project)
 
 
-@dataclass(eq=False, repr=False)
-class PutBlobRequest(betterproto2.Message):
-    """
+def _make_PutBlobRequest() -> None:
+    global PutBlobRequest
+
+    @dataclass(eq=False, repr=False)
+    class PutBlobRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: artifacts and blobs
 
     PutBlob's request: the bytes travel in this one message, bounded by the
     server's blob limit (and its largest message).
     """
 
-    data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
-    """
+        data: "bytes" = betterproto2.field(1, betterproto2.TYPE_BYTES)
+        """
     The bytes.
     """
 
-    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Their media type.
     """
 
-    digest: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        digest: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The digest the bytes must have (`sha256:<hex>`); nothing is stored when
     they do not.
     """
 
 
-default_message_pool.register_message("skift.v1", "PutBlobRequest", PutBlobRequest)
+    default_message_pool.register_message("skift.v1", "PutBlobRequest", PutBlobRequest)
 
 
-@dataclass(eq=False, repr=False)
-class PutBlobResponse(betterproto2.Message):
-    """
+def _make_PutBlobResponse() -> None:
+    global PutBlobResponse
+
+    @dataclass(eq=False, repr=False)
+    class PutBlobResponse(betterproto2.Message):
+        """
     PutBlob's response.
     """
 
-    blob: "Blob | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        blob: "Blob | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The stored blob.
     """
 
 
-default_message_pool.register_message("skift.v1", "PutBlobResponse", PutBlobResponse)
+    default_message_pool.register_message("skift.v1", "PutBlobResponse", PutBlobResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Rate(betterproto2.Message):
-    """
+def _make_Rate() -> None:
+    global Rate
+
+    @dataclass(eq=False, repr=False)
+    class Rate(betterproto2.Message):
+        """
     A model's rate: a price per million tokens of each class.
     """
 
-    model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The model.
     """
 
-    input: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        input: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Per million input tokens.
     """
 
-    output: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        output: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Per million output tokens.
     """
 
-    cache_read: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        cache_read: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Per million cache-read tokens.
     """
 
-    cache_write: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        cache_write: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Per million cache-write tokens.
     """
 
-    currency: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        currency: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The currency.
     """
 
-    updated_at: "datetime.datetime | None" = betterproto2.field(
-        7, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        updated_at: "datetime.datetime | None" = betterproto2.field(
+            7, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was set.
     """
 
 
-default_message_pool.register_message("skift.v1", "Rate", Rate)
+    default_message_pool.register_message("skift.v1", "Rate", Rate)
 
 
-@dataclass(eq=False, repr=False)
-class ReadyRequest(betterproto2.Message):
-    """
+def _make_ReadyRequest() -> None:
+    global ReadyRequest
+
+    @dataclass(eq=False, repr=False)
+    class ReadyRequest(betterproto2.Message):
+        """
     Ready's request.
     """
 
-    filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        filter: "NodeFilter | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     Which nodes (`status` and `held` are refused here).
     """
 
-    page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(2, betterproto2.TYPE_INT32)
+        """
     At most this many per page; the server's default when 0.
     """
 
-    page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ReadyRequest", ReadyRequest)
+    default_message_pool.register_message("skift.v1", "ReadyRequest", ReadyRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ReadyResponse(betterproto2.Message):
-    """
+def _make_ReadyResponse() -> None:
+    global ReadyResponse
+
+    @dataclass(eq=False, repr=False)
+    class ReadyResponse(betterproto2.Message):
+        """
     Ready's response: ready work in turn order.
     """
 
-    nodes: "list[Node]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        nodes: "list[Node]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The nodes, in turn order.
     """
 
-    held_count: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
-    """
+        held_count: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+        """
     How many matching nodes holds park (so an empty page can say why).
     """
 
-    held_count_exact: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        held_count_exact: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     False when the count stopped at the server's bound: at least held_count
     nodes are held.
     """
 
-    next_page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "ReadyResponse", ReadyResponse)
+    default_message_pool.register_message("skift.v1", "ReadyResponse", ReadyResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Reason(betterproto2.Message):
-    """
+def _make_Reason() -> None:
+    global Reason
+
+    @dataclass(eq=False, repr=False)
+    class Reason(betterproto2.Message):
+        """
     ============================================================== explain
 
     One reason a node is not ready.
     """
 
-    kind: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        kind: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     blocked_by, leased, held, waiting_on_person, open_children, archived,
     no_path, not_open, ...
     """
 
-    detail: "__google__protobuf__.Struct | None" = betterproto2.field(
-        2, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        detail: "__google__protobuf__.Struct | None" = betterproto2.field(
+            2, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     The reason's details (who holds the lease and until when, which nodes
     block, who placed the hold and why, ...); keys depend on `kind`.
     """
 
 
-default_message_pool.register_message("skift.v1", "Reason", Reason)
+    default_message_pool.register_message("skift.v1", "Reason", Reason)
 
 
-@dataclass(eq=False, repr=False)
-class RecordUsageRequest(betterproto2.Message):
-    """
+def _make_RecordUsageRequest() -> None:
+    global RecordUsageRequest
+
+    @dataclass(eq=False, repr=False)
+    class RecordUsageRequest(betterproto2.Message):
+        """
     ============================================================== requests and responses: usage and cost
 
     RecordUsage's request: one append-only record, in tokens.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    model: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        model: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The model, as the provider names it.
     """
 
-    input_tokens: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
-    """
+        input_tokens: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
+        """
     Input tokens.
     """
 
-    output_tokens: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
-    """
+        output_tokens: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
+        """
     Output tokens.
     """
 
-    cache_read_tokens: "int" = betterproto2.field(6, betterproto2.TYPE_INT64)
-    """
+        cache_read_tokens: "int" = betterproto2.field(6, betterproto2.TYPE_INT64)
+        """
     Tokens read from a prompt cache.
     """
 
-    cache_write_tokens: "int" = betterproto2.field(7, betterproto2.TYPE_INT64)
-    """
+        cache_write_tokens: "int" = betterproto2.field(7, betterproto2.TYPE_INT64)
+        """
     Tokens written to a prompt cache.
     """
 
-    estimate: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
-    """
+        estimate: "bool" = betterproto2.field(8, betterproto2.TYPE_BOOL)
+        """
     An estimate rather than an actual.
     """
 
-    basis: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
-    """
+        basis: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+        """
     What an estimate rests on (estimates only).
     """
 
-    lease: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease of the attempt an actual measures (an agent's actual needs it).
     """
 
 
-default_message_pool.register_message("skift.v1", "RecordUsageRequest", RecordUsageRequest)
+    default_message_pool.register_message("skift.v1", "RecordUsageRequest", RecordUsageRequest)
 
 
-@dataclass(eq=False, repr=False)
-class RecordUsageResponse(betterproto2.Message):
-    """
+def _make_RecordUsageResponse() -> None:
+    global RecordUsageResponse
+
+    @dataclass(eq=False, repr=False)
+    class RecordUsageResponse(betterproto2.Message):
+        """
     RecordUsage's response.
     """
 
-    record: "UsageRecord | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        record: "UsageRecord | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The record.
     """
 
 
-default_message_pool.register_message("skift.v1", "RecordUsageResponse", RecordUsageResponse)
+    default_message_pool.register_message("skift.v1", "RecordUsageResponse", RecordUsageResponse)
 
 
-@dataclass(eq=False, repr=False)
-class RedeliverWebhookRequest(betterproto2.Message):
-    """
+def _make_RedeliverWebhookRequest() -> None:
+    global RedeliverWebhookRequest
+
+    @dataclass(eq=False, repr=False)
+    class RedeliverWebhookRequest(betterproto2.Message):
+        """
     RedeliverWebhook's request.
     """
 
-    delivery: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        delivery: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The delivery's id.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "RedeliverWebhookRequest", RedeliverWebhookRequest
-)
+    default_message_pool.register_message(
+        "skift.v1", "RedeliverWebhookRequest", RedeliverWebhookRequest
+    )
 
 
-@dataclass(eq=False, repr=False)
-class RedeliverWebhookResponse(betterproto2.Message):
-    """
+def _make_RedeliverWebhookResponse() -> None:
+    global RedeliverWebhookResponse
+
+    @dataclass(eq=False, repr=False)
+    class RedeliverWebhookResponse(betterproto2.Message):
+        """
     RedeliverWebhook's response.
     """
 
-    delivery: "WebhookDelivery | None" = betterproto2.field(
-        1, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        delivery: "WebhookDelivery | None" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     The delivery, pending again.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "RedeliverWebhookResponse", RedeliverWebhookResponse
-)
+    default_message_pool.register_message(
+        "skift.v1", "RedeliverWebhookResponse", RedeliverWebhookResponse
+    )
 
 
-@dataclass(eq=False, repr=False)
-class ReferencePart(betterproto2.Message):
-    """
+def _make_ReferencePart() -> None:
+    global ReferencePart
+
+    @dataclass(eq=False, repr=False)
+    class ReferencePart(betterproto2.Message):
+        """
     A URI with the immutable identity it resolved to. git references
     (git+https://HOST/REPO.git#branch=NAME) carry the commit; oci references
     (oci://REGISTRY/REPO[:TAG][@sha256:...]) carry a digest.
     """
 
-    uri: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        uri: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The URI.
     """
 
-    digest: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        digest: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     `sha256:<hex>` of what it names.
     """
 
-    media_type: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        media_type: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     Its media type.
     """
 
-    commit: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        commit: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The git commit a branch, tag or pull request resolved to.
     """
 
 
-default_message_pool.register_message("skift.v1", "ReferencePart", ReferencePart)
+    default_message_pool.register_message("skift.v1", "ReferencePart", ReferencePart)
 
 
-@dataclass(eq=False, repr=False)
-class ReleaseRequest(betterproto2.Message):
-    """
+def _make_ReleaseRequest() -> None:
+    global ReleaseRequest
+
+    @dataclass(eq=False, repr=False)
+    class ReleaseRequest(betterproto2.Message):
+        """
     Release's request: give a leased node back without completing it.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    lease: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        lease: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The lease id.
     """
 
-    reason: "ReleaseReason" = betterproto2.field(
-        3, betterproto2.TYPE_ENUM, default_factory=lambda: ReleaseReason(0)
-    )
-    """
+        reason: "ReleaseReason" = betterproto2.field(
+            3, betterproto2.TYPE_ENUM, default_factory=lambda: ReleaseReason(0)
+        )
+        """
     CRASH, BUDGET or PREEMPTED; CRASH when UNSPECIFIED.
     """
 
-    project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    preempt: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
-    """
+        preempt: "bool" = betterproto2.field(5, betterproto2.TYPE_BOOL)
+        """
     A person takes back whoever's live lease is on the node: no lease id
     needed, the release reason is PREEMPTED, and preempt_reason says why.
     """
 
-    preempt_reason: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        preempt_reason: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     Why the person preempts (required with preempt).
     """
 
 
-default_message_pool.register_message("skift.v1", "ReleaseRequest", ReleaseRequest)
+    default_message_pool.register_message("skift.v1", "ReleaseRequest", ReleaseRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ReleaseResponse(betterproto2.Message):
-    """
+def _make_ReleaseResponse() -> None:
+    global ReleaseResponse
+
+    @dataclass(eq=False, repr=False)
+    class ReleaseResponse(betterproto2.Message):
+        """
     Release's response.
     """
 
-    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The node, released.
     """
 
 
-default_message_pool.register_message("skift.v1", "ReleaseResponse", ReleaseResponse)
+    default_message_pool.register_message("skift.v1", "ReleaseResponse", ReleaseResponse)
 
 
-@dataclass(eq=False, repr=False)
-class RemoveEdgeOp(betterproto2.Message):
-    """
+def _make_RemoveEdgeOp() -> None:
+    global RemoveEdgeOp
+
+    @dataclass(eq=False, repr=False)
+    class RemoveEdgeOp(betterproto2.Message):
+        """
     Remove an edge.
     """
 
-    from_node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        from_node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The blocking node.
     """
 
-    to_node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        to_node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The waiting node.
     """
 
-    kind: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        kind: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The edge kind; `blocks` when absent.
     """
 
 
-default_message_pool.register_message("skift.v1", "RemoveEdgeOp", RemoveEdgeOp)
+    default_message_pool.register_message("skift.v1", "RemoveEdgeOp", RemoveEdgeOp)
 
 
-@dataclass(eq=False, repr=False)
-class ReopenNodeOp(betterproto2.Message):
-    """
+def _make_ReopenNodeOp() -> None:
+    global ReopenNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class ReopenNodeOp(betterproto2.Message):
+        """
     Reopen a done or dropped node.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
 
-default_message_pool.register_message("skift.v1", "ReopenNodeOp", ReopenNodeOp)
+    default_message_pool.register_message("skift.v1", "ReopenNodeOp", ReopenNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class ReopenNodeRequest(betterproto2.Message):
-    """
+def _make_ReopenNodeRequest() -> None:
+    global ReopenNodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class ReopenNodeRequest(betterproto2.Message):
+        """
     ReopenNode's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    lease: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease, when the node is leased.
     """
 
-    request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest.
     """
 
 
-default_message_pool.register_message("skift.v1", "ReopenNodeRequest", ReopenNodeRequest)
+    default_message_pool.register_message("skift.v1", "ReopenNodeRequest", ReopenNodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ReopenNodeResponse(betterproto2.Message):
-    """
+def _make_ReopenNodeResponse() -> None:
+    global ReopenNodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class ReopenNodeResponse(betterproto2.Message):
+        """
     ReopenNode's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What the reopen did.
     """
 
 
-default_message_pool.register_message("skift.v1", "ReopenNodeResponse", ReopenNodeResponse)
+    default_message_pool.register_message("skift.v1", "ReopenNodeResponse", ReopenNodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ResetPolicyRequest(betterproto2.Message):
-    """
+def _make_ResetPolicyRequest() -> None:
+    global ResetPolicyRequest
+
+    @dataclass(eq=False, repr=False)
+    class ResetPolicyRequest(betterproto2.Message):
+        """
     ResetPolicy's request (the organization's admin): drop its own modules.
     """
 
-    reason: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
 
-default_message_pool.register_message("skift.v1", "ResetPolicyRequest", ResetPolicyRequest)
+    default_message_pool.register_message("skift.v1", "ResetPolicyRequest", ResetPolicyRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ResetPolicyResponse(betterproto2.Message):
-    """
+def _make_ResetPolicyResponse() -> None:
+    global ResetPolicyResponse
+
+    @dataclass(eq=False, repr=False)
+    class ResetPolicyResponse(betterproto2.Message):
+        """
     ResetPolicy's response.
     """
 
-    policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The organization's policy now (no modules).
     """
 
 
-default_message_pool.register_message("skift.v1", "ResetPolicyResponse", ResetPolicyResponse)
+    default_message_pool.register_message("skift.v1", "ResetPolicyResponse", ResetPolicyResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ResolveCommentRequest(betterproto2.Message):
-    """
+def _make_ResolveCommentRequest() -> None:
+    global ResolveCommentRequest
+
+    @dataclass(eq=False, repr=False)
+    class ResolveCommentRequest(betterproto2.Message):
+        """
     ResolveComment's request.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The comment id.
     """
 
 
-default_message_pool.register_message("skift.v1", "ResolveCommentRequest", ResolveCommentRequest)
+    default_message_pool.register_message("skift.v1", "ResolveCommentRequest", ResolveCommentRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ResolveCommentResponse(betterproto2.Message):
-    """
+def _make_ResolveCommentResponse() -> None:
+    global ResolveCommentResponse
+
+    @dataclass(eq=False, repr=False)
+    class ResolveCommentResponse(betterproto2.Message):
+        """
     ResolveComment's response.
     """
 
-    comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        comment: "Comment | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The resolved comment.
     """
 
 
-default_message_pool.register_message("skift.v1", "ResolveCommentResponse", ResolveCommentResponse)
+    default_message_pool.register_message("skift.v1", "ResolveCommentResponse", ResolveCommentResponse)
 
 
-@dataclass(eq=False, repr=False)
-class ResolveNodeRequest(betterproto2.Message):
-    """
+def _make_ResolveNodeRequest() -> None:
+    global ResolveNodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class ResolveNodeRequest(betterproto2.Message):
+        """
     ResolveNode's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The reference to resolve.
     """
 
-    project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
 
-default_message_pool.register_message("skift.v1", "ResolveNodeRequest", ResolveNodeRequest)
+    default_message_pool.register_message("skift.v1", "ResolveNodeRequest", ResolveNodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class ResolveNodeResponse(betterproto2.Message):
-    """
+def _make_ResolveNodeResponse() -> None:
+    global ResolveNodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class ResolveNodeResponse(betterproto2.Message):
+        """
     ResolveNode's response: what the reference names, with the title so a
     caller can check itself.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `slug#N`.
     """
 
-    id: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The node's ULID.
     """
 
-    title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The node's title.
     """
 
 
-default_message_pool.register_message("skift.v1", "ResolveNodeResponse", ResolveNodeResponse)
+    default_message_pool.register_message("skift.v1", "ResolveNodeResponse", ResolveNodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class RestrictProjectRequest(betterproto2.Message):
-    """
+def _make_RestrictProjectRequest() -> None:
+    global RestrictProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class RestrictProjectRequest(betterproto2.Message):
+        """
     RestrictProject's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
-    readers: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
-    """
+        readers: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+        """
     Who may read and write it (principal names); the caller is always one.
     """
 
-    reason: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
 
-default_message_pool.register_message("skift.v1", "RestrictProjectRequest", RestrictProjectRequest)
+    default_message_pool.register_message("skift.v1", "RestrictProjectRequest", RestrictProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class RestrictProjectResponse(betterproto2.Message):
-    """
+def _make_RestrictProjectResponse() -> None:
+    global RestrictProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class RestrictProjectResponse(betterproto2.Message):
+        """
     RestrictProject's response.
     """
 
-    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The project, restricted.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "RestrictProjectResponse", RestrictProjectResponse
-)
+    default_message_pool.register_message(
+        "skift.v1", "RestrictProjectResponse", RestrictProjectResponse
+    )
 
 
-@dataclass(eq=False, repr=False)
-class RevokeTokenRequest(betterproto2.Message):
-    """
+def _make_RevokeTokenRequest() -> None:
+    global RevokeTokenRequest
+
+    @dataclass(eq=False, repr=False)
+    class RevokeTokenRequest(betterproto2.Message):
+        """
     RevokeToken's request (admin).
     """
 
-    token_id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        token_id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The token's id.
     """
 
 
-default_message_pool.register_message("skift.v1", "RevokeTokenRequest", RevokeTokenRequest)
+    default_message_pool.register_message("skift.v1", "RevokeTokenRequest", RevokeTokenRequest)
 
 
-@dataclass(eq=False, repr=False)
-class RevokeTokenResponse(betterproto2.Message):
-    """
+def _make_RevokeTokenResponse() -> None:
+    global RevokeTokenResponse
+
+    @dataclass(eq=False, repr=False)
+    class RevokeTokenResponse(betterproto2.Message):
+        """
     RevokeToken's response (empty: the token no longer authenticates).
     """
 
-    pass
+        pass
 
 
-default_message_pool.register_message("skift.v1", "RevokeTokenResponse", RevokeTokenResponse)
+    default_message_pool.register_message("skift.v1", "RevokeTokenResponse", RevokeTokenResponse)
 
 
-@dataclass(eq=False, repr=False)
-class RotateWebhookSecretRequest(betterproto2.Message):
-    """
+def _make_RotateWebhookSecretRequest() -> None:
+    global RotateWebhookSecretRequest
+
+    @dataclass(eq=False, repr=False)
+    class RotateWebhookSecretRequest(betterproto2.Message):
+        """
     RotateWebhookSecret's request.
     """
 
-    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The endpoint's id.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "RotateWebhookSecretRequest", RotateWebhookSecretRequest
-)
+    default_message_pool.register_message(
+        "skift.v1", "RotateWebhookSecretRequest", RotateWebhookSecretRequest
+    )
 
 
-@dataclass(eq=False, repr=False)
-class RotateWebhookSecretResponse(betterproto2.Message):
-    """
+def _make_RotateWebhookSecretResponse() -> None:
+    global RotateWebhookSecretResponse
+
+    @dataclass(eq=False, repr=False)
+    class RotateWebhookSecretResponse(betterproto2.Message):
+        """
     RotateWebhookSecret's response.
     """
 
-    webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        webhook: "Webhook | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The endpoint.
     """
 
-    secret: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        secret: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its new signing secret, returned this once.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "RotateWebhookSecretResponse", RotateWebhookSecretResponse
-)
+    default_message_pool.register_message(
+        "skift.v1", "RotateWebhookSecretResponse", RotateWebhookSecretResponse
+    )
 
 
-@dataclass(eq=False, repr=False)
-class SearchHit(betterproto2.Message):
-    """
+def _make_SearchHit() -> None:
+    global SearchHit
+
+    @dataclass(eq=False, repr=False)
+    class SearchHit(betterproto2.Message):
+        """
     One node a search found.
     """
 
-    node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        node: "Node | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The node.
     """
 
-    rank: "float" = betterproto2.field(2, betterproto2.TYPE_DOUBLE)
-    """
+        rank: "float" = betterproto2.field(2, betterproto2.TYPE_DOUBLE)
+        """
     Its rank (higher is better; comparable only within one search).
     """
 
-    matched: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
-    """
+        matched: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+        """
     Which fields hold a query word: title, body, result, comment.
     """
 
-    snippet: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        snippet: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Short plain text around the first match.
     """
 
 
-default_message_pool.register_message("skift.v1", "SearchHit", SearchHit)
+    default_message_pool.register_message("skift.v1", "SearchHit", SearchHit)
 
 
-@dataclass(eq=False, repr=False)
-class SearchRequest(betterproto2.Message):
-    """
+def _make_SearchRequest() -> None:
+    global SearchRequest
+
+    @dataclass(eq=False, repr=False)
+    class SearchRequest(betterproto2.Message):
+        """
     Search's request.
     """
 
-    query: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        query: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The words to look for; every one must occur in a node's title, body,
     result or comments.
     """
 
-    projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
-    """
+        projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+        """
     Only these projects (slugs or ids); every project when empty.
     """
 
-    page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(3, betterproto2.TYPE_INT32)
+        """
     At most this many per page; 20 when 0. A search reaches at most the
     server's page size limit of hits in all.
     """
 
-    include_archived: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
-    """
+        include_archived: "bool" = betterproto2.field(4, betterproto2.TYPE_BOOL)
+        """
     Search archived projects too.
     """
 
-    page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     The previous page's next_page_token; empty for the first page.
     """
 
 
-default_message_pool.register_message("skift.v1", "SearchRequest", SearchRequest)
+    default_message_pool.register_message("skift.v1", "SearchRequest", SearchRequest)
 
 
-@dataclass(eq=False, repr=False)
-class SearchResponse(betterproto2.Message):
-    """
+def _make_SearchResponse() -> None:
+    global SearchResponse
+
+    @dataclass(eq=False, repr=False)
+    class SearchResponse(betterproto2.Message):
+        """
     Search's response.
     """
 
-    hits: "list[SearchHit]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        hits: "list[SearchHit]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The hits, best first.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The token of the next page; empty on the last page.
     """
 
 
-default_message_pool.register_message("skift.v1", "SearchResponse", SearchResponse)
+    default_message_pool.register_message("skift.v1", "SearchResponse", SearchResponse)
 
 
-@dataclass(eq=False, repr=False)
-class SetOrgLimitsRequest(betterproto2.Message):
-    """
+def _make_SetOrgLimitsRequest() -> None:
+    global SetOrgLimitsRequest
+
+    @dataclass(eq=False, repr=False)
+    class SetOrgLimitsRequest(betterproto2.Message):
+        """
     SetOrgLimits' request: lower some of the server's size limits for the
     organization. Names are the size limits of skift.Limits (body_bytes,
     result_bytes, comment_bytes, inline_part_bytes, blob_bytes,
     artifacts_per_node, parts_per_artifact, artifact_metadata_bytes).
     """
 
-    set: "dict[str, int]" = betterproto2.field(
-        1,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
-    )
-    """
+        set: "dict[str, int]" = betterproto2.field(
+            1,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+        )
+        """
     The limits to set, each from 1 to the server's value.
     """
 
-    unset: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
-    """
+        unset: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+        """
     The limits to unset: the server's value applies again.
     """
 
 
-default_message_pool.register_message("skift.v1", "SetOrgLimitsRequest", SetOrgLimitsRequest)
+    default_message_pool.register_message("skift.v1", "SetOrgLimitsRequest", SetOrgLimitsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class SetOrgLimitsResponse(betterproto2.Message):
-    """
+def _make_SetOrgLimitsResponse() -> None:
+    global SetOrgLimitsResponse
+
+    @dataclass(eq=False, repr=False)
+    class SetOrgLimitsResponse(betterproto2.Message):
+        """
     SetOrgLimits' response.
     """
 
-    limits: "OrgLimits | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        limits: "OrgLimits | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The limits in force after the change.
     """
 
 
-default_message_pool.register_message("skift.v1", "SetOrgLimitsResponse", SetOrgLimitsResponse)
+    default_message_pool.register_message("skift.v1", "SetOrgLimitsResponse", SetOrgLimitsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class SetPolicyRequest(betterproto2.Message):
-    """
+def _make_SetPolicyRequest() -> None:
+    global SetPolicyRequest
+
+    @dataclass(eq=False, repr=False)
+    class SetPolicyRequest(betterproto2.Message):
+        """
     SetPolicy's request (the organization's admin): replace its own modules.
     """
 
-    modules: "list[PolicyModule]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        modules: "list[PolicyModule]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The modules (at least one; they must compile and define rules in package skift.authz).
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
 
-default_message_pool.register_message("skift.v1", "SetPolicyRequest", SetPolicyRequest)
+    default_message_pool.register_message("skift.v1", "SetPolicyRequest", SetPolicyRequest)
 
 
-@dataclass(eq=False, repr=False)
-class SetPolicyResponse(betterproto2.Message):
-    """
+def _make_SetPolicyResponse() -> None:
+    global SetPolicyResponse
+
+    @dataclass(eq=False, repr=False)
+    class SetPolicyResponse(betterproto2.Message):
+        """
     SetPolicy's response.
     """
 
-    policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        policy: "OrgPolicy | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The organization's policy now.
     """
 
 
-default_message_pool.register_message("skift.v1", "SetPolicyResponse", SetPolicyResponse)
+    default_message_pool.register_message("skift.v1", "SetPolicyResponse", SetPolicyResponse)
 
 
-@dataclass(eq=False, repr=False)
-class SetRateRequest(betterproto2.Message):
-    """
+def _make_SetRateRequest() -> None:
+    global SetRateRequest
+
+    @dataclass(eq=False, repr=False)
+    class SetRateRequest(betterproto2.Message):
+        """
     SetRate's request: a price per million tokens of each class.
     """
 
-    model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        model: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The model.
     """
 
-    input: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        input: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Per million input tokens (a decimal string).
     """
 
-    output: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        output: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Per million output tokens.
     """
 
-    cache_read: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        cache_read: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Per million cache-read tokens; 0 when empty.
     """
 
-    cache_write: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
-    """
+        cache_write: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
     Per million cache-write tokens; 0 when empty.
     """
 
-    currency: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        currency: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     A three-letter currency code; USD when empty.
     """
 
 
-default_message_pool.register_message("skift.v1", "SetRateRequest", SetRateRequest)
+    default_message_pool.register_message("skift.v1", "SetRateRequest", SetRateRequest)
 
 
-@dataclass(eq=False, repr=False)
-class SetRateResponse(betterproto2.Message):
-    """
+def _make_SetRateResponse() -> None:
+    global SetRateResponse
+
+    @dataclass(eq=False, repr=False)
+    class SetRateResponse(betterproto2.Message):
+        """
     SetRate's response.
     """
 
-    rate: "Rate | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        rate: "Rate | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The rate as set.
     """
 
 
-default_message_pool.register_message("skift.v1", "SetRateResponse", SetRateResponse)
+    default_message_pool.register_message("skift.v1", "SetRateResponse", SetRateResponse)
 
 
-@dataclass(eq=False, repr=False)
-class SweepExpiredRequest(betterproto2.Message):
-    """
+def _make_SweepExpiredRequest() -> None:
+    global SweepExpiredRequest
+
+    @dataclass(eq=False, repr=False)
+    class SweepExpiredRequest(betterproto2.Message):
+        """
     SweepExpired's request.
     """
 
-    limit: "int | None" = betterproto2.field(1, betterproto2.TYPE_INT64, optional=True)
-    """
+        limit: "int | None" = betterproto2.field(1, betterproto2.TYPE_INT64, optional=True)
+        """
     At most this many leases; 500 when absent.
     """
 
 
-default_message_pool.register_message("skift.v1", "SweepExpiredRequest", SweepExpiredRequest)
+    default_message_pool.register_message("skift.v1", "SweepExpiredRequest", SweepExpiredRequest)
 
 
-@dataclass(eq=False, repr=False)
-class SweepExpiredResponse(betterproto2.Message):
-    """
+def _make_SweepExpiredResponse() -> None:
+    global SweepExpiredResponse
+
+    @dataclass(eq=False, repr=False)
+    class SweepExpiredResponse(betterproto2.Message):
+        """
     SweepExpired's response.
     """
 
-    expired: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
+        expired: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+        """
     How many expired leases got their expiry recorded.
     """
 
 
-default_message_pool.register_message("skift.v1", "SweepExpiredResponse", SweepExpiredResponse)
+    default_message_pool.register_message("skift.v1", "SweepExpiredResponse", SweepExpiredResponse)
 
 
-@dataclass(eq=False, repr=False)
-class TestWebhookRequest(betterproto2.Message):
-    """
+def _make_TestWebhookRequest() -> None:
+    global TestWebhookRequest
+
+    @dataclass(eq=False, repr=False)
+    class TestWebhookRequest(betterproto2.Message):
+        """
     TestWebhook's request.
     """
 
-    webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        webhook: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The endpoint's id.
     """
 
 
-default_message_pool.register_message("skift.v1", "TestWebhookRequest", TestWebhookRequest)
+    default_message_pool.register_message("skift.v1", "TestWebhookRequest", TestWebhookRequest)
 
 
-@dataclass(eq=False, repr=False)
-class TestWebhookResponse(betterproto2.Message):
-    """
+def _make_TestWebhookResponse() -> None:
+    global TestWebhookResponse
+
+    @dataclass(eq=False, repr=False)
+    class TestWebhookResponse(betterproto2.Message):
+        """
     TestWebhook's response.
     """
 
-    delivery: "WebhookDelivery | None" = betterproto2.field(
-        1, betterproto2.TYPE_MESSAGE, optional=True
-    )
-    """
+        delivery: "WebhookDelivery | None" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
     The test delivery queued (an empty window).
     """
 
 
-default_message_pool.register_message("skift.v1", "TestWebhookResponse", TestWebhookResponse)
+    default_message_pool.register_message("skift.v1", "TestWebhookResponse", TestWebhookResponse)
 
 
-@dataclass(eq=False, repr=False)
-class TextPart(betterproto2.Message):
-    """
+def _make_TextPart() -> None:
+    global TextPart
+
+    @dataclass(eq=False, repr=False)
+    class TextPart(betterproto2.Message):
+        """
     Inline text, under the server's inline part limit.
     """
 
-    text: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        text: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The text.
     """
 
-    media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        media_type: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its media type; text/markdown when empty.
     """
 
 
-default_message_pool.register_message("skift.v1", "TextPart", TextPart)
+    default_message_pool.register_message("skift.v1", "TextPart", TextPart)
 
 
-@dataclass(eq=False, repr=False)
-class TokenTotals(betterproto2.Message):
-    """
+def _make_TokenTotals() -> None:
+    global TokenTotals
+
+    @dataclass(eq=False, repr=False)
+    class TokenTotals(betterproto2.Message):
+        """
     Token sums.
     """
 
-    input_tokens: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
+        input_tokens: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+        """
     Input tokens.
     """
 
-    output_tokens: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
-    """
+        output_tokens: "int" = betterproto2.field(2, betterproto2.TYPE_INT64)
+        """
     Output tokens.
     """
 
-    cache_read_tokens: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
-    """
+        cache_read_tokens: "int" = betterproto2.field(3, betterproto2.TYPE_INT64)
+        """
     Cache-read tokens.
     """
 
-    cache_write_tokens: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
-    """
+        cache_write_tokens: "int" = betterproto2.field(4, betterproto2.TYPE_INT64)
+        """
     Cache-write tokens.
     """
 
-    total: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
-    """
+        total: "int" = betterproto2.field(5, betterproto2.TYPE_INT64)
+        """
     All of them.
     """
 
 
-default_message_pool.register_message("skift.v1", "TokenTotals", TokenTotals)
+    default_message_pool.register_message("skift.v1", "TokenTotals", TokenTotals)
 
 
-@dataclass(eq=False, repr=False)
-class UnholdNodeOp(betterproto2.Message):
-    """
+def _make_UnholdNodeOp() -> None:
+    global UnholdNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class UnholdNodeOp(betterproto2.Message):
+        """
     Release a node's hold.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
 
-default_message_pool.register_message("skift.v1", "UnholdNodeOp", UnholdNodeOp)
+    default_message_pool.register_message("skift.v1", "UnholdNodeOp", UnholdNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class UnholdNodeRequest(betterproto2.Message):
-    """
+def _make_UnholdNodeRequest() -> None:
+    global UnholdNodeRequest
+
+    @dataclass(eq=False, repr=False)
+    class UnholdNodeRequest(betterproto2.Message):
+        """
     UnholdNode's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        project: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The project a bare `#N` is read in.
     """
 
-    request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
-default_message_pool.register_message("skift.v1", "UnholdNodeRequest", UnholdNodeRequest)
+    default_message_pool.register_message("skift.v1", "UnholdNodeRequest", UnholdNodeRequest)
 
 
-@dataclass(eq=False, repr=False)
-class UnholdNodeResponse(betterproto2.Message):
-    """
+def _make_UnholdNodeResponse() -> None:
+    global UnholdNodeResponse
+
+    @dataclass(eq=False, repr=False)
+    class UnholdNodeResponse(betterproto2.Message):
+        """
     UnholdNode's response.
     """
 
-    result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        result: "PatchResult | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     What the release did.
     """
 
 
-default_message_pool.register_message("skift.v1", "UnholdNodeResponse", UnholdNodeResponse)
+    default_message_pool.register_message("skift.v1", "UnholdNodeResponse", UnholdNodeResponse)
 
 
-@dataclass(eq=False, repr=False)
-class UnholdProjectRequest(betterproto2.Message):
-    """
+def _make_UnholdProjectRequest() -> None:
+    global UnholdProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class UnholdProjectRequest(betterproto2.Message):
+        """
     UnholdProject's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
-    request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        request_id: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     Idempotency key, as in PatchRequest: a retry with the same key returns the first answer.
     """
 
 
-default_message_pool.register_message("skift.v1", "UnholdProjectRequest", UnholdProjectRequest)
+    default_message_pool.register_message("skift.v1", "UnholdProjectRequest", UnholdProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class UnholdProjectResponse(betterproto2.Message):
-    """
+def _make_UnholdProjectResponse() -> None:
+    global UnholdProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class UnholdProjectResponse(betterproto2.Message):
+        """
     UnholdProject's response.
     """
 
-    released: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
-    """
+        released: "int" = betterproto2.field(1, betterproto2.TYPE_INT64)
+        """
     How many open nodes the release makes ready again.
     """
 
 
-default_message_pool.register_message("skift.v1", "UnholdProjectResponse", UnholdProjectResponse)
+    default_message_pool.register_message("skift.v1", "UnholdProjectResponse", UnholdProjectResponse)
 
 
-@dataclass(eq=False, repr=False)
-class UnrestrictProjectRequest(betterproto2.Message):
-    """
+def _make_UnrestrictProjectRequest() -> None:
+    global UnrestrictProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class UnrestrictProjectRequest(betterproto2.Message):
+        """
     UnrestrictProject's request.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
-    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Why (required).
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "UnrestrictProjectRequest", UnrestrictProjectRequest
-)
+    default_message_pool.register_message(
+        "skift.v1", "UnrestrictProjectRequest", UnrestrictProjectRequest
+    )
 
 
-@dataclass(eq=False, repr=False)
-class UnrestrictProjectResponse(betterproto2.Message):
-    """
+def _make_UnrestrictProjectResponse() -> None:
+    global UnrestrictProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class UnrestrictProjectResponse(betterproto2.Message):
+        """
     UnrestrictProject's response.
     """
 
-    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The project, readable by the whole organization again.
     """
 
 
-default_message_pool.register_message(
-    "skift.v1", "UnrestrictProjectResponse", UnrestrictProjectResponse
-)
+    default_message_pool.register_message(
+        "skift.v1", "UnrestrictProjectResponse", UnrestrictProjectResponse
+    )
 
 
-@dataclass(eq=False, repr=False)
-class UpdateNodeOp(betterproto2.Message):
-    """
+def _make_UpdateNodeOp() -> None:
+    global UpdateNodeOp
+
+    @dataclass(eq=False, repr=False)
+    class UpdateNodeOp(betterproto2.Message):
+        """
     Change a node's fields. An absent field is unchanged; an empty string
     clears `parent` and `assignee`; `assignee_kind` set to UNSPECIFIED makes
     the node anyone's again.
     """
 
-    node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The node (a reference or an alias).
     """
 
-    title: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        title: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     New title.
     """
 
-    body: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        body: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     New body.
     """
 
-    kind: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
-    """
+        kind: "str | None" = betterproto2.field(4, betterproto2.TYPE_STRING, optional=True)
+        """
     New kind.
     """
 
-    priority: "Priority" = betterproto2.field(
-        5, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        priority: "Priority" = betterproto2.field(
+            5, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     New priority; UNSPECIFIED leaves it unchanged.
     """
 
-    parent: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
-    """
+        parent: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+        """
     New parent (a reference or an alias); empty makes it top-level.
     """
 
-    labels: "Labels | None" = betterproto2.field(7, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        labels: "Labels | None" = betterproto2.field(7, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     New labels, replacing the old ones.
     """
 
-    assignee_kind: "AssigneeKind | None" = betterproto2.field(
-        8, betterproto2.TYPE_ENUM, optional=True
-    )
-    """
+        assignee_kind: "AssigneeKind | None" = betterproto2.field(
+            8, betterproto2.TYPE_ENUM, optional=True
+        )
+        """
     New assignee kind when set (UNSPECIFIED: anyone).
     """
 
-    assignee: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
-    """
+        assignee: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+        """
     New assignee, or empty for none.
     """
 
-    budget: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
-    """
+        budget: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+        """
     New budget (a decimal amount in the organization's rate currency,
     reported beside usage), or empty to clear it.
     """
 
-    cap: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
-    """
+        cap: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
+        """
     New hard cap (a decimal amount; a person only): a claim under a subtree
     whose priced actual spend has reached it is refused. Empty clears it.
     """
 
 
-default_message_pool.register_message("skift.v1", "UpdateNodeOp", UpdateNodeOp)
+    default_message_pool.register_message("skift.v1", "UpdateNodeOp", UpdateNodeOp)
 
 
-@dataclass(eq=False, repr=False)
-class UpdateProjectRequest(betterproto2.Message):
-    """
+def _make_UpdateProjectRequest() -> None:
+    global UpdateProjectRequest
+
+    @dataclass(eq=False, repr=False)
+    class UpdateProjectRequest(betterproto2.Message):
+        """
     UpdateProject's request: absent fields are unchanged.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The project.
     """
 
-    title: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
-    """
+        title: "str | None" = betterproto2.field(2, betterproto2.TYPE_STRING, optional=True)
+        """
     New title.
     """
 
-    slug: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        slug: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     New slug; the old one keeps resolving.
     """
 
-    priority: "Priority" = betterproto2.field(
-        4, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
-    )
-    """
+        priority: "Priority" = betterproto2.field(
+            4, betterproto2.TYPE_ENUM, default_factory=lambda: Priority(0)
+        )
+        """
     New priority; UNSPECIFIED leaves it unchanged.
     """
 
-    vcs_url: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
-    """
+        vcs_url: "str | None" = betterproto2.field(5, betterproto2.TYPE_STRING, optional=True)
+        """
     New repository URL.
     """
 
-    budget: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
-    """
+        budget: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+        """
     New budget (a decimal amount, reported beside the project's usage), or
     empty to clear it.
     """
 
 
-default_message_pool.register_message("skift.v1", "UpdateProjectRequest", UpdateProjectRequest)
+    default_message_pool.register_message("skift.v1", "UpdateProjectRequest", UpdateProjectRequest)
 
 
-@dataclass(eq=False, repr=False)
-class UpdateProjectResponse(betterproto2.Message):
-    """
+def _make_UpdateProjectResponse() -> None:
+    global UpdateProjectResponse
+
+    @dataclass(eq=False, repr=False)
+    class UpdateProjectResponse(betterproto2.Message):
+        """
     UpdateProject's response.
     """
 
-    project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        project: "Project | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     The project after the change.
     """
 
 
-default_message_pool.register_message("skift.v1", "UpdateProjectResponse", UpdateProjectResponse)
+    default_message_pool.register_message("skift.v1", "UpdateProjectResponse", UpdateProjectResponse)
 
 
-@dataclass(eq=False, repr=False)
-class UsageRecord(betterproto2.Message):
-    """
+def _make_UsageRecord() -> None:
+    global UsageRecord
+
+    @dataclass(eq=False, repr=False)
+    class UsageRecord(betterproto2.Message):
+        """
     ============================================================== usage and cost
 
     One usage record.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The record id (ULID).
     """
 
-    node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        node: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     `slug#N` of its node.
     """
 
-    lease: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
-    """
+        lease: "str | None" = betterproto2.field(3, betterproto2.TYPE_STRING, optional=True)
+        """
     The lease it was recorded under.
     """
 
-    principal: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
-    """
+        principal: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
     Who recorded it.
     """
 
-    principal_kind: "PrincipalKind" = betterproto2.field(
-        5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
-    )
-    """
+        principal_kind: "PrincipalKind" = betterproto2.field(
+            5, betterproto2.TYPE_ENUM, default_factory=lambda: PrincipalKind(0)
+        )
+        """
     Its kind.
     """
 
-    model: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
-    """
+        model: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
     The model.
     """
 
-    input_tokens: "int" = betterproto2.field(7, betterproto2.TYPE_INT64)
-    """
+        input_tokens: "int" = betterproto2.field(7, betterproto2.TYPE_INT64)
+        """
     Input tokens.
     """
 
-    output_tokens: "int" = betterproto2.field(8, betterproto2.TYPE_INT64)
-    """
+        output_tokens: "int" = betterproto2.field(8, betterproto2.TYPE_INT64)
+        """
     Output tokens.
     """
 
-    cache_read_tokens: "int" = betterproto2.field(9, betterproto2.TYPE_INT64)
-    """
+        cache_read_tokens: "int" = betterproto2.field(9, betterproto2.TYPE_INT64)
+        """
     Cache-read tokens.
     """
 
-    cache_write_tokens: "int" = betterproto2.field(10, betterproto2.TYPE_INT64)
-    """
+        cache_write_tokens: "int" = betterproto2.field(10, betterproto2.TYPE_INT64)
+        """
     Cache-write tokens.
     """
 
-    kind: "UsageKind" = betterproto2.field(
-        11, betterproto2.TYPE_ENUM, default_factory=lambda: UsageKind(0)
-    )
-    """
+        kind: "UsageKind" = betterproto2.field(
+            11, betterproto2.TYPE_ENUM, default_factory=lambda: UsageKind(0)
+        )
+        """
     Actual or estimate.
     """
 
-    basis: "str | None" = betterproto2.field(12, betterproto2.TYPE_STRING, optional=True)
-    """
+        basis: "str | None" = betterproto2.field(12, betterproto2.TYPE_STRING, optional=True)
+        """
     What an estimate rests on.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        13, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            13, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was recorded.
     """
 
 
-default_message_pool.register_message("skift.v1", "UsageRecord", UsageRecord)
+    default_message_pool.register_message("skift.v1", "UsageRecord", UsageRecord)
 
 
-@dataclass(eq=False, repr=False)
-class UsageReport(betterproto2.Message):
-    """
+def _make_UsageReport() -> None:
+    global UsageReport
+
+    @dataclass(eq=False, repr=False)
+    class UsageReport(betterproto2.Message):
+        """
     A usage rollup priced at the current rates. Amounts are decimal strings.
     """
 
-    ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        ref: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     `slug#N` of the node, or the project's slug.
     """
 
-    title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        title: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Its title.
     """
 
-    subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
-    """
+        subtree: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
     Whether descendants are included.
     """
 
-    actual: "TokenTotals | None" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        actual: "TokenTotals | None" = betterproto2.field(4, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     Every actual.
     """
 
-    estimate: "TokenTotals | None" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, optional=True)
-    """
+        estimate: "TokenTotals | None" = betterproto2.field(5, betterproto2.TYPE_MESSAGE, optional=True)
+        """
     Each node's current (newest) estimate.
     """
 
-    cost_actual: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
-    """
+        cost_actual: "str | None" = betterproto2.field(6, betterproto2.TYPE_STRING, optional=True)
+        """
     The priced actuals; absent when the organization has no rates.
     """
 
-    cost_estimate: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
-    """
+        cost_estimate: "str | None" = betterproto2.field(7, betterproto2.TYPE_STRING, optional=True)
+        """
     The priced estimates; absent when the organization has no rates.
     """
 
-    currency: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
-    """
+        currency: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+        """
     The rates' currency.
     """
 
-    unpriced_models: "list[str]" = betterproto2.field(9, betterproto2.TYPE_STRING, repeated=True)
-    """
+        unpriced_models: "list[str]" = betterproto2.field(9, betterproto2.TYPE_STRING, repeated=True)
+        """
     Models with tokens and no rate (not counted in the costs).
     """
 
-    budget: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
-    """
+        budget: "str | None" = betterproto2.field(10, betterproto2.TYPE_STRING, optional=True)
+        """
     The budget.
     """
 
-    cap: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
-    """
+        cap: "str | None" = betterproto2.field(11, betterproto2.TYPE_STRING, optional=True)
+        """
     The hard cap.
     """
 
-    records: "list[UsageRecord]" = betterproto2.field(12, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        records: "list[UsageRecord]" = betterproto2.field(12, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The newest records, newest first.
     """
 
 
-default_message_pool.register_message("skift.v1", "UsageReport", UsageReport)
+    default_message_pool.register_message("skift.v1", "UsageReport", UsageReport)
 
 
-@dataclass(eq=False, repr=False)
-class WatchEventsRequest(betterproto2.Message):
-    """
+def _make_WatchEventsRequest() -> None:
+    global WatchEventsRequest
+
+    @dataclass(eq=False, repr=False)
+    class WatchEventsRequest(betterproto2.Message):
+        """
     WatchEvents' request: a read of the change stream, in commit order.
     """
 
-    page_token: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        page_token: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     Only events after this cursor (an event's `cursor` or a response's
     next_page_token); from the oldest event still in the replay window when
     empty.
     """
 
-    projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
-    """
+        projects: "list[str]" = betterproto2.field(2, betterproto2.TYPE_STRING, repeated=True)
+        """
     Only events of these projects (slugs or ids); every project when empty.
     """
 
-    ops: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
-    """
+        ops: "list[str]" = betterproto2.field(3, betterproto2.TYPE_STRING, repeated=True)
+        """
     Only these operations (create_node, complete_node, ...); all when empty.
     """
 
-    page_size: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
-    """
+        page_size: "int" = betterproto2.field(4, betterproto2.TYPE_INT32)
+        """
     At most this many events; 100 when 0.
     """
 
-    wait: "datetime.timedelta | None" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
-    )
-    """
+        wait: "datetime.timedelta | None" = betterproto2.field(
+            5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Duration, optional=True
+        )
+        """
     When there are none yet, wait up to this long for one to commit (capped
     by the server's ceiling); absent or zero answers at once.
     """
 
 
-default_message_pool.register_message("skift.v1", "WatchEventsRequest", WatchEventsRequest)
+    default_message_pool.register_message("skift.v1", "WatchEventsRequest", WatchEventsRequest)
 
 
-@dataclass(eq=False, repr=False)
-class WatchEventsResponse(betterproto2.Message):
-    """
+def _make_WatchEventsResponse() -> None:
+    global WatchEventsResponse
+
+    @dataclass(eq=False, repr=False)
+    class WatchEventsResponse(betterproto2.Message):
+        """
     WatchEvents' response. A cursor older than the replay window is ABORTED
     (reason CURSOR_EXPIRED, `oldest_cursor` in the details).
     """
 
-    events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
-    """
+        events: "list[Event]" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, repeated=True)
+        """
     The events after the cursor, in commit order, each carrying its cursor.
     """
 
-    next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        next_page_token: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     Where to read next: after the last event of a full page, else past
     everything read. The stream has no last page, so this is always set.
     """
 
 
-default_message_pool.register_message("skift.v1", "WatchEventsResponse", WatchEventsResponse)
+    default_message_pool.register_message("skift.v1", "WatchEventsResponse", WatchEventsResponse)
 
 
-@dataclass(eq=False, repr=False)
-class Webhook(betterproto2.Message):
-    """
+def _make_Webhook() -> None:
+    global Webhook
+
+    @dataclass(eq=False, repr=False)
+    class Webhook(betterproto2.Message):
+        """
     ---------------------------------------------------------------------------
     Webhooks (docs/webhooks.md)
 
@@ -6078,141 +6697,147 @@ class Webhook(betterproto2.Message):
     returned only by AddWebhook and RotateWebhookSecret.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The endpoint id (ULID).
     """
 
-    url: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        url: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The address deliveries are POSTed to.
     """
 
-    project: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The slug of the project it belongs to.
     """
 
-    events: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
-    """
+        events: "list[str]" = betterproto2.field(4, betterproto2.TYPE_STRING, repeated=True)
+        """
     The event operations it is told about; empty: all of them.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            5, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was registered.
     """
 
-    disabled_at: "datetime.datetime | None" = betterproto2.field(
-        6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        disabled_at: "datetime.datetime | None" = betterproto2.field(
+            6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was disabled; unset while it is enabled.
     """
 
 
-default_message_pool.register_message("skift.v1", "Webhook", Webhook)
+    default_message_pool.register_message("skift.v1", "Webhook", Webhook)
 
 
-@dataclass(eq=False, repr=False)
-class WebhookDelivery(betterproto2.Message):
-    """
+def _make_WebhookDelivery() -> None:
+    global WebhookDelivery
+
+    @dataclass(eq=False, repr=False)
+    class WebhookDelivery(betterproto2.Message):
+        """
     One notification to one endpoint: a window (after, through] of the change
     stream of one project, and how many events of each operation it holds.
     """
 
-    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
-    """
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
     The delivery id (ULID); the webhook-id header of every attempt.
     """
 
-    webhook: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
-    """
+        webhook: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
     The endpoint's id.
     """
 
-    project: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
-    """
+        project: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
     The project's slug.
     """
 
-    state: "DeliveryState" = betterproto2.field(
-        4, betterproto2.TYPE_ENUM, default_factory=lambda: DeliveryState(0)
-    )
-    """
+        state: "DeliveryState" = betterproto2.field(
+            4, betterproto2.TYPE_ENUM, default_factory=lambda: DeliveryState(0)
+        )
+        """
     Pending, delivered or parked.
     """
 
-    attempts: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
-    """
+        attempts: "int" = betterproto2.field(5, betterproto2.TYPE_INT32)
+        """
     Attempts made so far.
     """
 
-    next_attempt_at: "datetime.datetime | None" = betterproto2.field(
-        6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        next_attempt_at: "datetime.datetime | None" = betterproto2.field(
+            6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When the next attempt may be made; unset unless pending.
     """
 
-    last_status: "int | None" = betterproto2.field(7, betterproto2.TYPE_INT32, optional=True)
-    """
+        last_status: "int | None" = betterproto2.field(7, betterproto2.TYPE_INT32, optional=True)
+        """
     The last attempt's HTTP status; unset when none answered.
     """
 
-    last_error: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
-    """
+        last_error: "str | None" = betterproto2.field(8, betterproto2.TYPE_STRING, optional=True)
+        """
     What went wrong in the last attempt (at most 512 bytes).
     """
 
-    after: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
-    """
+        after: "str | None" = betterproto2.field(9, betterproto2.TYPE_STRING, optional=True)
+        """
     The cursor the window starts after; unset until the first attempt fixes it.
     """
 
-    through: "str" = betterproto2.field(10, betterproto2.TYPE_STRING)
-    """
+        through: "str" = betterproto2.field(10, betterproto2.TYPE_STRING)
+        """
     The cursor of the window's last event.
     """
 
-    counts: "dict[str, int]" = betterproto2.field(
-        11,
-        betterproto2.TYPE_MAP,
-        map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
-    )
-    """
+        counts: "dict[str, int]" = betterproto2.field(
+            11,
+            betterproto2.TYPE_MAP,
+            map_meta=betterproto2.map_meta(betterproto2.TYPE_STRING, betterproto2.TYPE_INT64),
+        )
+        """
     Events in the window by operation.
     """
 
-    created_at: "datetime.datetime | None" = betterproto2.field(
-        12, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            12, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When the delivery was made.
     """
 
-    delivered_at: "datetime.datetime | None" = betterproto2.field(
-        13, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        delivered_at: "datetime.datetime | None" = betterproto2.field(
+            13, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When a receiver answered 2xx.
     """
 
-    parked_at: "datetime.datetime | None" = betterproto2.field(
-        14, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
-    )
-    """
+        parked_at: "datetime.datetime | None" = betterproto2.field(
+            14, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
     When it was given up.
     """
 
 
-default_message_pool.register_message("skift.v1", "WebhookDelivery", WebhookDelivery)
+    default_message_pool.register_message("skift.v1", "WebhookDelivery", WebhookDelivery)
 
 
-class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
-    """
+def _make_SkiftServiceStub() -> None:
+    global SkiftServiceStub
+
+    class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
+        """
     ============================================================== the service
 
     The skift API. Every RPC acts as the principal the transport identified.
@@ -6220,854 +6845,854 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
     ---- projects
     """
 
-    async def create_project(
-        self,
-        message: "CreateProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "CreateProjectResponse":
-        """
+        async def create_project(
+            self,
+            message: "CreateProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "CreateProjectResponse":
+            """
         Create a project.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/CreateProject",
-            message,
-            CreateProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/CreateProject",
+                message,
+                CreateProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_project(
-        self,
-        message: "GetProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetProjectResponse":
-        """
+        async def get_project(
+            self,
+            message: "GetProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetProjectResponse":
+            """
         One project by slug, retired slug or id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetProject",
-            message,
-            GetProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetProject",
+                message,
+                GetProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_projects(
-        self,
-        message: "ListProjectsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListProjectsResponse":
-        """
+        async def list_projects(
+            self,
+            message: "ListProjectsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListProjectsResponse":
+            """
         The org's projects, most recently active first.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListProjects",
-            message,
-            ListProjectsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListProjects",
+                message,
+                ListProjectsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def update_project(
-        self,
-        message: "UpdateProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "UpdateProjectResponse":
-        """
+        async def update_project(
+            self,
+            message: "UpdateProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "UpdateProjectResponse":
+            """
         Rename, re-slug, re-prioritise or re-point a project.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/UpdateProject",
-            message,
-            UpdateProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/UpdateProject",
+                message,
+                UpdateProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def archive_project(
-        self,
-        message: "ArchiveProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ArchiveProjectResponse":
-        """
+        async def archive_project(
+            self,
+            message: "ArchiveProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ArchiveProjectResponse":
+            """
         Archive a project: none of its nodes is ready any more.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ArchiveProject",
-            message,
-            ArchiveProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ArchiveProject",
+                message,
+                ArchiveProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def restrict_project(
-        self,
-        message: "RestrictProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "RestrictProjectResponse":
-        """
+        async def restrict_project(
+            self,
+            message: "RestrictProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "RestrictProjectResponse":
+            """
         Make a project readable and writable only by some principals (a person's
         call); to everyone else it is a project nobody created.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/RestrictProject",
-            message,
-            RestrictProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/RestrictProject",
+                message,
+                RestrictProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def unrestrict_project(
-        self,
-        message: "UnrestrictProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "UnrestrictProjectResponse":
-        """
+        async def unrestrict_project(
+            self,
+            message: "UnrestrictProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "UnrestrictProjectResponse":
+            """
         Make a restricted project readable by the whole organization again.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/UnrestrictProject",
-            message,
-            UnrestrictProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/UnrestrictProject",
+                message,
+                UnrestrictProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def hold_project(
-        self,
-        message: "HoldProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "HoldProjectResponse":
-        """
+        async def hold_project(
+            self,
+            message: "HoldProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "HoldProjectResponse":
+            """
         Park a whole project.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/HoldProject",
-            message,
-            HoldProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/HoldProject",
+                message,
+                HoldProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def unhold_project(
-        self,
-        message: "UnholdProjectRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "UnholdProjectResponse":
-        """
+        async def unhold_project(
+            self,
+            message: "UnholdProjectRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "UnholdProjectResponse":
+            """
         Release a project's hold.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/UnholdProject",
-            message,
-            UnholdProjectResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/UnholdProject",
+                message,
+                UnholdProjectResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def patch(
-        self,
-        message: "PatchRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "PatchResponse":
-        """
+        async def patch(
+            self,
+            message: "PatchRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "PatchResponse":
+            """
         ---- the graph
 
         Apply a patch atomically. Safe to retry with the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Patch",
-            message,
-            PatchResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Patch",
+                message,
+                PatchResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_node(
-        self,
-        message: "GetNodeRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetNodeResponse":
-        """
+        async def get_node(
+            self,
+            message: "GetNodeRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetNodeResponse":
+            """
         One node, with its content's authors.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetNode",
-            message,
-            GetNodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetNode",
+                message,
+                GetNodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def resolve_node(
-        self,
-        message: "ResolveNodeRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ResolveNodeResponse":
-        """
+        async def resolve_node(
+            self,
+            message: "ResolveNodeRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ResolveNodeResponse":
+            """
         What a reference resolves to.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ResolveNode",
-            message,
-            ResolveNodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ResolveNode",
+                message,
+                ResolveNodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def ready(
-        self,
-        message: "ReadyRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ReadyResponse":
-        """
+        async def ready(
+            self,
+            message: "ReadyRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ReadyResponse":
+            """
         Ready work in turn order: round-robin across projects, priority then
         age within a project. Agents see only nodes an agent may take.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Ready",
-            message,
-            ReadyResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Ready",
+                message,
+                ReadyResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_nodes(
-        self,
-        message: "ListNodesRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListNodesResponse":
-        """
+        async def list_nodes(
+            self,
+            message: "ListNodesRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListNodesResponse":
+            """
         Nodes matching a filter, whatever their state.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListNodes",
-            message,
-            ListNodesResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListNodes",
+                message,
+                ListNodesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def explain(
-        self,
-        message: "ExplainRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ExplainResponse":
-        """
+        async def explain(
+            self,
+            message: "ExplainRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ExplainResponse":
+            """
         Why a node is or is not ready.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Explain",
-            message,
-            ExplainResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Explain",
+                message,
+                ExplainResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_edges(
-        self,
-        message: "ListEdgesRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListEdgesResponse":
-        """
+        async def list_edges(
+            self,
+            message: "ListEdgesRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListEdgesResponse":
+            """
         The `blocks` edges into and out of some nodes, both ends named: what each
         waits on and what waits on it (for drawing the graph).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListEdges",
-            message,
-            ListEdgesResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListEdges",
+                message,
+                ListEdgesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def drop_node(
-        self,
-        message: "DropNodeRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "DropNodeResponse":
-        """
+        async def drop_node(
+            self,
+            message: "DropNodeRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "DropNodeResponse":
+            """
         Drop a node (optionally its subtree). Safe to retry with the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/DropNode",
-            message,
-            DropNodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/DropNode",
+                message,
+                DropNodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def reopen_node(
-        self,
-        message: "ReopenNodeRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ReopenNodeResponse":
-        """
+        async def reopen_node(
+            self,
+            message: "ReopenNodeRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ReopenNodeResponse":
+            """
         Reopen a node. Safe to retry with the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ReopenNode",
-            message,
-            ReopenNodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ReopenNode",
+                message,
+                ReopenNodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def hold_node(
-        self,
-        message: "HoldNodeRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "HoldNodeResponse":
-        """
+        async def hold_node(
+            self,
+            message: "HoldNodeRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "HoldNodeResponse":
+            """
         Park a node.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/HoldNode",
-            message,
-            HoldNodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/HoldNode",
+                message,
+                HoldNodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def unhold_node(
-        self,
-        message: "UnholdNodeRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "UnholdNodeResponse":
-        """
+        async def unhold_node(
+            self,
+            message: "UnholdNodeRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "UnholdNodeResponse":
+            """
         Release a node's hold.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/UnholdNode",
-            message,
-            UnholdNodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/UnholdNode",
+                message,
+                UnholdNodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def focus(
-        self,
-        message: "FocusRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "FocusResponse":
-        """
+        async def focus(
+            self,
+            message: "FocusRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "FocusResponse":
+            """
         Hold everything outside a keep set (projects, or nodes of one project).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Focus",
-            message,
-            FocusResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Focus",
+                message,
+                FocusResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def clear_focus(
-        self,
-        message: "ClearFocusRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ClearFocusResponse":
-        """
+        async def clear_focus(
+            self,
+            message: "ClearFocusRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ClearFocusResponse":
+            """
         Release what a focus sweep held.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ClearFocus",
-            message,
-            ClearFocusResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ClearFocus",
+                message,
+                ClearFocusResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def claim(
-        self,
-        message: "ClaimRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ClaimResponse":
-        """
+        async def claim(
+            self,
+            message: "ClaimRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ClaimResponse":
+            """
         ---- the work protocol
 
         Take one named node. FAILED_PRECONDITION (reason NOT_READY) when it is
         not ready, saying why.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Claim",
-            message,
-            ClaimResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Claim",
+                message,
+                ClaimResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def claim_next(
-        self,
-        message: "ClaimNextRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ClaimNextResponse":
-        """
+        async def claim_next(
+            self,
+            message: "ClaimNextRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ClaimNextResponse":
+            """
         Take the next ready node in turn order, waiting up to `wait` for one.
         NOT_FOUND (reason NOTHING_READY) when none comes.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ClaimNext",
-            message,
-            ClaimNextResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ClaimNext",
+                message,
+                ClaimNextResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_inputs(
-        self,
-        message: "ListInputsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListInputsResponse":
-        """
+        async def list_inputs(
+            self,
+            message: "ListInputsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListInputsResponse":
+            """
         A node's inputs as a claim carries them: how a claimer reads the inputs
         that did not fit in its Claim or ClaimNext response.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListInputs",
-            message,
-            ListInputsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListInputs",
+                message,
+                ListInputsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def heartbeat(
-        self,
-        message: "HeartbeatRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "HeartbeatResponse":
-        """
+        async def heartbeat(
+            self,
+            message: "HeartbeatRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "HeartbeatResponse":
+            """
         Renew a live lease.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Heartbeat",
-            message,
-            HeartbeatResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Heartbeat",
+                message,
+                HeartbeatResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def complete(
-        self,
-        message: "CompleteRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "CompleteResponse":
-        """
+        async def complete(
+            self,
+            message: "CompleteRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "CompleteResponse":
+            """
         Complete a node (ends its lease). Safe to retry with the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Complete",
-            message,
-            CompleteResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Complete",
+                message,
+                CompleteResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def release(
-        self,
-        message: "ReleaseRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ReleaseResponse":
-        """
+        async def release(
+            self,
+            message: "ReleaseRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ReleaseResponse":
+            """
         Give a leased node back without completing it.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Release",
-            message,
-            ReleaseResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Release",
+                message,
+                ReleaseResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def gate(
-        self,
-        message: "GateRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GateResponse":
-        """
+        async def gate(
+            self,
+            message: "GateRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GateResponse":
+            """
         File a user gate blocking a leased node and release the lease,
         atomically. Safe to retry with the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Gate",
-            message,
-            GateResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Gate",
+                message,
+                GateResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_leases(
-        self,
-        message: "ListLeasesRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListLeasesResponse":
-        """
+        async def list_leases(
+            self,
+            message: "ListLeasesRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListLeasesResponse":
+            """
         Every lease (attempt) on a node, oldest first.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListLeases",
-            message,
-            ListLeasesResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListLeases",
+                message,
+                ListLeasesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_live_leases(
-        self,
-        message: "ListLiveLeasesRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListLiveLeasesResponse":
-        """
+        async def list_live_leases(
+            self,
+            message: "ListLiveLeasesRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListLiveLeasesResponse":
+            """
         The organization's live leases, oldest first (a lease's id to its holder
         only).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListLiveLeases",
-            message,
-            ListLiveLeasesResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListLiveLeases",
+                message,
+                ListLiveLeasesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def sweep_expired(
-        self,
-        message: "SweepExpiredRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "SweepExpiredResponse":
-        """
+        async def sweep_expired(
+            self,
+            message: "SweepExpiredRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "SweepExpiredResponse":
+            """
         Record expiry for leases whose time ran out (the server also does this
         on its own every few seconds).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/SweepExpired",
-            message,
-            SweepExpiredResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/SweepExpired",
+                message,
+                SweepExpiredResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_events(
-        self,
-        message: "ListEventsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListEventsResponse":
-        """
+        async def list_events(
+            self,
+            message: "ListEventsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListEventsResponse":
+            """
         ---- events
 
         Recent events, newest page first, oldest first within a page.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListEvents",
-            message,
-            ListEventsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListEvents",
+                message,
+                ListEventsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def watch_events(
-        self,
-        message: "WatchEventsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "WatchEventsResponse":
-        """
+        async def watch_events(
+            self,
+            message: "WatchEventsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "WatchEventsResponse":
+            """
         The change stream: events after a cursor in commit order, scoped to the
         caller's organization, filtered by project and operation; a long poll
         when `wait` is set. Delivery is at least once: deduplicate by event id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/WatchEvents",
-            message,
-            WatchEventsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/WatchEvents",
+                message,
+                WatchEventsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def add_principal(
-        self,
-        message: "AddPrincipalRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AddPrincipalResponse":
-        """
+        async def add_principal(
+            self,
+            message: "AddPrincipalRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AddPrincipalResponse":
+            """
         ---- principals and tokens (admin)
 
         Add a principal, optionally with a unix uid. A name already taken is
         ABORTED (reason CONFLICT).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/AddPrincipal",
-            message,
-            AddPrincipalResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/AddPrincipal",
+                message,
+                AddPrincipalResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_principals(
-        self,
-        message: "ListPrincipalsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListPrincipalsResponse":
-        """
+        async def list_principals(
+            self,
+            message: "ListPrincipalsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListPrincipalsResponse":
+            """
         The org's principals.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListPrincipals",
-            message,
-            ListPrincipalsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListPrincipals",
+                message,
+                ListPrincipalsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def attach_identity(
-        self,
-        message: "AttachIdentityRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AttachIdentityResponse":
-        """
+        async def attach_identity(
+            self,
+            message: "AttachIdentityRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AttachIdentityResponse":
+            """
         Give a principal another way in: a unix uid, an OIDC subject, a tailscale node.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/AttachIdentity",
-            message,
-            AttachIdentityResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/AttachIdentity",
+                message,
+                AttachIdentityResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def create_token(
-        self,
-        message: "CreateTokenRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "CreateTokenResponse":
-        """
+        async def create_token(
+            self,
+            message: "CreateTokenRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "CreateTokenResponse":
+            """
         Make a bearer token for a principal; the secret is returned once.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/CreateToken",
-            message,
-            CreateTokenResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/CreateToken",
+                message,
+                CreateTokenResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def revoke_token(
-        self,
-        message: "RevokeTokenRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "RevokeTokenResponse":
-        """
+        async def revoke_token(
+            self,
+            message: "RevokeTokenRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "RevokeTokenResponse":
+            """
         Revoke a token: it stops authenticating at once.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/RevokeToken",
-            message,
-            RevokeTokenResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/RevokeToken",
+                message,
+                RevokeTokenResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def mint_signin_code(
-        self,
-        message: "MintSigninCodeRequest | None" = None,
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "MintSigninCodeResponse":
-        """
+        async def mint_signin_code(
+            self,
+            message: "MintSigninCodeRequest | None" = None,
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "MintSigninCodeResponse":
+            """
         ---- the web board
 
         A one-time code (ten minutes, one use) that signs the caller, a person,
@@ -7075,654 +7700,654 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         serves the board (`skift serve --http`).
         """
 
-        if message is None:
-            message = MintSigninCodeRequest()
+            if message is None:
+                message = MintSigninCodeRequest()
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/MintSigninCode",
-            message,
-            MintSigninCodeResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/MintSigninCode",
+                message,
+                MintSigninCodeResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def add_comment(
-        self,
-        message: "AddCommentRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AddCommentResponse":
-        """
+        async def add_comment(
+            self,
+            message: "AddCommentRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AddCommentResponse":
+            """
         ---- comments and search
 
         Comment on a node. Safe to retry with the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/AddComment",
-            message,
-            AddCommentResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/AddComment",
+                message,
+                AddCommentResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def edit_comment(
-        self,
-        message: "EditCommentRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "EditCommentResponse":
-        """
+        async def edit_comment(
+            self,
+            message: "EditCommentRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "EditCommentResponse":
+            """
         Replace a comment's body (its author only); the prior body is kept.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/EditComment",
-            message,
-            EditCommentResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/EditComment",
+                message,
+                EditCommentResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def resolve_comment(
-        self,
-        message: "ResolveCommentRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ResolveCommentResponse":
-        """
+        async def resolve_comment(
+            self,
+            message: "ResolveCommentRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ResolveCommentResponse":
+            """
         Resolve a comment, once; resolving it again returns it unchanged.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ResolveComment",
-            message,
-            ResolveCommentResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ResolveComment",
+                message,
+                ResolveCommentResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_comments(
-        self,
-        message: "ListCommentsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListCommentsResponse":
-        """
+        async def list_comments(
+            self,
+            message: "ListCommentsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListCommentsResponse":
+            """
         A node's comments, oldest first.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListComments",
-            message,
-            ListCommentsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListComments",
+                message,
+                ListCommentsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def search(
-        self,
-        message: "SearchRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "SearchResponse":
-        """
+        async def search(
+            self,
+            message: "SearchRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "SearchResponse":
+            """
         Nodes whose title, body, result and comments hold every word, best first.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/Search",
-            message,
-            SearchResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/Search",
+                message,
+                SearchResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def record_usage(
-        self,
-        message: "RecordUsageRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "RecordUsageResponse":
-        """
+        async def record_usage(
+            self,
+            message: "RecordUsageRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "RecordUsageResponse":
+            """
         ---- usage and cost
 
         Append a usage record (tokens, never currency) to a node.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/RecordUsage",
-            message,
-            RecordUsageResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/RecordUsage",
+                message,
+                RecordUsageResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_usage(
-        self,
-        message: "GetUsageRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetUsageResponse":
-        """
+        async def get_usage(
+            self,
+            message: "GetUsageRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetUsageResponse":
+            """
         A node's usage rollup (with subtree, its descendants' too), priced now.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetUsage",
-            message,
-            GetUsageResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetUsage",
+                message,
+                GetUsageResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_project_usage(
-        self,
-        message: "GetProjectUsageRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetProjectUsageResponse":
-        """
+        async def get_project_usage(
+            self,
+            message: "GetProjectUsageRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetProjectUsageResponse":
+            """
         A project's usage rollup, priced now, beside its budget.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetProjectUsage",
-            message,
-            GetProjectUsageResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetProjectUsage",
+                message,
+                GetProjectUsageResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def set_rate(
-        self,
-        message: "SetRateRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "SetRateResponse":
-        """
+        async def set_rate(
+            self,
+            message: "SetRateRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "SetRateResponse":
+            """
         Set a model's rate (a person only).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/SetRate",
-            message,
-            SetRateResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/SetRate",
+                message,
+                SetRateResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_rates(
-        self,
-        message: "ListRatesRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListRatesResponse":
-        """
+        async def list_rates(
+            self,
+            message: "ListRatesRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListRatesResponse":
+            """
         The organization's rate table.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListRates",
-            message,
-            ListRatesResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListRates",
+                message,
+                ListRatesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def set_org_limits(
-        self,
-        message: "SetOrgLimitsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "SetOrgLimitsResponse":
-        """
+        async def set_org_limits(
+            self,
+            message: "SetOrgLimitsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "SetOrgLimitsResponse":
+            """
         Lower some of the server's size limits for the organization (a person only).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/SetOrgLimits",
-            message,
-            SetOrgLimitsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/SetOrgLimits",
+                message,
+                SetOrgLimitsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_org_limits(
-        self,
-        message: "GetOrgLimitsRequest | None" = None,
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetOrgLimitsResponse":
-        """
+        async def get_org_limits(
+            self,
+            message: "GetOrgLimitsRequest | None" = None,
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetOrgLimitsResponse":
+            """
         The size limits in force for the organization, and which it set itself.
         """
 
-        if message is None:
-            message = GetOrgLimitsRequest()
+            if message is None:
+                message = GetOrgLimitsRequest()
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetOrgLimits",
-            message,
-            GetOrgLimitsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetOrgLimits",
+                message,
+                GetOrgLimitsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_policy(
-        self,
-        message: "GetPolicyRequest | None" = None,
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetPolicyResponse":
-        """
+        async def get_policy(
+            self,
+            message: "GetPolicyRequest | None" = None,
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetPolicyResponse":
+            """
         The organization's own Rego modules (any principal of it may read them).
         """
 
-        if message is None:
-            message = GetPolicyRequest()
+            if message is None:
+                message = GetPolicyRequest()
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetPolicy",
-            message,
-            GetPolicyResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetPolicy",
+                message,
+                GetPolicyResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def set_policy(
-        self,
-        message: "SetPolicyRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "SetPolicyResponse":
-        """
+        async def set_policy(
+            self,
+            message: "SetPolicyRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "SetPolicyResponse":
+            """
         Replace the organization's own Rego modules (its admin); a module that does
         not compile is INVALID_ARGUMENT and nothing changes. An event with the reason.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/SetPolicy",
-            message,
-            SetPolicyResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/SetPolicy",
+                message,
+                SetPolicyResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def reset_policy(
-        self,
-        message: "ResetPolicyRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ResetPolicyResponse":
-        """
+        async def reset_policy(
+            self,
+            message: "ResetPolicyRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ResetPolicyResponse":
+            """
         Drop the organization's own Rego modules: the base policy alone decides. An event.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ResetPolicy",
-            message,
-            ResetPolicyResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ResetPolicy",
+                message,
+                ResetPolicyResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def create_org(
-        self,
-        message: "CreateOrgRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "CreateOrgResponse":
-        """
+        async def create_org(
+            self,
+            message: "CreateOrgRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "CreateOrgResponse":
+            """
         Create an organization with its first user and that user's token (an
         administrator of the server: a person of its first organization).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/CreateOrg",
-            message,
-            CreateOrgResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/CreateOrg",
+                message,
+                CreateOrgResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_orgs(
-        self,
-        message: "ListOrgsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListOrgsResponse":
-        """
+        async def list_orgs(
+            self,
+            message: "ListOrgsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListOrgsResponse":
+            """
         The server's organizations, oldest first (an administrator of the server).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListOrgs",
-            message,
-            ListOrgsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListOrgs",
+                message,
+                ListOrgsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def put_blob(
-        self,
-        message: "PutBlobRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "PutBlobResponse":
-        """
+        async def put_blob(
+            self,
+            message: "PutBlobRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "PutBlobResponse":
+            """
         ---- artifacts and blobs
 
         Upload immutable bytes; the same bytes twice are stored once.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/PutBlob",
-            message,
-            PutBlobResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/PutBlob",
+                message,
+                PutBlobResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def get_blob(
-        self,
-        message: "GetBlobRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "GetBlobResponse":
-        """
+        async def get_blob(
+            self,
+            message: "GetBlobRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GetBlobResponse":
+            """
         The bytes of a blob this organization uploaded.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/GetBlob",
-            message,
-            GetBlobResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GetBlob",
+                message,
+                GetBlobResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def attach_artifact(
-        self,
-        message: "AttachArtifactRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AttachArtifactResponse":
-        """
+        async def attach_artifact(
+            self,
+            message: "AttachArtifactRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AttachArtifactResponse":
+            """
         Attach an artifact to a node (a one-operation patch). Safe to retry with
         the same request id.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/AttachArtifact",
-            message,
-            AttachArtifactResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/AttachArtifact",
+                message,
+                AttachArtifactResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_artifacts(
-        self,
-        message: "ListArtifactsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListArtifactsResponse":
-        """
+        async def list_artifacts(
+            self,
+            message: "ListArtifactsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListArtifactsResponse":
+            """
         A node's artifacts, oldest first.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListArtifacts",
-            message,
-            ListArtifactsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListArtifacts",
+                message,
+                ListArtifactsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def add_webhook(
-        self,
-        message: "AddWebhookRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AddWebhookResponse":
-        """
+        async def add_webhook(
+            self,
+            message: "AddWebhookRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AddWebhookResponse":
+            """
         ---- webhooks (docs/webhooks.md)
 
         Register an endpoint told when the project's events commit (a person's
         call); its secret is returned once. One endpoint per URL per project.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/AddWebhook",
-            message,
-            AddWebhookResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/AddWebhook",
+                message,
+                AddWebhookResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_webhooks(
-        self,
-        message: "ListWebhooksRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListWebhooksResponse":
-        """
+        async def list_webhooks(
+            self,
+            message: "ListWebhooksRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListWebhooksResponse":
+            """
         The endpoints of a project or of every project; never a secret.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListWebhooks",
-            message,
-            ListWebhooksResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListWebhooks",
+                message,
+                ListWebhooksResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def rotate_webhook_secret(
-        self,
-        message: "RotateWebhookSecretRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "RotateWebhookSecretResponse":
-        """
+        async def rotate_webhook_secret(
+            self,
+            message: "RotateWebhookSecretRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "RotateWebhookSecretResponse":
+            """
         A new secret for an endpoint, returned once; the old one stops at once.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/RotateWebhookSecret",
-            message,
-            RotateWebhookSecretResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/RotateWebhookSecret",
+                message,
+                RotateWebhookSecretResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def disable_webhook(
-        self,
-        message: "DisableWebhookRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "DisableWebhookResponse":
-        """
+        async def disable_webhook(
+            self,
+            message: "DisableWebhookRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "DisableWebhookResponse":
+            """
         Send an endpoint nothing until it is enabled (what commits meanwhile waits).
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/DisableWebhook",
-            message,
-            DisableWebhookResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/DisableWebhook",
+                message,
+                DisableWebhookResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def enable_webhook(
-        self,
-        message: "EnableWebhookRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "EnableWebhookResponse":
-        """
+        async def enable_webhook(
+            self,
+            message: "EnableWebhookRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "EnableWebhookResponse":
+            """
         Send to an endpoint again.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/EnableWebhook",
-            message,
-            EnableWebhookResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/EnableWebhook",
+                message,
+                EnableWebhookResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def list_webhook_deliveries(
-        self,
-        message: "ListWebhookDeliveriesRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "ListWebhookDeliveriesResponse":
-        """
+        async def list_webhook_deliveries(
+            self,
+            message: "ListWebhookDeliveriesRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListWebhookDeliveriesResponse":
+            """
         Deliveries, newest first: of an endpoint, of a project, or all.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/ListWebhookDeliveries",
-            message,
-            ListWebhookDeliveriesResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListWebhookDeliveries",
+                message,
+                ListWebhookDeliveriesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def redeliver_webhook(
-        self,
-        message: "RedeliverWebhookRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "RedeliverWebhookResponse":
-        """
+        async def redeliver_webhook(
+            self,
+            message: "RedeliverWebhookRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "RedeliverWebhookResponse":
+            """
         Queue a delivered or parked delivery again, with the same id and window.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/RedeliverWebhook",
-            message,
-            RedeliverWebhookResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/RedeliverWebhook",
+                message,
+                RedeliverWebhookResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def test_webhook(
-        self,
-        message: "TestWebhookRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "TestWebhookResponse":
-        """
+        async def test_webhook(
+            self,
+            message: "TestWebhookRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "TestWebhookResponse":
+            """
         Queue a delivery with an empty window to an endpoint.
         """
 
-        return await self._unary_unary(
-            "/skift.v1.SkiftService/TestWebhook",
-            message,
-            TestWebhookResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        )
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/TestWebhook",
+                message,
+                TestWebhookResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
 
-    async def import_beads(
-        self,
-        messages: "AsyncIterable[ImportBeadsRequest] | Iterable[ImportBeadsRequest]",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AsyncIterator[ImportBeadsResponse]":
-        """
+        async def import_beads(
+            self,
+            messages: "AsyncIterable[ImportBeadsRequest] | Iterable[ImportBeadsRequest]",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AsyncIterator[ImportBeadsResponse]":
+            """
         ---- import and export (docs/migrating-from-beads.md)
 
         Import a beads export (`bd export` JSONL) into a project in one
@@ -7731,94 +8356,97 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         beads id to node, then the summary. A person's call.
         """
 
-        async for response in self._stream_stream(
-            "/skift.v1.SkiftService/ImportBeads",
-            messages,
-            ImportBeadsRequest,
-            ImportBeadsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        ):
-            yield response
+            async for response in self._stream_stream(
+                "/skift.v1.SkiftService/ImportBeads",
+                messages,
+                ImportBeadsRequest,
+                ImportBeadsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            ):
+                yield response
 
-    async def export_beads(
-        self,
-        message: "ExportBeadsRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AsyncIterator[ExportBeadsResponse]":
-        """
+        async def export_beads(
+            self,
+            message: "ExportBeadsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AsyncIterator[ExportBeadsResponse]":
+            """
         A project as `bd export` JSONL, streamed in chunks of whole lines.
         """
 
-        async for response in self._unary_stream(
-            "/skift.v1.SkiftService/ExportBeads",
-            message,
-            ExportBeadsResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        ):
-            yield response
+            async for response in self._unary_stream(
+                "/skift.v1.SkiftService/ExportBeads",
+                message,
+                ExportBeadsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            ):
+                yield response
 
-    async def import_archive(
-        self,
-        messages: "AsyncIterable[ImportArchiveRequest] | Iterable[ImportArchiveRequest]",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AsyncIterator[ImportArchiveResponse]":
-        """
+        async def import_archive(
+            self,
+            messages: "AsyncIterable[ImportArchiveRequest] | Iterable[ImportArchiveRequest]",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AsyncIterator[ImportArchiveResponse]":
+            """
         Write a skift archive (docs/archive.md) as a new project of the caller's
         organization, in one transaction, every id new; the archive is uploaded
         as a stream of chunks, the answer streams the map from old ids to new,
         then the summary. A person's call.
         """
 
-        async for response in self._stream_stream(
-            "/skift.v1.SkiftService/ImportArchive",
-            messages,
-            ImportArchiveRequest,
-            ImportArchiveResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        ):
-            yield response
+            async for response in self._stream_stream(
+                "/skift.v1.SkiftService/ImportArchive",
+                messages,
+                ImportArchiveRequest,
+                ImportArchiveResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            ):
+                yield response
 
-    async def export_archive(
-        self,
-        message: "ExportArchiveRequest",
-        *,
-        timeout: "float | None" = None,
-        deadline: "Deadline | None" = None,
-        metadata: "MetadataLike | None" = None,
-    ) -> "AsyncIterator[ExportArchiveResponse]":
-        """
+        async def export_archive(
+            self,
+            message: "ExportArchiveRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "AsyncIterator[ExportArchiveResponse]":
+            """
         A project with everything skift holds for it, as a skift archive,
         streamed in chunks of bytes.
         """
 
-        async for response in self._unary_stream(
-            "/skift.v1.SkiftService/ExportArchive",
-            message,
-            ExportArchiveResponse,
-            timeout=timeout,
-            deadline=deadline,
-            metadata=metadata,
-        ):
-            yield response
+            async for response in self._unary_stream(
+                "/skift.v1.SkiftService/ExportArchive",
+                message,
+                ExportArchiveResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            ):
+                yield response
 
 
 from ...google import protobuf as __google__protobuf__
 
 
-class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
-    """
+def _make_SkiftServiceBase() -> None:
+    global SkiftServiceBase
+
+    class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
+        """
     ============================================================== the service
 
     The skift API. Every RPC acts as the principal the transport identified.
@@ -7826,305 +8454,305 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
     ---- projects
     """
 
-    async def create_project(self, message: "CreateProjectRequest") -> "CreateProjectResponse":
-        """
+        async def create_project(self, message: "CreateProjectRequest") -> "CreateProjectResponse":
+            """
         Create a project.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_project(self, message: "GetProjectRequest") -> "GetProjectResponse":
-        """
+        async def get_project(self, message: "GetProjectRequest") -> "GetProjectResponse":
+            """
         One project by slug, retired slug or id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_projects(self, message: "ListProjectsRequest") -> "ListProjectsResponse":
-        """
+        async def list_projects(self, message: "ListProjectsRequest") -> "ListProjectsResponse":
+            """
         The org's projects, most recently active first.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def update_project(self, message: "UpdateProjectRequest") -> "UpdateProjectResponse":
-        """
+        async def update_project(self, message: "UpdateProjectRequest") -> "UpdateProjectResponse":
+            """
         Rename, re-slug, re-prioritise or re-point a project.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def archive_project(self, message: "ArchiveProjectRequest") -> "ArchiveProjectResponse":
-        """
+        async def archive_project(self, message: "ArchiveProjectRequest") -> "ArchiveProjectResponse":
+            """
         Archive a project: none of its nodes is ready any more.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def restrict_project(
-        self, message: "RestrictProjectRequest"
-    ) -> "RestrictProjectResponse":
-        """
+        async def restrict_project(
+            self, message: "RestrictProjectRequest"
+        ) -> "RestrictProjectResponse":
+            """
         Make a project readable and writable only by some principals (a person's
         call); to everyone else it is a project nobody created.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def unrestrict_project(
-        self, message: "UnrestrictProjectRequest"
-    ) -> "UnrestrictProjectResponse":
-        """
+        async def unrestrict_project(
+            self, message: "UnrestrictProjectRequest"
+        ) -> "UnrestrictProjectResponse":
+            """
         Make a restricted project readable by the whole organization again.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def hold_project(self, message: "HoldProjectRequest") -> "HoldProjectResponse":
-        """
+        async def hold_project(self, message: "HoldProjectRequest") -> "HoldProjectResponse":
+            """
         Park a whole project.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def unhold_project(self, message: "UnholdProjectRequest") -> "UnholdProjectResponse":
-        """
+        async def unhold_project(self, message: "UnholdProjectRequest") -> "UnholdProjectResponse":
+            """
         Release a project's hold.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def patch(self, message: "PatchRequest") -> "PatchResponse":
-        """
+        async def patch(self, message: "PatchRequest") -> "PatchResponse":
+            """
         ---- the graph
 
         Apply a patch atomically. Safe to retry with the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_node(self, message: "GetNodeRequest") -> "GetNodeResponse":
-        """
+        async def get_node(self, message: "GetNodeRequest") -> "GetNodeResponse":
+            """
         One node, with its content's authors.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def resolve_node(self, message: "ResolveNodeRequest") -> "ResolveNodeResponse":
-        """
+        async def resolve_node(self, message: "ResolveNodeRequest") -> "ResolveNodeResponse":
+            """
         What a reference resolves to.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def ready(self, message: "ReadyRequest") -> "ReadyResponse":
-        """
+        async def ready(self, message: "ReadyRequest") -> "ReadyResponse":
+            """
         Ready work in turn order: round-robin across projects, priority then
         age within a project. Agents see only nodes an agent may take.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_nodes(self, message: "ListNodesRequest") -> "ListNodesResponse":
-        """
+        async def list_nodes(self, message: "ListNodesRequest") -> "ListNodesResponse":
+            """
         Nodes matching a filter, whatever their state.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def explain(self, message: "ExplainRequest") -> "ExplainResponse":
-        """
+        async def explain(self, message: "ExplainRequest") -> "ExplainResponse":
+            """
         Why a node is or is not ready.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_edges(self, message: "ListEdgesRequest") -> "ListEdgesResponse":
-        """
+        async def list_edges(self, message: "ListEdgesRequest") -> "ListEdgesResponse":
+            """
         The `blocks` edges into and out of some nodes, both ends named: what each
         waits on and what waits on it (for drawing the graph).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def drop_node(self, message: "DropNodeRequest") -> "DropNodeResponse":
-        """
+        async def drop_node(self, message: "DropNodeRequest") -> "DropNodeResponse":
+            """
         Drop a node (optionally its subtree). Safe to retry with the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def reopen_node(self, message: "ReopenNodeRequest") -> "ReopenNodeResponse":
-        """
+        async def reopen_node(self, message: "ReopenNodeRequest") -> "ReopenNodeResponse":
+            """
         Reopen a node. Safe to retry with the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def hold_node(self, message: "HoldNodeRequest") -> "HoldNodeResponse":
-        """
+        async def hold_node(self, message: "HoldNodeRequest") -> "HoldNodeResponse":
+            """
         Park a node.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def unhold_node(self, message: "UnholdNodeRequest") -> "UnholdNodeResponse":
-        """
+        async def unhold_node(self, message: "UnholdNodeRequest") -> "UnholdNodeResponse":
+            """
         Release a node's hold.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def focus(self, message: "FocusRequest") -> "FocusResponse":
-        """
+        async def focus(self, message: "FocusRequest") -> "FocusResponse":
+            """
         Hold everything outside a keep set (projects, or nodes of one project).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def clear_focus(self, message: "ClearFocusRequest") -> "ClearFocusResponse":
-        """
+        async def clear_focus(self, message: "ClearFocusRequest") -> "ClearFocusResponse":
+            """
         Release what a focus sweep held.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def claim(self, message: "ClaimRequest") -> "ClaimResponse":
-        """
+        async def claim(self, message: "ClaimRequest") -> "ClaimResponse":
+            """
         ---- the work protocol
 
         Take one named node. FAILED_PRECONDITION (reason NOT_READY) when it is
         not ready, saying why.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def claim_next(self, message: "ClaimNextRequest") -> "ClaimNextResponse":
-        """
+        async def claim_next(self, message: "ClaimNextRequest") -> "ClaimNextResponse":
+            """
         Take the next ready node in turn order, waiting up to `wait` for one.
         NOT_FOUND (reason NOTHING_READY) when none comes.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_inputs(self, message: "ListInputsRequest") -> "ListInputsResponse":
-        """
+        async def list_inputs(self, message: "ListInputsRequest") -> "ListInputsResponse":
+            """
         A node's inputs as a claim carries them: how a claimer reads the inputs
         that did not fit in its Claim or ClaimNext response.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def heartbeat(self, message: "HeartbeatRequest") -> "HeartbeatResponse":
-        """
+        async def heartbeat(self, message: "HeartbeatRequest") -> "HeartbeatResponse":
+            """
         Renew a live lease.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def complete(self, message: "CompleteRequest") -> "CompleteResponse":
-        """
+        async def complete(self, message: "CompleteRequest") -> "CompleteResponse":
+            """
         Complete a node (ends its lease). Safe to retry with the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def release(self, message: "ReleaseRequest") -> "ReleaseResponse":
-        """
+        async def release(self, message: "ReleaseRequest") -> "ReleaseResponse":
+            """
         Give a leased node back without completing it.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def gate(self, message: "GateRequest") -> "GateResponse":
-        """
+        async def gate(self, message: "GateRequest") -> "GateResponse":
+            """
         File a user gate blocking a leased node and release the lease,
         atomically. Safe to retry with the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_leases(self, message: "ListLeasesRequest") -> "ListLeasesResponse":
-        """
+        async def list_leases(self, message: "ListLeasesRequest") -> "ListLeasesResponse":
+            """
         Every lease (attempt) on a node, oldest first.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_live_leases(self, message: "ListLiveLeasesRequest") -> "ListLiveLeasesResponse":
-        """
+        async def list_live_leases(self, message: "ListLiveLeasesRequest") -> "ListLiveLeasesResponse":
+            """
         The organization's live leases, oldest first (a lease's id to its holder
         only).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def sweep_expired(self, message: "SweepExpiredRequest") -> "SweepExpiredResponse":
-        """
+        async def sweep_expired(self, message: "SweepExpiredRequest") -> "SweepExpiredResponse":
+            """
         Record expiry for leases whose time ran out (the server also does this
         on its own every few seconds).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_events(self, message: "ListEventsRequest") -> "ListEventsResponse":
-        """
+        async def list_events(self, message: "ListEventsRequest") -> "ListEventsResponse":
+            """
         ---- events
 
         Recent events, newest page first, oldest first within a page.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def watch_events(self, message: "WatchEventsRequest") -> "WatchEventsResponse":
-        """
+        async def watch_events(self, message: "WatchEventsRequest") -> "WatchEventsResponse":
+            """
         The change stream: events after a cursor in commit order, scoped to the
         caller's organization, filtered by project and operation; a long poll
         when `wait` is set. Delivery is at least once: deduplicate by event id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def add_principal(self, message: "AddPrincipalRequest") -> "AddPrincipalResponse":
-        """
+        async def add_principal(self, message: "AddPrincipalRequest") -> "AddPrincipalResponse":
+            """
         ---- principals and tokens (admin)
 
         Add a principal, optionally with a unix uid. A name already taken is
         ABORTED (reason CONFLICT).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_principals(self, message: "ListPrincipalsRequest") -> "ListPrincipalsResponse":
-        """
+        async def list_principals(self, message: "ListPrincipalsRequest") -> "ListPrincipalsResponse":
+            """
         The org's principals.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def attach_identity(self, message: "AttachIdentityRequest") -> "AttachIdentityResponse":
-        """
+        async def attach_identity(self, message: "AttachIdentityRequest") -> "AttachIdentityResponse":
+            """
         Give a principal another way in: a unix uid, an OIDC subject, a tailscale node.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def create_token(self, message: "CreateTokenRequest") -> "CreateTokenResponse":
-        """
+        async def create_token(self, message: "CreateTokenRequest") -> "CreateTokenResponse":
+            """
         Make a bearer token for a principal; the secret is returned once.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def revoke_token(self, message: "RevokeTokenRequest") -> "RevokeTokenResponse":
-        """
+        async def revoke_token(self, message: "RevokeTokenRequest") -> "RevokeTokenResponse":
+            """
         Revoke a token: it stops authenticating at once.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def mint_signin_code(self, message: "MintSigninCodeRequest") -> "MintSigninCodeResponse":
-        """
+        async def mint_signin_code(self, message: "MintSigninCodeRequest") -> "MintSigninCodeResponse":
+            """
         ---- the web board
 
         A one-time code (ten minutes, one use) that signs the caller, a person,
@@ -8132,235 +8760,235 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         serves the board (`skift serve --http`).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def add_comment(self, message: "AddCommentRequest") -> "AddCommentResponse":
-        """
+        async def add_comment(self, message: "AddCommentRequest") -> "AddCommentResponse":
+            """
         ---- comments and search
 
         Comment on a node. Safe to retry with the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def edit_comment(self, message: "EditCommentRequest") -> "EditCommentResponse":
-        """
+        async def edit_comment(self, message: "EditCommentRequest") -> "EditCommentResponse":
+            """
         Replace a comment's body (its author only); the prior body is kept.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def resolve_comment(self, message: "ResolveCommentRequest") -> "ResolveCommentResponse":
-        """
+        async def resolve_comment(self, message: "ResolveCommentRequest") -> "ResolveCommentResponse":
+            """
         Resolve a comment, once; resolving it again returns it unchanged.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_comments(self, message: "ListCommentsRequest") -> "ListCommentsResponse":
-        """
+        async def list_comments(self, message: "ListCommentsRequest") -> "ListCommentsResponse":
+            """
         A node's comments, oldest first.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def search(self, message: "SearchRequest") -> "SearchResponse":
-        """
+        async def search(self, message: "SearchRequest") -> "SearchResponse":
+            """
         Nodes whose title, body, result and comments hold every word, best first.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def record_usage(self, message: "RecordUsageRequest") -> "RecordUsageResponse":
-        """
+        async def record_usage(self, message: "RecordUsageRequest") -> "RecordUsageResponse":
+            """
         ---- usage and cost
 
         Append a usage record (tokens, never currency) to a node.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_usage(self, message: "GetUsageRequest") -> "GetUsageResponse":
-        """
+        async def get_usage(self, message: "GetUsageRequest") -> "GetUsageResponse":
+            """
         A node's usage rollup (with subtree, its descendants' too), priced now.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_project_usage(
-        self, message: "GetProjectUsageRequest"
-    ) -> "GetProjectUsageResponse":
-        """
+        async def get_project_usage(
+            self, message: "GetProjectUsageRequest"
+        ) -> "GetProjectUsageResponse":
+            """
         A project's usage rollup, priced now, beside its budget.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def set_rate(self, message: "SetRateRequest") -> "SetRateResponse":
-        """
+        async def set_rate(self, message: "SetRateRequest") -> "SetRateResponse":
+            """
         Set a model's rate (a person only).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_rates(self, message: "ListRatesRequest") -> "ListRatesResponse":
-        """
+        async def list_rates(self, message: "ListRatesRequest") -> "ListRatesResponse":
+            """
         The organization's rate table.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def set_org_limits(self, message: "SetOrgLimitsRequest") -> "SetOrgLimitsResponse":
-        """
+        async def set_org_limits(self, message: "SetOrgLimitsRequest") -> "SetOrgLimitsResponse":
+            """
         Lower some of the server's size limits for the organization (a person only).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_org_limits(self, message: "GetOrgLimitsRequest") -> "GetOrgLimitsResponse":
-        """
+        async def get_org_limits(self, message: "GetOrgLimitsRequest") -> "GetOrgLimitsResponse":
+            """
         The size limits in force for the organization, and which it set itself.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_policy(self, message: "GetPolicyRequest") -> "GetPolicyResponse":
-        """
+        async def get_policy(self, message: "GetPolicyRequest") -> "GetPolicyResponse":
+            """
         The organization's own Rego modules (any principal of it may read them).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def set_policy(self, message: "SetPolicyRequest") -> "SetPolicyResponse":
-        """
+        async def set_policy(self, message: "SetPolicyRequest") -> "SetPolicyResponse":
+            """
         Replace the organization's own Rego modules (its admin); a module that does
         not compile is INVALID_ARGUMENT and nothing changes. An event with the reason.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def reset_policy(self, message: "ResetPolicyRequest") -> "ResetPolicyResponse":
-        """
+        async def reset_policy(self, message: "ResetPolicyRequest") -> "ResetPolicyResponse":
+            """
         Drop the organization's own Rego modules: the base policy alone decides. An event.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def create_org(self, message: "CreateOrgRequest") -> "CreateOrgResponse":
-        """
+        async def create_org(self, message: "CreateOrgRequest") -> "CreateOrgResponse":
+            """
         Create an organization with its first user and that user's token (an
         administrator of the server: a person of its first organization).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_orgs(self, message: "ListOrgsRequest") -> "ListOrgsResponse":
-        """
+        async def list_orgs(self, message: "ListOrgsRequest") -> "ListOrgsResponse":
+            """
         The server's organizations, oldest first (an administrator of the server).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def put_blob(self, message: "PutBlobRequest") -> "PutBlobResponse":
-        """
+        async def put_blob(self, message: "PutBlobRequest") -> "PutBlobResponse":
+            """
         ---- artifacts and blobs
 
         Upload immutable bytes; the same bytes twice are stored once.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def get_blob(self, message: "GetBlobRequest") -> "GetBlobResponse":
-        """
+        async def get_blob(self, message: "GetBlobRequest") -> "GetBlobResponse":
+            """
         The bytes of a blob this organization uploaded.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def attach_artifact(self, message: "AttachArtifactRequest") -> "AttachArtifactResponse":
-        """
+        async def attach_artifact(self, message: "AttachArtifactRequest") -> "AttachArtifactResponse":
+            """
         Attach an artifact to a node (a one-operation patch). Safe to retry with
         the same request id.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_artifacts(self, message: "ListArtifactsRequest") -> "ListArtifactsResponse":
-        """
+        async def list_artifacts(self, message: "ListArtifactsRequest") -> "ListArtifactsResponse":
+            """
         A node's artifacts, oldest first.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def add_webhook(self, message: "AddWebhookRequest") -> "AddWebhookResponse":
-        """
+        async def add_webhook(self, message: "AddWebhookRequest") -> "AddWebhookResponse":
+            """
         ---- webhooks (docs/webhooks.md)
 
         Register an endpoint told when the project's events commit (a person's
         call); its secret is returned once. One endpoint per URL per project.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_webhooks(self, message: "ListWebhooksRequest") -> "ListWebhooksResponse":
-        """
+        async def list_webhooks(self, message: "ListWebhooksRequest") -> "ListWebhooksResponse":
+            """
         The endpoints of a project or of every project; never a secret.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def rotate_webhook_secret(
-        self, message: "RotateWebhookSecretRequest"
-    ) -> "RotateWebhookSecretResponse":
-        """
+        async def rotate_webhook_secret(
+            self, message: "RotateWebhookSecretRequest"
+        ) -> "RotateWebhookSecretResponse":
+            """
         A new secret for an endpoint, returned once; the old one stops at once.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def disable_webhook(self, message: "DisableWebhookRequest") -> "DisableWebhookResponse":
-        """
+        async def disable_webhook(self, message: "DisableWebhookRequest") -> "DisableWebhookResponse":
+            """
         Send an endpoint nothing until it is enabled (what commits meanwhile waits).
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def enable_webhook(self, message: "EnableWebhookRequest") -> "EnableWebhookResponse":
-        """
+        async def enable_webhook(self, message: "EnableWebhookRequest") -> "EnableWebhookResponse":
+            """
         Send to an endpoint again.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def list_webhook_deliveries(
-        self, message: "ListWebhookDeliveriesRequest"
-    ) -> "ListWebhookDeliveriesResponse":
-        """
+        async def list_webhook_deliveries(
+            self, message: "ListWebhookDeliveriesRequest"
+        ) -> "ListWebhookDeliveriesResponse":
+            """
         Deliveries, newest first: of an endpoint, of a project, or all.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def redeliver_webhook(
-        self, message: "RedeliverWebhookRequest"
-    ) -> "RedeliverWebhookResponse":
-        """
+        async def redeliver_webhook(
+            self, message: "RedeliverWebhookRequest"
+        ) -> "RedeliverWebhookResponse":
+            """
         Queue a delivered or parked delivery again, with the same id and window.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def test_webhook(self, message: "TestWebhookRequest") -> "TestWebhookResponse":
-        """
+        async def test_webhook(self, message: "TestWebhookRequest") -> "TestWebhookResponse":
+            """
         Queue a delivery with an empty window to an endpoint.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
-    async def import_beads(
-        self, messages: "AsyncIterator[ImportBeadsRequest]"
-    ) -> "AsyncIterator[ImportBeadsResponse]":
-        """
+        async def import_beads(
+            self, messages: "AsyncIterator[ImportBeadsRequest]"
+        ) -> "AsyncIterator[ImportBeadsResponse]":
+            """
         ---- import and export (docs/migrating-from-beads.md)
 
         Import a beads export (`bd export` JSONL) into a project in one
@@ -8369,1075 +8997,1309 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         beads id to node, then the summary. A person's call.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
-        yield ImportBeadsResponse()
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            yield ImportBeadsResponse()
 
-    async def export_beads(
-        self, message: "ExportBeadsRequest"
-    ) -> "AsyncIterator[ExportBeadsResponse]":
-        """
+        async def export_beads(
+            self, message: "ExportBeadsRequest"
+        ) -> "AsyncIterator[ExportBeadsResponse]":
+            """
         A project as `bd export` JSONL, streamed in chunks of whole lines.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
-        yield ExportBeadsResponse()
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            yield ExportBeadsResponse()
 
-    async def import_archive(
-        self, messages: "AsyncIterator[ImportArchiveRequest]"
-    ) -> "AsyncIterator[ImportArchiveResponse]":
-        """
+        async def import_archive(
+            self, messages: "AsyncIterator[ImportArchiveRequest]"
+        ) -> "AsyncIterator[ImportArchiveResponse]":
+            """
         Write a skift archive (docs/archive.md) as a new project of the caller's
         organization, in one transaction, every id new; the archive is uploaded
         as a stream of chunks, the answer streams the map from old ids to new,
         then the summary. A person's call.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
-        yield ImportArchiveResponse()
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            yield ImportArchiveResponse()
 
-    async def export_archive(
-        self, message: "ExportArchiveRequest"
-    ) -> "AsyncIterator[ExportArchiveResponse]":
-        """
+        async def export_archive(
+            self, message: "ExportArchiveRequest"
+        ) -> "AsyncIterator[ExportArchiveResponse]":
+            """
         A project with everything skift holds for it, as a skift archive,
         streamed in chunks of bytes.
         """
 
-        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
-        yield ExportArchiveResponse()
-
-    async def __rpc_create_project(
-        self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.create_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_project(
-        self, stream: "grpclib.server.Stream[GetProjectRequest, GetProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_projects(
-        self, stream: "grpclib.server.Stream[ListProjectsRequest, ListProjectsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_projects(request)
-        await stream.send_message(response)
-
-    async def __rpc_update_project(
-        self, stream: "grpclib.server.Stream[UpdateProjectRequest, UpdateProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.update_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_archive_project(
-        self, stream: "grpclib.server.Stream[ArchiveProjectRequest, ArchiveProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.archive_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_restrict_project(
-        self, stream: "grpclib.server.Stream[RestrictProjectRequest, RestrictProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.restrict_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_unrestrict_project(
-        self, stream: "grpclib.server.Stream[UnrestrictProjectRequest, UnrestrictProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.unrestrict_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_hold_project(
-        self, stream: "grpclib.server.Stream[HoldProjectRequest, HoldProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.hold_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_unhold_project(
-        self, stream: "grpclib.server.Stream[UnholdProjectRequest, UnholdProjectResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.unhold_project(request)
-        await stream.send_message(response)
-
-    async def __rpc_patch(
-        self, stream: "grpclib.server.Stream[PatchRequest, PatchResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.patch(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_node(
-        self, stream: "grpclib.server.Stream[GetNodeRequest, GetNodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_node(request)
-        await stream.send_message(response)
-
-    async def __rpc_resolve_node(
-        self, stream: "grpclib.server.Stream[ResolveNodeRequest, ResolveNodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.resolve_node(request)
-        await stream.send_message(response)
-
-    async def __rpc_ready(
-        self, stream: "grpclib.server.Stream[ReadyRequest, ReadyResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.ready(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_nodes(
-        self, stream: "grpclib.server.Stream[ListNodesRequest, ListNodesResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_nodes(request)
-        await stream.send_message(response)
-
-    async def __rpc_explain(
-        self, stream: "grpclib.server.Stream[ExplainRequest, ExplainResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.explain(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_edges(
-        self, stream: "grpclib.server.Stream[ListEdgesRequest, ListEdgesResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_edges(request)
-        await stream.send_message(response)
-
-    async def __rpc_drop_node(
-        self, stream: "grpclib.server.Stream[DropNodeRequest, DropNodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.drop_node(request)
-        await stream.send_message(response)
-
-    async def __rpc_reopen_node(
-        self, stream: "grpclib.server.Stream[ReopenNodeRequest, ReopenNodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.reopen_node(request)
-        await stream.send_message(response)
-
-    async def __rpc_hold_node(
-        self, stream: "grpclib.server.Stream[HoldNodeRequest, HoldNodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.hold_node(request)
-        await stream.send_message(response)
-
-    async def __rpc_unhold_node(
-        self, stream: "grpclib.server.Stream[UnholdNodeRequest, UnholdNodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.unhold_node(request)
-        await stream.send_message(response)
-
-    async def __rpc_focus(
-        self, stream: "grpclib.server.Stream[FocusRequest, FocusResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.focus(request)
-        await stream.send_message(response)
-
-    async def __rpc_clear_focus(
-        self, stream: "grpclib.server.Stream[ClearFocusRequest, ClearFocusResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.clear_focus(request)
-        await stream.send_message(response)
-
-    async def __rpc_claim(
-        self, stream: "grpclib.server.Stream[ClaimRequest, ClaimResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.claim(request)
-        await stream.send_message(response)
-
-    async def __rpc_claim_next(
-        self, stream: "grpclib.server.Stream[ClaimNextRequest, ClaimNextResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.claim_next(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_inputs(
-        self, stream: "grpclib.server.Stream[ListInputsRequest, ListInputsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_inputs(request)
-        await stream.send_message(response)
-
-    async def __rpc_heartbeat(
-        self, stream: "grpclib.server.Stream[HeartbeatRequest, HeartbeatResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.heartbeat(request)
-        await stream.send_message(response)
-
-    async def __rpc_complete(
-        self, stream: "grpclib.server.Stream[CompleteRequest, CompleteResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.complete(request)
-        await stream.send_message(response)
-
-    async def __rpc_release(
-        self, stream: "grpclib.server.Stream[ReleaseRequest, ReleaseResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.release(request)
-        await stream.send_message(response)
-
-    async def __rpc_gate(self, stream: "grpclib.server.Stream[GateRequest, GateResponse]") -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.gate(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_leases(
-        self, stream: "grpclib.server.Stream[ListLeasesRequest, ListLeasesResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_leases(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_live_leases(
-        self, stream: "grpclib.server.Stream[ListLiveLeasesRequest, ListLiveLeasesResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_live_leases(request)
-        await stream.send_message(response)
-
-    async def __rpc_sweep_expired(
-        self, stream: "grpclib.server.Stream[SweepExpiredRequest, SweepExpiredResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.sweep_expired(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_events(
-        self, stream: "grpclib.server.Stream[ListEventsRequest, ListEventsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_events(request)
-        await stream.send_message(response)
-
-    async def __rpc_watch_events(
-        self, stream: "grpclib.server.Stream[WatchEventsRequest, WatchEventsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.watch_events(request)
-        await stream.send_message(response)
-
-    async def __rpc_add_principal(
-        self, stream: "grpclib.server.Stream[AddPrincipalRequest, AddPrincipalResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.add_principal(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_principals(
-        self, stream: "grpclib.server.Stream[ListPrincipalsRequest, ListPrincipalsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_principals(request)
-        await stream.send_message(response)
-
-    async def __rpc_attach_identity(
-        self, stream: "grpclib.server.Stream[AttachIdentityRequest, AttachIdentityResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.attach_identity(request)
-        await stream.send_message(response)
-
-    async def __rpc_create_token(
-        self, stream: "grpclib.server.Stream[CreateTokenRequest, CreateTokenResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.create_token(request)
-        await stream.send_message(response)
-
-    async def __rpc_revoke_token(
-        self, stream: "grpclib.server.Stream[RevokeTokenRequest, RevokeTokenResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.revoke_token(request)
-        await stream.send_message(response)
-
-    async def __rpc_mint_signin_code(
-        self, stream: "grpclib.server.Stream[MintSigninCodeRequest, MintSigninCodeResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.mint_signin_code(request)
-        await stream.send_message(response)
-
-    async def __rpc_add_comment(
-        self, stream: "grpclib.server.Stream[AddCommentRequest, AddCommentResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.add_comment(request)
-        await stream.send_message(response)
-
-    async def __rpc_edit_comment(
-        self, stream: "grpclib.server.Stream[EditCommentRequest, EditCommentResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.edit_comment(request)
-        await stream.send_message(response)
-
-    async def __rpc_resolve_comment(
-        self, stream: "grpclib.server.Stream[ResolveCommentRequest, ResolveCommentResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.resolve_comment(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_comments(
-        self, stream: "grpclib.server.Stream[ListCommentsRequest, ListCommentsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_comments(request)
-        await stream.send_message(response)
-
-    async def __rpc_search(
-        self, stream: "grpclib.server.Stream[SearchRequest, SearchResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.search(request)
-        await stream.send_message(response)
-
-    async def __rpc_record_usage(
-        self, stream: "grpclib.server.Stream[RecordUsageRequest, RecordUsageResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.record_usage(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_usage(
-        self, stream: "grpclib.server.Stream[GetUsageRequest, GetUsageResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_usage(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_project_usage(
-        self, stream: "grpclib.server.Stream[GetProjectUsageRequest, GetProjectUsageResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_project_usage(request)
-        await stream.send_message(response)
-
-    async def __rpc_set_rate(
-        self, stream: "grpclib.server.Stream[SetRateRequest, SetRateResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.set_rate(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_rates(
-        self, stream: "grpclib.server.Stream[ListRatesRequest, ListRatesResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_rates(request)
-        await stream.send_message(response)
-
-    async def __rpc_set_org_limits(
-        self, stream: "grpclib.server.Stream[SetOrgLimitsRequest, SetOrgLimitsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.set_org_limits(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_org_limits(
-        self, stream: "grpclib.server.Stream[GetOrgLimitsRequest, GetOrgLimitsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_org_limits(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_policy(
-        self, stream: "grpclib.server.Stream[GetPolicyRequest, GetPolicyResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_policy(request)
-        await stream.send_message(response)
-
-    async def __rpc_set_policy(
-        self, stream: "grpclib.server.Stream[SetPolicyRequest, SetPolicyResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.set_policy(request)
-        await stream.send_message(response)
-
-    async def __rpc_reset_policy(
-        self, stream: "grpclib.server.Stream[ResetPolicyRequest, ResetPolicyResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.reset_policy(request)
-        await stream.send_message(response)
-
-    async def __rpc_create_org(
-        self, stream: "grpclib.server.Stream[CreateOrgRequest, CreateOrgResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.create_org(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_orgs(
-        self, stream: "grpclib.server.Stream[ListOrgsRequest, ListOrgsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_orgs(request)
-        await stream.send_message(response)
-
-    async def __rpc_put_blob(
-        self, stream: "grpclib.server.Stream[PutBlobRequest, PutBlobResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.put_blob(request)
-        await stream.send_message(response)
-
-    async def __rpc_get_blob(
-        self, stream: "grpclib.server.Stream[GetBlobRequest, GetBlobResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.get_blob(request)
-        await stream.send_message(response)
-
-    async def __rpc_attach_artifact(
-        self, stream: "grpclib.server.Stream[AttachArtifactRequest, AttachArtifactResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.attach_artifact(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_artifacts(
-        self, stream: "grpclib.server.Stream[ListArtifactsRequest, ListArtifactsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_artifacts(request)
-        await stream.send_message(response)
-
-    async def __rpc_add_webhook(
-        self, stream: "grpclib.server.Stream[AddWebhookRequest, AddWebhookResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.add_webhook(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_webhooks(
-        self, stream: "grpclib.server.Stream[ListWebhooksRequest, ListWebhooksResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_webhooks(request)
-        await stream.send_message(response)
-
-    async def __rpc_rotate_webhook_secret(
-        self,
-        stream: "grpclib.server.Stream[RotateWebhookSecretRequest, RotateWebhookSecretResponse]",
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.rotate_webhook_secret(request)
-        await stream.send_message(response)
-
-    async def __rpc_disable_webhook(
-        self, stream: "grpclib.server.Stream[DisableWebhookRequest, DisableWebhookResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.disable_webhook(request)
-        await stream.send_message(response)
-
-    async def __rpc_enable_webhook(
-        self, stream: "grpclib.server.Stream[EnableWebhookRequest, EnableWebhookResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.enable_webhook(request)
-        await stream.send_message(response)
-
-    async def __rpc_list_webhook_deliveries(
-        self,
-        stream: "grpclib.server.Stream[ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse]",
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.list_webhook_deliveries(request)
-        await stream.send_message(response)
-
-    async def __rpc_redeliver_webhook(
-        self, stream: "grpclib.server.Stream[RedeliverWebhookRequest, RedeliverWebhookResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.redeliver_webhook(request)
-        await stream.send_message(response)
-
-    async def __rpc_test_webhook(
-        self, stream: "grpclib.server.Stream[TestWebhookRequest, TestWebhookResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        response = await self.test_webhook(request)
-        await stream.send_message(response)
-
-    async def __rpc_import_beads(
-        self, stream: "grpclib.server.Stream[ImportBeadsRequest, ImportBeadsResponse]"
-    ) -> None:
-        request = stream.__aiter__()
-        await self._call_rpc_handler_server_stream(
-            self.import_beads,
-            stream,
-            request,
-        )
-
-    async def __rpc_export_beads(
-        self, stream: "grpclib.server.Stream[ExportBeadsRequest, ExportBeadsResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        await self._call_rpc_handler_server_stream(
-            self.export_beads,
-            stream,
-            request,
-        )
-
-    async def __rpc_import_archive(
-        self, stream: "grpclib.server.Stream[ImportArchiveRequest, ImportArchiveResponse]"
-    ) -> None:
-        request = stream.__aiter__()
-        await self._call_rpc_handler_server_stream(
-            self.import_archive,
-            stream,
-            request,
-        )
-
-    async def __rpc_export_archive(
-        self, stream: "grpclib.server.Stream[ExportArchiveRequest, ExportArchiveResponse]"
-    ) -> None:
-        request = await stream.recv_message()
-        assert request is not None
-        await self._call_rpc_handler_server_stream(
-            self.export_archive,
-            stream,
-            request,
-        )
-
-    def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
-        return {
-            "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
-                self.__rpc_create_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                CreateProjectRequest,
-                CreateProjectResponse,
-            ),
-            "/skift.v1.SkiftService/GetProject": grpclib.const.Handler(
-                self.__rpc_get_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetProjectRequest,
-                GetProjectResponse,
-            ),
-            "/skift.v1.SkiftService/ListProjects": grpclib.const.Handler(
-                self.__rpc_list_projects,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListProjectsRequest,
-                ListProjectsResponse,
-            ),
-            "/skift.v1.SkiftService/UpdateProject": grpclib.const.Handler(
-                self.__rpc_update_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                UpdateProjectRequest,
-                UpdateProjectResponse,
-            ),
-            "/skift.v1.SkiftService/ArchiveProject": grpclib.const.Handler(
-                self.__rpc_archive_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ArchiveProjectRequest,
-                ArchiveProjectResponse,
-            ),
-            "/skift.v1.SkiftService/RestrictProject": grpclib.const.Handler(
-                self.__rpc_restrict_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                RestrictProjectRequest,
-                RestrictProjectResponse,
-            ),
-            "/skift.v1.SkiftService/UnrestrictProject": grpclib.const.Handler(
-                self.__rpc_unrestrict_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                UnrestrictProjectRequest,
-                UnrestrictProjectResponse,
-            ),
-            "/skift.v1.SkiftService/HoldProject": grpclib.const.Handler(
-                self.__rpc_hold_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                HoldProjectRequest,
-                HoldProjectResponse,
-            ),
-            "/skift.v1.SkiftService/UnholdProject": grpclib.const.Handler(
-                self.__rpc_unhold_project,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                UnholdProjectRequest,
-                UnholdProjectResponse,
-            ),
-            "/skift.v1.SkiftService/Patch": grpclib.const.Handler(
-                self.__rpc_patch,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                PatchRequest,
-                PatchResponse,
-            ),
-            "/skift.v1.SkiftService/GetNode": grpclib.const.Handler(
-                self.__rpc_get_node,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetNodeRequest,
-                GetNodeResponse,
-            ),
-            "/skift.v1.SkiftService/ResolveNode": grpclib.const.Handler(
-                self.__rpc_resolve_node,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ResolveNodeRequest,
-                ResolveNodeResponse,
-            ),
-            "/skift.v1.SkiftService/Ready": grpclib.const.Handler(
-                self.__rpc_ready,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ReadyRequest,
-                ReadyResponse,
-            ),
-            "/skift.v1.SkiftService/ListNodes": grpclib.const.Handler(
-                self.__rpc_list_nodes,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListNodesRequest,
-                ListNodesResponse,
-            ),
-            "/skift.v1.SkiftService/Explain": grpclib.const.Handler(
-                self.__rpc_explain,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ExplainRequest,
-                ExplainResponse,
-            ),
-            "/skift.v1.SkiftService/ListEdges": grpclib.const.Handler(
-                self.__rpc_list_edges,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListEdgesRequest,
-                ListEdgesResponse,
-            ),
-            "/skift.v1.SkiftService/DropNode": grpclib.const.Handler(
-                self.__rpc_drop_node,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                DropNodeRequest,
-                DropNodeResponse,
-            ),
-            "/skift.v1.SkiftService/ReopenNode": grpclib.const.Handler(
-                self.__rpc_reopen_node,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ReopenNodeRequest,
-                ReopenNodeResponse,
-            ),
-            "/skift.v1.SkiftService/HoldNode": grpclib.const.Handler(
-                self.__rpc_hold_node,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                HoldNodeRequest,
-                HoldNodeResponse,
-            ),
-            "/skift.v1.SkiftService/UnholdNode": grpclib.const.Handler(
-                self.__rpc_unhold_node,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                UnholdNodeRequest,
-                UnholdNodeResponse,
-            ),
-            "/skift.v1.SkiftService/Focus": grpclib.const.Handler(
-                self.__rpc_focus,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                FocusRequest,
-                FocusResponse,
-            ),
-            "/skift.v1.SkiftService/ClearFocus": grpclib.const.Handler(
-                self.__rpc_clear_focus,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ClearFocusRequest,
-                ClearFocusResponse,
-            ),
-            "/skift.v1.SkiftService/Claim": grpclib.const.Handler(
-                self.__rpc_claim,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ClaimRequest,
-                ClaimResponse,
-            ),
-            "/skift.v1.SkiftService/ClaimNext": grpclib.const.Handler(
-                self.__rpc_claim_next,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ClaimNextRequest,
-                ClaimNextResponse,
-            ),
-            "/skift.v1.SkiftService/ListInputs": grpclib.const.Handler(
-                self.__rpc_list_inputs,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListInputsRequest,
-                ListInputsResponse,
-            ),
-            "/skift.v1.SkiftService/Heartbeat": grpclib.const.Handler(
-                self.__rpc_heartbeat,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                HeartbeatRequest,
-                HeartbeatResponse,
-            ),
-            "/skift.v1.SkiftService/Complete": grpclib.const.Handler(
-                self.__rpc_complete,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                CompleteRequest,
-                CompleteResponse,
-            ),
-            "/skift.v1.SkiftService/Release": grpclib.const.Handler(
-                self.__rpc_release,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ReleaseRequest,
-                ReleaseResponse,
-            ),
-            "/skift.v1.SkiftService/Gate": grpclib.const.Handler(
-                self.__rpc_gate,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GateRequest,
-                GateResponse,
-            ),
-            "/skift.v1.SkiftService/ListLeases": grpclib.const.Handler(
-                self.__rpc_list_leases,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListLeasesRequest,
-                ListLeasesResponse,
-            ),
-            "/skift.v1.SkiftService/ListLiveLeases": grpclib.const.Handler(
-                self.__rpc_list_live_leases,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListLiveLeasesRequest,
-                ListLiveLeasesResponse,
-            ),
-            "/skift.v1.SkiftService/SweepExpired": grpclib.const.Handler(
-                self.__rpc_sweep_expired,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                SweepExpiredRequest,
-                SweepExpiredResponse,
-            ),
-            "/skift.v1.SkiftService/ListEvents": grpclib.const.Handler(
-                self.__rpc_list_events,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListEventsRequest,
-                ListEventsResponse,
-            ),
-            "/skift.v1.SkiftService/WatchEvents": grpclib.const.Handler(
-                self.__rpc_watch_events,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                WatchEventsRequest,
-                WatchEventsResponse,
-            ),
-            "/skift.v1.SkiftService/AddPrincipal": grpclib.const.Handler(
-                self.__rpc_add_principal,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                AddPrincipalRequest,
-                AddPrincipalResponse,
-            ),
-            "/skift.v1.SkiftService/ListPrincipals": grpclib.const.Handler(
-                self.__rpc_list_principals,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListPrincipalsRequest,
-                ListPrincipalsResponse,
-            ),
-            "/skift.v1.SkiftService/AttachIdentity": grpclib.const.Handler(
-                self.__rpc_attach_identity,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                AttachIdentityRequest,
-                AttachIdentityResponse,
-            ),
-            "/skift.v1.SkiftService/CreateToken": grpclib.const.Handler(
-                self.__rpc_create_token,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                CreateTokenRequest,
-                CreateTokenResponse,
-            ),
-            "/skift.v1.SkiftService/RevokeToken": grpclib.const.Handler(
-                self.__rpc_revoke_token,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                RevokeTokenRequest,
-                RevokeTokenResponse,
-            ),
-            "/skift.v1.SkiftService/MintSigninCode": grpclib.const.Handler(
-                self.__rpc_mint_signin_code,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                MintSigninCodeRequest,
-                MintSigninCodeResponse,
-            ),
-            "/skift.v1.SkiftService/AddComment": grpclib.const.Handler(
-                self.__rpc_add_comment,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                AddCommentRequest,
-                AddCommentResponse,
-            ),
-            "/skift.v1.SkiftService/EditComment": grpclib.const.Handler(
-                self.__rpc_edit_comment,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                EditCommentRequest,
-                EditCommentResponse,
-            ),
-            "/skift.v1.SkiftService/ResolveComment": grpclib.const.Handler(
-                self.__rpc_resolve_comment,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ResolveCommentRequest,
-                ResolveCommentResponse,
-            ),
-            "/skift.v1.SkiftService/ListComments": grpclib.const.Handler(
-                self.__rpc_list_comments,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListCommentsRequest,
-                ListCommentsResponse,
-            ),
-            "/skift.v1.SkiftService/Search": grpclib.const.Handler(
-                self.__rpc_search,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                SearchRequest,
-                SearchResponse,
-            ),
-            "/skift.v1.SkiftService/RecordUsage": grpclib.const.Handler(
-                self.__rpc_record_usage,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                RecordUsageRequest,
-                RecordUsageResponse,
-            ),
-            "/skift.v1.SkiftService/GetUsage": grpclib.const.Handler(
-                self.__rpc_get_usage,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetUsageRequest,
-                GetUsageResponse,
-            ),
-            "/skift.v1.SkiftService/GetProjectUsage": grpclib.const.Handler(
-                self.__rpc_get_project_usage,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetProjectUsageRequest,
-                GetProjectUsageResponse,
-            ),
-            "/skift.v1.SkiftService/SetRate": grpclib.const.Handler(
-                self.__rpc_set_rate,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                SetRateRequest,
-                SetRateResponse,
-            ),
-            "/skift.v1.SkiftService/ListRates": grpclib.const.Handler(
-                self.__rpc_list_rates,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListRatesRequest,
-                ListRatesResponse,
-            ),
-            "/skift.v1.SkiftService/SetOrgLimits": grpclib.const.Handler(
-                self.__rpc_set_org_limits,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                SetOrgLimitsRequest,
-                SetOrgLimitsResponse,
-            ),
-            "/skift.v1.SkiftService/GetOrgLimits": grpclib.const.Handler(
-                self.__rpc_get_org_limits,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetOrgLimitsRequest,
-                GetOrgLimitsResponse,
-            ),
-            "/skift.v1.SkiftService/GetPolicy": grpclib.const.Handler(
-                self.__rpc_get_policy,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetPolicyRequest,
-                GetPolicyResponse,
-            ),
-            "/skift.v1.SkiftService/SetPolicy": grpclib.const.Handler(
-                self.__rpc_set_policy,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                SetPolicyRequest,
-                SetPolicyResponse,
-            ),
-            "/skift.v1.SkiftService/ResetPolicy": grpclib.const.Handler(
-                self.__rpc_reset_policy,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ResetPolicyRequest,
-                ResetPolicyResponse,
-            ),
-            "/skift.v1.SkiftService/CreateOrg": grpclib.const.Handler(
-                self.__rpc_create_org,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                CreateOrgRequest,
-                CreateOrgResponse,
-            ),
-            "/skift.v1.SkiftService/ListOrgs": grpclib.const.Handler(
-                self.__rpc_list_orgs,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListOrgsRequest,
-                ListOrgsResponse,
-            ),
-            "/skift.v1.SkiftService/PutBlob": grpclib.const.Handler(
-                self.__rpc_put_blob,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                PutBlobRequest,
-                PutBlobResponse,
-            ),
-            "/skift.v1.SkiftService/GetBlob": grpclib.const.Handler(
-                self.__rpc_get_blob,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                GetBlobRequest,
-                GetBlobResponse,
-            ),
-            "/skift.v1.SkiftService/AttachArtifact": grpclib.const.Handler(
-                self.__rpc_attach_artifact,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                AttachArtifactRequest,
-                AttachArtifactResponse,
-            ),
-            "/skift.v1.SkiftService/ListArtifacts": grpclib.const.Handler(
-                self.__rpc_list_artifacts,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListArtifactsRequest,
-                ListArtifactsResponse,
-            ),
-            "/skift.v1.SkiftService/AddWebhook": grpclib.const.Handler(
-                self.__rpc_add_webhook,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                AddWebhookRequest,
-                AddWebhookResponse,
-            ),
-            "/skift.v1.SkiftService/ListWebhooks": grpclib.const.Handler(
-                self.__rpc_list_webhooks,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListWebhooksRequest,
-                ListWebhooksResponse,
-            ),
-            "/skift.v1.SkiftService/RotateWebhookSecret": grpclib.const.Handler(
-                self.__rpc_rotate_webhook_secret,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                RotateWebhookSecretRequest,
-                RotateWebhookSecretResponse,
-            ),
-            "/skift.v1.SkiftService/DisableWebhook": grpclib.const.Handler(
-                self.__rpc_disable_webhook,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                DisableWebhookRequest,
-                DisableWebhookResponse,
-            ),
-            "/skift.v1.SkiftService/EnableWebhook": grpclib.const.Handler(
-                self.__rpc_enable_webhook,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                EnableWebhookRequest,
-                EnableWebhookResponse,
-            ),
-            "/skift.v1.SkiftService/ListWebhookDeliveries": grpclib.const.Handler(
-                self.__rpc_list_webhook_deliveries,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                ListWebhookDeliveriesRequest,
-                ListWebhookDeliveriesResponse,
-            ),
-            "/skift.v1.SkiftService/RedeliverWebhook": grpclib.const.Handler(
-                self.__rpc_redeliver_webhook,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                RedeliverWebhookRequest,
-                RedeliverWebhookResponse,
-            ),
-            "/skift.v1.SkiftService/TestWebhook": grpclib.const.Handler(
-                self.__rpc_test_webhook,
-                grpclib.const.Cardinality.UNARY_UNARY,
-                TestWebhookRequest,
-                TestWebhookResponse,
-            ),
-            "/skift.v1.SkiftService/ImportBeads": grpclib.const.Handler(
-                self.__rpc_import_beads,
-                grpclib.const.Cardinality.STREAM_STREAM,
-                ImportBeadsRequest,
-                ImportBeadsResponse,
-            ),
-            "/skift.v1.SkiftService/ExportBeads": grpclib.const.Handler(
-                self.__rpc_export_beads,
-                grpclib.const.Cardinality.UNARY_STREAM,
-                ExportBeadsRequest,
-                ExportBeadsResponse,
-            ),
-            "/skift.v1.SkiftService/ImportArchive": grpclib.const.Handler(
-                self.__rpc_import_archive,
-                grpclib.const.Cardinality.STREAM_STREAM,
-                ImportArchiveRequest,
-                ImportArchiveResponse,
-            ),
-            "/skift.v1.SkiftService/ExportArchive": grpclib.const.Handler(
-                self.__rpc_export_archive,
-                grpclib.const.Cardinality.UNARY_STREAM,
-                ExportArchiveRequest,
-                ExportArchiveResponse,
-            ),
-        }
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+            yield ExportArchiveResponse()
+
+        async def __rpc_create_project(
+            self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.create_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_project(
+            self, stream: "grpclib.server.Stream[GetProjectRequest, GetProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_projects(
+            self, stream: "grpclib.server.Stream[ListProjectsRequest, ListProjectsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_projects(request)
+            await stream.send_message(response)
+
+        async def __rpc_update_project(
+            self, stream: "grpclib.server.Stream[UpdateProjectRequest, UpdateProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.update_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_archive_project(
+            self, stream: "grpclib.server.Stream[ArchiveProjectRequest, ArchiveProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.archive_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_restrict_project(
+            self, stream: "grpclib.server.Stream[RestrictProjectRequest, RestrictProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.restrict_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_unrestrict_project(
+            self, stream: "grpclib.server.Stream[UnrestrictProjectRequest, UnrestrictProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.unrestrict_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_hold_project(
+            self, stream: "grpclib.server.Stream[HoldProjectRequest, HoldProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.hold_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_unhold_project(
+            self, stream: "grpclib.server.Stream[UnholdProjectRequest, UnholdProjectResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.unhold_project(request)
+            await stream.send_message(response)
+
+        async def __rpc_patch(
+            self, stream: "grpclib.server.Stream[PatchRequest, PatchResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.patch(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_node(
+            self, stream: "grpclib.server.Stream[GetNodeRequest, GetNodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_node(request)
+            await stream.send_message(response)
+
+        async def __rpc_resolve_node(
+            self, stream: "grpclib.server.Stream[ResolveNodeRequest, ResolveNodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.resolve_node(request)
+            await stream.send_message(response)
+
+        async def __rpc_ready(
+            self, stream: "grpclib.server.Stream[ReadyRequest, ReadyResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.ready(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_nodes(
+            self, stream: "grpclib.server.Stream[ListNodesRequest, ListNodesResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_nodes(request)
+            await stream.send_message(response)
+
+        async def __rpc_explain(
+            self, stream: "grpclib.server.Stream[ExplainRequest, ExplainResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.explain(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_edges(
+            self, stream: "grpclib.server.Stream[ListEdgesRequest, ListEdgesResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_edges(request)
+            await stream.send_message(response)
+
+        async def __rpc_drop_node(
+            self, stream: "grpclib.server.Stream[DropNodeRequest, DropNodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.drop_node(request)
+            await stream.send_message(response)
+
+        async def __rpc_reopen_node(
+            self, stream: "grpclib.server.Stream[ReopenNodeRequest, ReopenNodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.reopen_node(request)
+            await stream.send_message(response)
+
+        async def __rpc_hold_node(
+            self, stream: "grpclib.server.Stream[HoldNodeRequest, HoldNodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.hold_node(request)
+            await stream.send_message(response)
+
+        async def __rpc_unhold_node(
+            self, stream: "grpclib.server.Stream[UnholdNodeRequest, UnholdNodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.unhold_node(request)
+            await stream.send_message(response)
+
+        async def __rpc_focus(
+            self, stream: "grpclib.server.Stream[FocusRequest, FocusResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.focus(request)
+            await stream.send_message(response)
+
+        async def __rpc_clear_focus(
+            self, stream: "grpclib.server.Stream[ClearFocusRequest, ClearFocusResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.clear_focus(request)
+            await stream.send_message(response)
+
+        async def __rpc_claim(
+            self, stream: "grpclib.server.Stream[ClaimRequest, ClaimResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.claim(request)
+            await stream.send_message(response)
+
+        async def __rpc_claim_next(
+            self, stream: "grpclib.server.Stream[ClaimNextRequest, ClaimNextResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.claim_next(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_inputs(
+            self, stream: "grpclib.server.Stream[ListInputsRequest, ListInputsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_inputs(request)
+            await stream.send_message(response)
+
+        async def __rpc_heartbeat(
+            self, stream: "grpclib.server.Stream[HeartbeatRequest, HeartbeatResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.heartbeat(request)
+            await stream.send_message(response)
+
+        async def __rpc_complete(
+            self, stream: "grpclib.server.Stream[CompleteRequest, CompleteResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.complete(request)
+            await stream.send_message(response)
+
+        async def __rpc_release(
+            self, stream: "grpclib.server.Stream[ReleaseRequest, ReleaseResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.release(request)
+            await stream.send_message(response)
+
+        async def __rpc_gate(self, stream: "grpclib.server.Stream[GateRequest, GateResponse]") -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.gate(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_leases(
+            self, stream: "grpclib.server.Stream[ListLeasesRequest, ListLeasesResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_leases(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_live_leases(
+            self, stream: "grpclib.server.Stream[ListLiveLeasesRequest, ListLiveLeasesResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_live_leases(request)
+            await stream.send_message(response)
+
+        async def __rpc_sweep_expired(
+            self, stream: "grpclib.server.Stream[SweepExpiredRequest, SweepExpiredResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.sweep_expired(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_events(
+            self, stream: "grpclib.server.Stream[ListEventsRequest, ListEventsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_events(request)
+            await stream.send_message(response)
+
+        async def __rpc_watch_events(
+            self, stream: "grpclib.server.Stream[WatchEventsRequest, WatchEventsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.watch_events(request)
+            await stream.send_message(response)
+
+        async def __rpc_add_principal(
+            self, stream: "grpclib.server.Stream[AddPrincipalRequest, AddPrincipalResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.add_principal(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_principals(
+            self, stream: "grpclib.server.Stream[ListPrincipalsRequest, ListPrincipalsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_principals(request)
+            await stream.send_message(response)
+
+        async def __rpc_attach_identity(
+            self, stream: "grpclib.server.Stream[AttachIdentityRequest, AttachIdentityResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.attach_identity(request)
+            await stream.send_message(response)
+
+        async def __rpc_create_token(
+            self, stream: "grpclib.server.Stream[CreateTokenRequest, CreateTokenResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.create_token(request)
+            await stream.send_message(response)
+
+        async def __rpc_revoke_token(
+            self, stream: "grpclib.server.Stream[RevokeTokenRequest, RevokeTokenResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.revoke_token(request)
+            await stream.send_message(response)
+
+        async def __rpc_mint_signin_code(
+            self, stream: "grpclib.server.Stream[MintSigninCodeRequest, MintSigninCodeResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.mint_signin_code(request)
+            await stream.send_message(response)
+
+        async def __rpc_add_comment(
+            self, stream: "grpclib.server.Stream[AddCommentRequest, AddCommentResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.add_comment(request)
+            await stream.send_message(response)
+
+        async def __rpc_edit_comment(
+            self, stream: "grpclib.server.Stream[EditCommentRequest, EditCommentResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.edit_comment(request)
+            await stream.send_message(response)
+
+        async def __rpc_resolve_comment(
+            self, stream: "grpclib.server.Stream[ResolveCommentRequest, ResolveCommentResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.resolve_comment(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_comments(
+            self, stream: "grpclib.server.Stream[ListCommentsRequest, ListCommentsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_comments(request)
+            await stream.send_message(response)
+
+        async def __rpc_search(
+            self, stream: "grpclib.server.Stream[SearchRequest, SearchResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.search(request)
+            await stream.send_message(response)
+
+        async def __rpc_record_usage(
+            self, stream: "grpclib.server.Stream[RecordUsageRequest, RecordUsageResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.record_usage(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_usage(
+            self, stream: "grpclib.server.Stream[GetUsageRequest, GetUsageResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_usage(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_project_usage(
+            self, stream: "grpclib.server.Stream[GetProjectUsageRequest, GetProjectUsageResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_project_usage(request)
+            await stream.send_message(response)
+
+        async def __rpc_set_rate(
+            self, stream: "grpclib.server.Stream[SetRateRequest, SetRateResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.set_rate(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_rates(
+            self, stream: "grpclib.server.Stream[ListRatesRequest, ListRatesResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_rates(request)
+            await stream.send_message(response)
+
+        async def __rpc_set_org_limits(
+            self, stream: "grpclib.server.Stream[SetOrgLimitsRequest, SetOrgLimitsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.set_org_limits(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_org_limits(
+            self, stream: "grpclib.server.Stream[GetOrgLimitsRequest, GetOrgLimitsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_org_limits(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_policy(
+            self, stream: "grpclib.server.Stream[GetPolicyRequest, GetPolicyResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_policy(request)
+            await stream.send_message(response)
+
+        async def __rpc_set_policy(
+            self, stream: "grpclib.server.Stream[SetPolicyRequest, SetPolicyResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.set_policy(request)
+            await stream.send_message(response)
+
+        async def __rpc_reset_policy(
+            self, stream: "grpclib.server.Stream[ResetPolicyRequest, ResetPolicyResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.reset_policy(request)
+            await stream.send_message(response)
+
+        async def __rpc_create_org(
+            self, stream: "grpclib.server.Stream[CreateOrgRequest, CreateOrgResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.create_org(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_orgs(
+            self, stream: "grpclib.server.Stream[ListOrgsRequest, ListOrgsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_orgs(request)
+            await stream.send_message(response)
+
+        async def __rpc_put_blob(
+            self, stream: "grpclib.server.Stream[PutBlobRequest, PutBlobResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.put_blob(request)
+            await stream.send_message(response)
+
+        async def __rpc_get_blob(
+            self, stream: "grpclib.server.Stream[GetBlobRequest, GetBlobResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.get_blob(request)
+            await stream.send_message(response)
+
+        async def __rpc_attach_artifact(
+            self, stream: "grpclib.server.Stream[AttachArtifactRequest, AttachArtifactResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.attach_artifact(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_artifacts(
+            self, stream: "grpclib.server.Stream[ListArtifactsRequest, ListArtifactsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_artifacts(request)
+            await stream.send_message(response)
+
+        async def __rpc_add_webhook(
+            self, stream: "grpclib.server.Stream[AddWebhookRequest, AddWebhookResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.add_webhook(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_webhooks(
+            self, stream: "grpclib.server.Stream[ListWebhooksRequest, ListWebhooksResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_webhooks(request)
+            await stream.send_message(response)
+
+        async def __rpc_rotate_webhook_secret(
+            self,
+            stream: "grpclib.server.Stream[RotateWebhookSecretRequest, RotateWebhookSecretResponse]",
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.rotate_webhook_secret(request)
+            await stream.send_message(response)
+
+        async def __rpc_disable_webhook(
+            self, stream: "grpclib.server.Stream[DisableWebhookRequest, DisableWebhookResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.disable_webhook(request)
+            await stream.send_message(response)
+
+        async def __rpc_enable_webhook(
+            self, stream: "grpclib.server.Stream[EnableWebhookRequest, EnableWebhookResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.enable_webhook(request)
+            await stream.send_message(response)
+
+        async def __rpc_list_webhook_deliveries(
+            self,
+            stream: "grpclib.server.Stream[ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse]",
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_webhook_deliveries(request)
+            await stream.send_message(response)
+
+        async def __rpc_redeliver_webhook(
+            self, stream: "grpclib.server.Stream[RedeliverWebhookRequest, RedeliverWebhookResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.redeliver_webhook(request)
+            await stream.send_message(response)
+
+        async def __rpc_test_webhook(
+            self, stream: "grpclib.server.Stream[TestWebhookRequest, TestWebhookResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.test_webhook(request)
+            await stream.send_message(response)
+
+        async def __rpc_import_beads(
+            self, stream: "grpclib.server.Stream[ImportBeadsRequest, ImportBeadsResponse]"
+        ) -> None:
+            request = stream.__aiter__()
+            await self._call_rpc_handler_server_stream(
+                self.import_beads,
+                stream,
+                request,
+            )
+
+        async def __rpc_export_beads(
+            self, stream: "grpclib.server.Stream[ExportBeadsRequest, ExportBeadsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            await self._call_rpc_handler_server_stream(
+                self.export_beads,
+                stream,
+                request,
+            )
+
+        async def __rpc_import_archive(
+            self, stream: "grpclib.server.Stream[ImportArchiveRequest, ImportArchiveResponse]"
+        ) -> None:
+            request = stream.__aiter__()
+            await self._call_rpc_handler_server_stream(
+                self.import_archive,
+                stream,
+                request,
+            )
+
+        async def __rpc_export_archive(
+            self, stream: "grpclib.server.Stream[ExportArchiveRequest, ExportArchiveResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            await self._call_rpc_handler_server_stream(
+                self.export_archive,
+                stream,
+                request,
+            )
+
+        def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
+            return {
+                "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
+                    self.__rpc_create_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    CreateProjectRequest,
+                    CreateProjectResponse,
+                ),
+                "/skift.v1.SkiftService/GetProject": grpclib.const.Handler(
+                    self.__rpc_get_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetProjectRequest,
+                    GetProjectResponse,
+                ),
+                "/skift.v1.SkiftService/ListProjects": grpclib.const.Handler(
+                    self.__rpc_list_projects,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListProjectsRequest,
+                    ListProjectsResponse,
+                ),
+                "/skift.v1.SkiftService/UpdateProject": grpclib.const.Handler(
+                    self.__rpc_update_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    UpdateProjectRequest,
+                    UpdateProjectResponse,
+                ),
+                "/skift.v1.SkiftService/ArchiveProject": grpclib.const.Handler(
+                    self.__rpc_archive_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ArchiveProjectRequest,
+                    ArchiveProjectResponse,
+                ),
+                "/skift.v1.SkiftService/RestrictProject": grpclib.const.Handler(
+                    self.__rpc_restrict_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    RestrictProjectRequest,
+                    RestrictProjectResponse,
+                ),
+                "/skift.v1.SkiftService/UnrestrictProject": grpclib.const.Handler(
+                    self.__rpc_unrestrict_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    UnrestrictProjectRequest,
+                    UnrestrictProjectResponse,
+                ),
+                "/skift.v1.SkiftService/HoldProject": grpclib.const.Handler(
+                    self.__rpc_hold_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    HoldProjectRequest,
+                    HoldProjectResponse,
+                ),
+                "/skift.v1.SkiftService/UnholdProject": grpclib.const.Handler(
+                    self.__rpc_unhold_project,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    UnholdProjectRequest,
+                    UnholdProjectResponse,
+                ),
+                "/skift.v1.SkiftService/Patch": grpclib.const.Handler(
+                    self.__rpc_patch,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    PatchRequest,
+                    PatchResponse,
+                ),
+                "/skift.v1.SkiftService/GetNode": grpclib.const.Handler(
+                    self.__rpc_get_node,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetNodeRequest,
+                    GetNodeResponse,
+                ),
+                "/skift.v1.SkiftService/ResolveNode": grpclib.const.Handler(
+                    self.__rpc_resolve_node,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ResolveNodeRequest,
+                    ResolveNodeResponse,
+                ),
+                "/skift.v1.SkiftService/Ready": grpclib.const.Handler(
+                    self.__rpc_ready,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ReadyRequest,
+                    ReadyResponse,
+                ),
+                "/skift.v1.SkiftService/ListNodes": grpclib.const.Handler(
+                    self.__rpc_list_nodes,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListNodesRequest,
+                    ListNodesResponse,
+                ),
+                "/skift.v1.SkiftService/Explain": grpclib.const.Handler(
+                    self.__rpc_explain,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ExplainRequest,
+                    ExplainResponse,
+                ),
+                "/skift.v1.SkiftService/ListEdges": grpclib.const.Handler(
+                    self.__rpc_list_edges,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListEdgesRequest,
+                    ListEdgesResponse,
+                ),
+                "/skift.v1.SkiftService/DropNode": grpclib.const.Handler(
+                    self.__rpc_drop_node,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    DropNodeRequest,
+                    DropNodeResponse,
+                ),
+                "/skift.v1.SkiftService/ReopenNode": grpclib.const.Handler(
+                    self.__rpc_reopen_node,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ReopenNodeRequest,
+                    ReopenNodeResponse,
+                ),
+                "/skift.v1.SkiftService/HoldNode": grpclib.const.Handler(
+                    self.__rpc_hold_node,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    HoldNodeRequest,
+                    HoldNodeResponse,
+                ),
+                "/skift.v1.SkiftService/UnholdNode": grpclib.const.Handler(
+                    self.__rpc_unhold_node,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    UnholdNodeRequest,
+                    UnholdNodeResponse,
+                ),
+                "/skift.v1.SkiftService/Focus": grpclib.const.Handler(
+                    self.__rpc_focus,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    FocusRequest,
+                    FocusResponse,
+                ),
+                "/skift.v1.SkiftService/ClearFocus": grpclib.const.Handler(
+                    self.__rpc_clear_focus,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ClearFocusRequest,
+                    ClearFocusResponse,
+                ),
+                "/skift.v1.SkiftService/Claim": grpclib.const.Handler(
+                    self.__rpc_claim,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ClaimRequest,
+                    ClaimResponse,
+                ),
+                "/skift.v1.SkiftService/ClaimNext": grpclib.const.Handler(
+                    self.__rpc_claim_next,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ClaimNextRequest,
+                    ClaimNextResponse,
+                ),
+                "/skift.v1.SkiftService/ListInputs": grpclib.const.Handler(
+                    self.__rpc_list_inputs,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListInputsRequest,
+                    ListInputsResponse,
+                ),
+                "/skift.v1.SkiftService/Heartbeat": grpclib.const.Handler(
+                    self.__rpc_heartbeat,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    HeartbeatRequest,
+                    HeartbeatResponse,
+                ),
+                "/skift.v1.SkiftService/Complete": grpclib.const.Handler(
+                    self.__rpc_complete,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    CompleteRequest,
+                    CompleteResponse,
+                ),
+                "/skift.v1.SkiftService/Release": grpclib.const.Handler(
+                    self.__rpc_release,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ReleaseRequest,
+                    ReleaseResponse,
+                ),
+                "/skift.v1.SkiftService/Gate": grpclib.const.Handler(
+                    self.__rpc_gate,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GateRequest,
+                    GateResponse,
+                ),
+                "/skift.v1.SkiftService/ListLeases": grpclib.const.Handler(
+                    self.__rpc_list_leases,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListLeasesRequest,
+                    ListLeasesResponse,
+                ),
+                "/skift.v1.SkiftService/ListLiveLeases": grpclib.const.Handler(
+                    self.__rpc_list_live_leases,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListLiveLeasesRequest,
+                    ListLiveLeasesResponse,
+                ),
+                "/skift.v1.SkiftService/SweepExpired": grpclib.const.Handler(
+                    self.__rpc_sweep_expired,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    SweepExpiredRequest,
+                    SweepExpiredResponse,
+                ),
+                "/skift.v1.SkiftService/ListEvents": grpclib.const.Handler(
+                    self.__rpc_list_events,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListEventsRequest,
+                    ListEventsResponse,
+                ),
+                "/skift.v1.SkiftService/WatchEvents": grpclib.const.Handler(
+                    self.__rpc_watch_events,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    WatchEventsRequest,
+                    WatchEventsResponse,
+                ),
+                "/skift.v1.SkiftService/AddPrincipal": grpclib.const.Handler(
+                    self.__rpc_add_principal,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    AddPrincipalRequest,
+                    AddPrincipalResponse,
+                ),
+                "/skift.v1.SkiftService/ListPrincipals": grpclib.const.Handler(
+                    self.__rpc_list_principals,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListPrincipalsRequest,
+                    ListPrincipalsResponse,
+                ),
+                "/skift.v1.SkiftService/AttachIdentity": grpclib.const.Handler(
+                    self.__rpc_attach_identity,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    AttachIdentityRequest,
+                    AttachIdentityResponse,
+                ),
+                "/skift.v1.SkiftService/CreateToken": grpclib.const.Handler(
+                    self.__rpc_create_token,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    CreateTokenRequest,
+                    CreateTokenResponse,
+                ),
+                "/skift.v1.SkiftService/RevokeToken": grpclib.const.Handler(
+                    self.__rpc_revoke_token,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    RevokeTokenRequest,
+                    RevokeTokenResponse,
+                ),
+                "/skift.v1.SkiftService/MintSigninCode": grpclib.const.Handler(
+                    self.__rpc_mint_signin_code,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    MintSigninCodeRequest,
+                    MintSigninCodeResponse,
+                ),
+                "/skift.v1.SkiftService/AddComment": grpclib.const.Handler(
+                    self.__rpc_add_comment,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    AddCommentRequest,
+                    AddCommentResponse,
+                ),
+                "/skift.v1.SkiftService/EditComment": grpclib.const.Handler(
+                    self.__rpc_edit_comment,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    EditCommentRequest,
+                    EditCommentResponse,
+                ),
+                "/skift.v1.SkiftService/ResolveComment": grpclib.const.Handler(
+                    self.__rpc_resolve_comment,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ResolveCommentRequest,
+                    ResolveCommentResponse,
+                ),
+                "/skift.v1.SkiftService/ListComments": grpclib.const.Handler(
+                    self.__rpc_list_comments,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListCommentsRequest,
+                    ListCommentsResponse,
+                ),
+                "/skift.v1.SkiftService/Search": grpclib.const.Handler(
+                    self.__rpc_search,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    SearchRequest,
+                    SearchResponse,
+                ),
+                "/skift.v1.SkiftService/RecordUsage": grpclib.const.Handler(
+                    self.__rpc_record_usage,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    RecordUsageRequest,
+                    RecordUsageResponse,
+                ),
+                "/skift.v1.SkiftService/GetUsage": grpclib.const.Handler(
+                    self.__rpc_get_usage,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetUsageRequest,
+                    GetUsageResponse,
+                ),
+                "/skift.v1.SkiftService/GetProjectUsage": grpclib.const.Handler(
+                    self.__rpc_get_project_usage,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetProjectUsageRequest,
+                    GetProjectUsageResponse,
+                ),
+                "/skift.v1.SkiftService/SetRate": grpclib.const.Handler(
+                    self.__rpc_set_rate,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    SetRateRequest,
+                    SetRateResponse,
+                ),
+                "/skift.v1.SkiftService/ListRates": grpclib.const.Handler(
+                    self.__rpc_list_rates,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListRatesRequest,
+                    ListRatesResponse,
+                ),
+                "/skift.v1.SkiftService/SetOrgLimits": grpclib.const.Handler(
+                    self.__rpc_set_org_limits,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    SetOrgLimitsRequest,
+                    SetOrgLimitsResponse,
+                ),
+                "/skift.v1.SkiftService/GetOrgLimits": grpclib.const.Handler(
+                    self.__rpc_get_org_limits,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetOrgLimitsRequest,
+                    GetOrgLimitsResponse,
+                ),
+                "/skift.v1.SkiftService/GetPolicy": grpclib.const.Handler(
+                    self.__rpc_get_policy,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetPolicyRequest,
+                    GetPolicyResponse,
+                ),
+                "/skift.v1.SkiftService/SetPolicy": grpclib.const.Handler(
+                    self.__rpc_set_policy,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    SetPolicyRequest,
+                    SetPolicyResponse,
+                ),
+                "/skift.v1.SkiftService/ResetPolicy": grpclib.const.Handler(
+                    self.__rpc_reset_policy,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ResetPolicyRequest,
+                    ResetPolicyResponse,
+                ),
+                "/skift.v1.SkiftService/CreateOrg": grpclib.const.Handler(
+                    self.__rpc_create_org,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    CreateOrgRequest,
+                    CreateOrgResponse,
+                ),
+                "/skift.v1.SkiftService/ListOrgs": grpclib.const.Handler(
+                    self.__rpc_list_orgs,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListOrgsRequest,
+                    ListOrgsResponse,
+                ),
+                "/skift.v1.SkiftService/PutBlob": grpclib.const.Handler(
+                    self.__rpc_put_blob,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    PutBlobRequest,
+                    PutBlobResponse,
+                ),
+                "/skift.v1.SkiftService/GetBlob": grpclib.const.Handler(
+                    self.__rpc_get_blob,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GetBlobRequest,
+                    GetBlobResponse,
+                ),
+                "/skift.v1.SkiftService/AttachArtifact": grpclib.const.Handler(
+                    self.__rpc_attach_artifact,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    AttachArtifactRequest,
+                    AttachArtifactResponse,
+                ),
+                "/skift.v1.SkiftService/ListArtifacts": grpclib.const.Handler(
+                    self.__rpc_list_artifacts,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListArtifactsRequest,
+                    ListArtifactsResponse,
+                ),
+                "/skift.v1.SkiftService/AddWebhook": grpclib.const.Handler(
+                    self.__rpc_add_webhook,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    AddWebhookRequest,
+                    AddWebhookResponse,
+                ),
+                "/skift.v1.SkiftService/ListWebhooks": grpclib.const.Handler(
+                    self.__rpc_list_webhooks,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListWebhooksRequest,
+                    ListWebhooksResponse,
+                ),
+                "/skift.v1.SkiftService/RotateWebhookSecret": grpclib.const.Handler(
+                    self.__rpc_rotate_webhook_secret,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    RotateWebhookSecretRequest,
+                    RotateWebhookSecretResponse,
+                ),
+                "/skift.v1.SkiftService/DisableWebhook": grpclib.const.Handler(
+                    self.__rpc_disable_webhook,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    DisableWebhookRequest,
+                    DisableWebhookResponse,
+                ),
+                "/skift.v1.SkiftService/EnableWebhook": grpclib.const.Handler(
+                    self.__rpc_enable_webhook,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    EnableWebhookRequest,
+                    EnableWebhookResponse,
+                ),
+                "/skift.v1.SkiftService/ListWebhookDeliveries": grpclib.const.Handler(
+                    self.__rpc_list_webhook_deliveries,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListWebhookDeliveriesRequest,
+                    ListWebhookDeliveriesResponse,
+                ),
+                "/skift.v1.SkiftService/RedeliverWebhook": grpclib.const.Handler(
+                    self.__rpc_redeliver_webhook,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    RedeliverWebhookRequest,
+                    RedeliverWebhookResponse,
+                ),
+                "/skift.v1.SkiftService/TestWebhook": grpclib.const.Handler(
+                    self.__rpc_test_webhook,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    TestWebhookRequest,
+                    TestWebhookResponse,
+                ),
+                "/skift.v1.SkiftService/ImportBeads": grpclib.const.Handler(
+                    self.__rpc_import_beads,
+                    grpclib.const.Cardinality.STREAM_STREAM,
+                    ImportBeadsRequest,
+                    ImportBeadsResponse,
+                ),
+                "/skift.v1.SkiftService/ExportBeads": grpclib.const.Handler(
+                    self.__rpc_export_beads,
+                    grpclib.const.Cardinality.UNARY_STREAM,
+                    ExportBeadsRequest,
+                    ExportBeadsResponse,
+                ),
+                "/skift.v1.SkiftService/ImportArchive": grpclib.const.Handler(
+                    self.__rpc_import_archive,
+                    grpclib.const.Cardinality.STREAM_STREAM,
+                    ImportArchiveRequest,
+                    ImportArchiveResponse,
+                ),
+                "/skift.v1.SkiftService/ExportArchive": grpclib.const.Handler(
+                    self.__rpc_export_archive,
+                    grpclib.const.Cardinality.UNARY_STREAM,
+                    ExportArchiveRequest,
+                    ExportArchiveResponse,
+                ),
+            }
+
+
+# each class: its place in the file, the function that makes it, the classes it names
+_MAKERS = {
+    'AssigneeKind': (0, _make_AssigneeKind, ()),
+    'DeliveryState': (1, _make_DeliveryState, ()),
+    'NodeStatus': (2, _make_NodeStatus, ()),
+    'PrincipalKind': (3, _make_PrincipalKind, ()),
+    'Priority': (4, _make_Priority, ()),
+    'ReleaseReason': (5, _make_ReleaseReason, ()),
+    'UsageKind': (6, _make_UsageKind, ()),
+    'AddCommentOp': (7, _make_AddCommentOp, ()),
+    'AddCommentRequest': (8, _make_AddCommentRequest, ()),
+    'AddCommentResponse': (9, _make_AddCommentResponse, ('Comment', )),
+    'AddEdgeOp': (10, _make_AddEdgeOp, ()),
+    'AddPrincipalRequest': (11, _make_AddPrincipalRequest, ('PrincipalKind', )),
+    'AddPrincipalResponse': (12, _make_AddPrincipalResponse, ('Principal', )),
+    'AddWebhookRequest': (13, _make_AddWebhookRequest, ()),
+    'AddWebhookResponse': (14, _make_AddWebhookResponse, ('Webhook', )),
+    'ArchiveProjectRequest': (15, _make_ArchiveProjectRequest, ()),
+    'ArchiveProjectResponse': (16, _make_ArchiveProjectResponse, ('Project', )),
+    'Artifact': (17, _make_Artifact, ('Part', )),
+    'ArtifactInfo': (18, _make_ArtifactInfo, ('Part', 'PrincipalKind', )),
+    'AttachArtifactOp': (19, _make_AttachArtifactOp, ('Artifact', )),
+    'AttachArtifactRequest': (20, _make_AttachArtifactRequest, ('Artifact', )),
+    'AttachArtifactResponse': (21, _make_AttachArtifactResponse, ('PatchResult', )),
+    'AttachIdentityRequest': (22, _make_AttachIdentityRequest, ()),
+    'AttachIdentityResponse': (23, _make_AttachIdentityResponse, ('Principal', )),
+    'Blob': (24, _make_Blob, ()),
+    'BlobPart': (25, _make_BlobPart, ()),
+    'Cascade': (26, _make_Cascade, ()),
+    'Claim': (27, _make_Claim, ('CommentsHint', 'Input', 'Lease', 'Node', )),
+    'ClaimNextRequest': (28, _make_ClaimNextRequest, ('NodeFilter', )),
+    'ClaimNextResponse': (29, _make_ClaimNextResponse, ('Claim', )),
+    'ClaimRequest': (30, _make_ClaimRequest, ()),
+    'ClaimResponse': (31, _make_ClaimResponse, ('Claim', )),
+    'ClearFocusRequest': (32, _make_ClearFocusRequest, ()),
+    'ClearFocusResponse': (33, _make_ClearFocusResponse, ('FocusResult', )),
+    'Comment': (34, _make_Comment, ('CommentRevision', 'PrincipalKind', )),
+    'CommentRevision': (35, _make_CommentRevision, ('PrincipalKind', )),
+    'CommentsHint': (36, _make_CommentsHint, ()),
+    'CompleteNodeOp': (37, _make_CompleteNodeOp, ('Artifact', )),
+    'CompleteRequest': (38, _make_CompleteRequest, ('Artifact', )),
+    'CompleteResponse': (39, _make_CompleteResponse, ('PatchResult', )),
+    'CreateNodeOp': (40, _make_CreateNodeOp, ('AssigneeKind', 'Priority', )),
+    'CreateOrgRequest': (41, _make_CreateOrgRequest, ()),
+    'CreateOrgResponse': (42, _make_CreateOrgResponse, ()),
+    'CreateProjectRequest': (43, _make_CreateProjectRequest, ('Priority', )),
+    'CreateProjectResponse': (44, _make_CreateProjectResponse, ('Project', )),
+    'CreateTokenRequest': (45, _make_CreateTokenRequest, ()),
+    'CreateTokenResponse': (46, _make_CreateTokenResponse, ()),
+    'DisableWebhookRequest': (47, _make_DisableWebhookRequest, ()),
+    'DisableWebhookResponse': (48, _make_DisableWebhookResponse, ('Webhook', )),
+    'DropNodeOp': (49, _make_DropNodeOp, ('Cascade', )),
+    'DropNodeRequest': (50, _make_DropNodeRequest, ()),
+    'DropNodeResponse': (51, _make_DropNodeResponse, ('PatchResult', )),
+    'EdgeEnd': (52, _make_EdgeEnd, ('NodeStatus', )),
+    'EdgeInfo': (53, _make_EdgeInfo, ('EdgeEnd', )),
+    'EditCommentRequest': (54, _make_EditCommentRequest, ()),
+    'EditCommentResponse': (55, _make_EditCommentResponse, ('Comment', )),
+    'EnableWebhookRequest': (56, _make_EnableWebhookRequest, ()),
+    'EnableWebhookResponse': (57, _make_EnableWebhookResponse, ('Webhook', )),
+    'Error': (58, _make_Error, ()),
+    'Event': (59, _make_Event, ('PrincipalKind', )),
+    'ExplainRequest': (60, _make_ExplainRequest, ()),
+    'ExplainResponse': (61, _make_ExplainResponse, ('Reason', )),
+    'ExportArchiveRequest': (62, _make_ExportArchiveRequest, ()),
+    'ExportArchiveResponse': (63, _make_ExportArchiveResponse, ()),
+    'ExportBeadsRequest': (64, _make_ExportBeadsRequest, ()),
+    'ExportBeadsResponse': (65, _make_ExportBeadsResponse, ()),
+    'FocusRequest': (66, _make_FocusRequest, ()),
+    'FocusResponse': (67, _make_FocusResponse, ('FocusResult', )),
+    'FocusResult': (68, _make_FocusResult, ()),
+    'GateRequest': (69, _make_GateRequest, ()),
+    'GateResponse': (70, _make_GateResponse, ('PatchResult', )),
+    'GetBlobRequest': (71, _make_GetBlobRequest, ()),
+    'GetBlobResponse': (72, _make_GetBlobResponse, ()),
+    'GetNodeRequest': (73, _make_GetNodeRequest, ()),
+    'GetNodeResponse': (74, _make_GetNodeResponse, ('Node', )),
+    'GetOrgLimitsRequest': (75, _make_GetOrgLimitsRequest, ()),
+    'GetOrgLimitsResponse': (76, _make_GetOrgLimitsResponse, ('OrgLimits', )),
+    'GetPolicyRequest': (77, _make_GetPolicyRequest, ()),
+    'GetPolicyResponse': (78, _make_GetPolicyResponse, ('OrgPolicy', )),
+    'GetProjectRequest': (79, _make_GetProjectRequest, ()),
+    'GetProjectResponse': (80, _make_GetProjectResponse, ('Project', )),
+    'GetProjectUsageRequest': (81, _make_GetProjectUsageRequest, ()),
+    'GetProjectUsageResponse': (82, _make_GetProjectUsageResponse, ('UsageReport', )),
+    'GetUsageRequest': (83, _make_GetUsageRequest, ()),
+    'GetUsageResponse': (84, _make_GetUsageResponse, ('UsageReport', )),
+    'HeartbeatRequest': (85, _make_HeartbeatRequest, ()),
+    'HeartbeatResponse': (86, _make_HeartbeatResponse, ('Lease', )),
+    'HoldNodeOp': (87, _make_HoldNodeOp, ()),
+    'HoldNodeRequest': (88, _make_HoldNodeRequest, ()),
+    'HoldNodeResponse': (89, _make_HoldNodeResponse, ('PatchResult', )),
+    'HoldProjectRequest': (90, _make_HoldProjectRequest, ()),
+    'HoldProjectResponse': (91, _make_HoldProjectResponse, ()),
+    'Identity': (92, _make_Identity, ()),
+    'ImportArchiveRequest': (93, _make_ImportArchiveRequest, ()),
+    'ImportArchiveResponse': (94, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
+    'ImportArchiveSummary': (95, _make_ImportArchiveSummary, ()),
+    'ImportBeadsRequest': (96, _make_ImportBeadsRequest, ()),
+    'ImportBeadsResponse': (97, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
+    'ImportBeadsSummary': (98, _make_ImportBeadsSummary, ()),
+    'Input': (99, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
+    'Labels': (100, _make_Labels, ()),
+    'Lease': (101, _make_Lease, ('ReleaseReason', )),
+    'ListArtifactsRequest': (102, _make_ListArtifactsRequest, ()),
+    'ListArtifactsResponse': (103, _make_ListArtifactsResponse, ('ArtifactInfo', )),
+    'ListCommentsRequest': (104, _make_ListCommentsRequest, ()),
+    'ListCommentsResponse': (105, _make_ListCommentsResponse, ('Comment', )),
+    'ListEdgesRequest': (106, _make_ListEdgesRequest, ()),
+    'ListEdgesResponse': (107, _make_ListEdgesResponse, ('EdgeInfo', )),
+    'ListEventsRequest': (108, _make_ListEventsRequest, ()),
+    'ListEventsResponse': (109, _make_ListEventsResponse, ('Event', )),
+    'ListInputsRequest': (110, _make_ListInputsRequest, ()),
+    'ListInputsResponse': (111, _make_ListInputsResponse, ('Input', )),
+    'ListLeasesRequest': (112, _make_ListLeasesRequest, ()),
+    'ListLeasesResponse': (113, _make_ListLeasesResponse, ('Lease', )),
+    'ListLiveLeasesRequest': (114, _make_ListLiveLeasesRequest, ()),
+    'ListLiveLeasesResponse': (115, _make_ListLiveLeasesResponse, ('Lease', )),
+    'ListNodesRequest': (116, _make_ListNodesRequest, ('NodeFilter', )),
+    'ListNodesResponse': (117, _make_ListNodesResponse, ('Node', )),
+    'ListOrgsRequest': (118, _make_ListOrgsRequest, ()),
+    'ListOrgsResponse': (119, _make_ListOrgsResponse, ('Org', )),
+    'ListPrincipalsRequest': (120, _make_ListPrincipalsRequest, ()),
+    'ListPrincipalsResponse': (121, _make_ListPrincipalsResponse, ('Principal', )),
+    'ListProjectsRequest': (122, _make_ListProjectsRequest, ()),
+    'ListProjectsResponse': (123, _make_ListProjectsResponse, ('Project', )),
+    'ListRatesRequest': (124, _make_ListRatesRequest, ()),
+    'ListRatesResponse': (125, _make_ListRatesResponse, ('Rate', )),
+    'ListWebhookDeliveriesRequest': (126, _make_ListWebhookDeliveriesRequest, ()),
+    'ListWebhookDeliveriesResponse': (127, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
+    'ListWebhooksRequest': (128, _make_ListWebhooksRequest, ()),
+    'ListWebhooksResponse': (129, _make_ListWebhooksResponse, ('Webhook', )),
+    'MintSigninCodeRequest': (130, _make_MintSigninCodeRequest, ()),
+    'MintSigninCodeResponse': (131, _make_MintSigninCodeResponse, ()),
+    'Node': (132, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
+    'NodeFilter': (133, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
+    'Org': (134, _make_Org, ()),
+    'OrgLimits': (135, _make_OrgLimits, ()),
+    'OrgPolicy': (136, _make_OrgPolicy, ('PolicyModule', )),
+    'Part': (137, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
+    'PatchOp': (138, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
+    'PatchRequest': (139, _make_PatchRequest, ('PatchOp', )),
+    'PatchResponse': (140, _make_PatchResponse, ('PatchResult', )),
+    'PatchResult': (141, _make_PatchResult, ('Node', )),
+    'PolicyModule': (142, _make_PolicyModule, ()),
+    'Principal': (143, _make_Principal, ('Identity', 'PrincipalKind', )),
+    'Project': (144, _make_Project, ('Priority', )),
+    'PutBlobRequest': (145, _make_PutBlobRequest, ()),
+    'PutBlobResponse': (146, _make_PutBlobResponse, ('Blob', )),
+    'Rate': (147, _make_Rate, ()),
+    'ReadyRequest': (148, _make_ReadyRequest, ('NodeFilter', )),
+    'ReadyResponse': (149, _make_ReadyResponse, ('Node', )),
+    'Reason': (150, _make_Reason, ()),
+    'RecordUsageRequest': (151, _make_RecordUsageRequest, ()),
+    'RecordUsageResponse': (152, _make_RecordUsageResponse, ('UsageRecord', )),
+    'RedeliverWebhookRequest': (153, _make_RedeliverWebhookRequest, ()),
+    'RedeliverWebhookResponse': (154, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
+    'ReferencePart': (155, _make_ReferencePart, ()),
+    'ReleaseRequest': (156, _make_ReleaseRequest, ('ReleaseReason', )),
+    'ReleaseResponse': (157, _make_ReleaseResponse, ('Node', )),
+    'RemoveEdgeOp': (158, _make_RemoveEdgeOp, ()),
+    'ReopenNodeOp': (159, _make_ReopenNodeOp, ()),
+    'ReopenNodeRequest': (160, _make_ReopenNodeRequest, ()),
+    'ReopenNodeResponse': (161, _make_ReopenNodeResponse, ('PatchResult', )),
+    'ResetPolicyRequest': (162, _make_ResetPolicyRequest, ()),
+    'ResetPolicyResponse': (163, _make_ResetPolicyResponse, ('OrgPolicy', )),
+    'ResolveCommentRequest': (164, _make_ResolveCommentRequest, ()),
+    'ResolveCommentResponse': (165, _make_ResolveCommentResponse, ('Comment', )),
+    'ResolveNodeRequest': (166, _make_ResolveNodeRequest, ()),
+    'ResolveNodeResponse': (167, _make_ResolveNodeResponse, ()),
+    'RestrictProjectRequest': (168, _make_RestrictProjectRequest, ()),
+    'RestrictProjectResponse': (169, _make_RestrictProjectResponse, ('Project', )),
+    'RevokeTokenRequest': (170, _make_RevokeTokenRequest, ()),
+    'RevokeTokenResponse': (171, _make_RevokeTokenResponse, ()),
+    'RotateWebhookSecretRequest': (172, _make_RotateWebhookSecretRequest, ()),
+    'RotateWebhookSecretResponse': (173, _make_RotateWebhookSecretResponse, ('Webhook', )),
+    'SearchHit': (174, _make_SearchHit, ('Node', )),
+    'SearchRequest': (175, _make_SearchRequest, ()),
+    'SearchResponse': (176, _make_SearchResponse, ('SearchHit', )),
+    'SetOrgLimitsRequest': (177, _make_SetOrgLimitsRequest, ()),
+    'SetOrgLimitsResponse': (178, _make_SetOrgLimitsResponse, ('OrgLimits', )),
+    'SetPolicyRequest': (179, _make_SetPolicyRequest, ('PolicyModule', )),
+    'SetPolicyResponse': (180, _make_SetPolicyResponse, ('OrgPolicy', )),
+    'SetRateRequest': (181, _make_SetRateRequest, ()),
+    'SetRateResponse': (182, _make_SetRateResponse, ('Rate', )),
+    'SweepExpiredRequest': (183, _make_SweepExpiredRequest, ()),
+    'SweepExpiredResponse': (184, _make_SweepExpiredResponse, ()),
+    'TestWebhookRequest': (185, _make_TestWebhookRequest, ()),
+    'TestWebhookResponse': (186, _make_TestWebhookResponse, ('WebhookDelivery', )),
+    'TextPart': (187, _make_TextPart, ()),
+    'TokenTotals': (188, _make_TokenTotals, ()),
+    'UnholdNodeOp': (189, _make_UnholdNodeOp, ()),
+    'UnholdNodeRequest': (190, _make_UnholdNodeRequest, ()),
+    'UnholdNodeResponse': (191, _make_UnholdNodeResponse, ('PatchResult', )),
+    'UnholdProjectRequest': (192, _make_UnholdProjectRequest, ()),
+    'UnholdProjectResponse': (193, _make_UnholdProjectResponse, ()),
+    'UnrestrictProjectRequest': (194, _make_UnrestrictProjectRequest, ()),
+    'UnrestrictProjectResponse': (195, _make_UnrestrictProjectResponse, ('Project', )),
+    'UpdateNodeOp': (196, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
+    'UpdateProjectRequest': (197, _make_UpdateProjectRequest, ('Priority', )),
+    'UpdateProjectResponse': (198, _make_UpdateProjectResponse, ('Project', )),
+    'UsageRecord': (199, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
+    'UsageReport': (200, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
+    'WatchEventsRequest': (201, _make_WatchEventsRequest, ()),
+    'WatchEventsResponse': (202, _make_WatchEventsResponse, ('Event', )),
+    'Webhook': (203, _make_Webhook, ()),
+    'WebhookDelivery': (204, _make_WebhookDelivery, ('DeliveryState', )),
+    'SkiftServiceStub': (205, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
+    'SkiftServiceBase': (206, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
+}
+_MAKING = __import__("threading").RLock()
+
+
+def __getattr__(name: str) -> type:
+    if name not in _MAKERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _MAKING:
+        found = globals()
+        todo: set[str] = set()
+        stack = [name]
+        while stack:
+            n = stack.pop()
+            if n not in todo and n not in found:
+                todo.add(n)
+                stack.extend(_MAKERS[n][2])
+        for n in sorted(todo, key=lambda n: _MAKERS[n][0]):
+            _MAKERS[n][1]()
+    return found[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MAKERS))
