@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from .. import _sweep
 from .._base import app, command
 
 _PASS: dict[str, Any] = {
@@ -29,6 +28,8 @@ def sweep(args: tuple[str, ...]) -> None:
 
     SUBCOMMAND --state FILE|skift:SLUG [flags of the skill's engine]
     """
+    from .. import _sweep  # its argparse tree: not for `skift --help`
+
     try:
         code = _sweep.main(list(args), server=app().g.server)
     except SystemExit as exc:  # argparse: --help (0) or misuse (2)
