@@ -115,7 +115,9 @@ async def _all_events(tx: Tx, project_id: UUID) -> list[Event]:
     out: list[Event] = []
     pos = EventPosition(seq=0)
     while True:
-        batch = await tx.events_after(pos, projects=(project_id,), limit=5000)
+        # whole: a transaction running elsewhere on the server holds the stream's horizon
+        # back, and the archive would leave out the events committed above it
+        batch = await tx.events_after(pos, projects=(project_id,), limit=5000, whole=True)
         if not batch.events:
             return out
         out.extend(e for _, e in batch.events)

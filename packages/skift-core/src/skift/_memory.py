@@ -731,6 +731,7 @@ class MemoryTx(MemoryContentTx):
         ops: Collection[str] = (),
         limit: int,
         hidden: Collection[UUID] = (),
+        whole: bool = False,  # the log holds committed events only: no horizon to pass
     ) -> EventBatch:
         want_projects, want_ops, unreadable = set(projects), set(ops), set(hidden)
         found: list[tuple[EventPosition, Event]] = []

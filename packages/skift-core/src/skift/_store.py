@@ -492,11 +492,16 @@ class Tx(Protocol):
         ops: Collection[str] = (),
         limit: int,
         hidden: Collection[UUID] = (),
+        whole: bool = False,
     ) -> EventBatch:
         """At most ``limit`` events strictly after ``after`` and below the horizon, in
         commit order, of these projects (all when empty) and operations (all when
         empty), none of a project in ``hidden``, read together with the horizon (one
-        statement in PostgreSQL)."""
+        statement in PostgreSQL).
+
+        ``whole``: every event this transaction sees, above the horizon too. For a reader
+        that takes everything in one snapshot (an archive export); a stream must not, as a
+        transaction still running anywhere on the server may yet commit below it."""
         ...
 
     async def replay_start(self, since: datetime) -> EventPosition:

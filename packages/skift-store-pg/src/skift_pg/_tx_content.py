@@ -385,6 +385,7 @@ class ContentTx(TxBase, PgWebhooksTx):
         ops: Collection[str] = (),
         limit: int,
         hidden: Collection[UUID] = (),
+        whole: bool = False,
     ) -> EventBatch:
         rows = await self.rows(
             "events_after",
@@ -394,6 +395,7 @@ class ContentTx(TxBase, PgWebhooksTx):
             ops=list(ops),
             limit=limit,
             hidden=list(hidden),
+            whole=whole,
         )
         found = [
             (EventPosition(seq=int(r["seq"]), id=r["id"]), event_from_row(r))

@@ -30,13 +30,14 @@ least(
 -- in commit order, of some projects and operations (all when the list is
 -- empty), each row carrying the horizon (one row of NULLs and the horizon when
 -- there are none). Reads events_cursor (org_id, xid, id) from the position on.
+-- whole: above the horizon too (an export reading all it sees in one snapshot).
 WITH h AS (SELECT /*:_horizon*/ AS xmin)
 SELECT h.xmin::text AS horizon, e.xid::text AS seq, e.*
 FROM h LEFT JOIN LATERAL (
     SELECT * FROM events
     WHERE org_id = %(org)s
       AND (xid, id) > (%(seq)s::text::xid8, %(id)s::uuid)
-      AND xid < h.xmin
+      AND (xid < h.xmin OR %(whole)s)
       AND (cardinality(%(projects)s::uuid[]) = 0 OR project_id = ANY (%(projects)s::uuid[]))
       AND (cardinality(%(ops)s::text[]) = 0 OR op = ANY (%(ops)s::text[]))
       AND (project_id IS NULL OR project_id <> ALL (%(hidden)s::uuid[]))
