@@ -116,6 +116,7 @@ if TYPE_CHECKING:
         StoredRequest,
         TransientError,
         Tx,
+        UpstreamCone,
         Writer,
     )
     from ._usage_records import (
@@ -293,6 +294,7 @@ _LAZY: dict[str, str] = {
     "prune": "_retention",
     "Authors": "_store",
     "Derived": "_store",
+    "UpstreamCone": "_store",
     "EventBatch": "_store",
     "EventPosition": "_store",
     "ReadyQuery": "_store",
@@ -482,6 +484,7 @@ __all__ = [
     "Unavailable",
     "UnholdNode",
     "UpdateNode",
+    "UpstreamCone",
     "UsageInfo",
     "UsageKind",
     "UsageRecord",

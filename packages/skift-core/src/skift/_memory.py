@@ -49,6 +49,7 @@ from ._store import (
     ReadyQuery,
     Restriction,
     StoredRequest,
+    UpstreamCone,
     Writer,
 )
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery
@@ -473,11 +474,12 @@ class MemoryTx(MemoryContentTx):
 
     async def upstream_cone(
         self, root_id: UUID, bound: int, *, hidden: Collection[UUID] = ()
-    ) -> list[tuple[Node, list[UUID]]]:
+    ) -> UpstreamCone:
         root = self._node(root_id)
         if root is None:
-            return []
+            return UpstreamCone(nodes=())
         found: dict[UUID, Node] = {root_id: root}
+        walked = [root_id]
         frontier = [root_id]
         while frontier and len(found) < bound:
             step: list[UUID] = []
@@ -487,8 +489,26 @@ class MemoryTx(MemoryContentTx):
                         node = found[nid] = self._s.nodes[nid]
                         if node.status is Status.OPEN and node.project_id not in hidden:
                             step.append(nid)
+            walked += step
             frontier = step
-        return [(n, [s for s in self._s.into.get(n.id, ()) if s in found]) for n in found.values()]
+        # the parents above: up from each walked node, through the nodes not walked from
+        above: dict[UUID, Node] = {}
+        passed = set(walked)
+        for nid in walked:
+            up = found[nid].parent_id
+            while up is not None and up not in passed:
+                passed.add(up)
+                node = self._s.nodes[up]
+                if up not in found:
+                    above[up] = node
+                up = node.parent_id
+        return UpstreamCone(
+            nodes=[
+                (n, [s for s in self._s.into.get(n.id, ()) if s in found]) for n in found.values()
+            ],
+            above=list(above.values()),
+            leased=root_id in await self.live_leases([root_id]),
+        )
 
     # edges
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:

@@ -14,6 +14,7 @@ from uuid import UUID
 
 import attrs
 
+from . import _readiness as readiness
 from ._context import Actor, Context
 from ._errors import Invalid
 from ._filter import NodeFilter
@@ -119,7 +120,6 @@ class Reads(Context):
 
     async def explain(self, tx: Tx, ref: str, project_ref: str | None) -> Explanation:
         node = await self.node_in(tx, ref, project_ref)
-        info = (await self.infos(tx, [node]))[0]
         reasons: list[Reason] = []
         own_project = await tx.project_by_id(node.project_id)
         assert own_project is not None
@@ -133,7 +133,8 @@ class Reads(Context):
                 )
             )
         cone = await _Cone.load(self, tx, node, hidden=await self.hidden(tx))
-        for blocker in cone.unsatisfied(node.id):
+        for b in cone.waits(0)[0]:
+            blocker = cone.nodes[b]
             if blocker.project_id in cone.hidden:
                 # a blocker in a project the caller may not read: that it blocks is all
                 # Explain says (where it is, what it is, and what stalls it stay unread)
@@ -151,7 +152,7 @@ class Reads(Context):
             }
             if blocker.is_gate:
                 detail["gate"] = True
-            stall = cone.hold_upstream(blocker.id)
+            stall = cone.hold_upstream(b)
             if stall is not None:
                 detail["held"] = stall
             reasons.append(Reason(kind="blocked_by", detail=detail))
@@ -166,7 +167,7 @@ class Reads(Context):
                         },
                     )
                 )
-        kids = cone.open_children(node.id)
+        kids = cone.open_children(0)
         if kids:
             reasons.append(
                 Reason(
@@ -174,7 +175,7 @@ class Reads(Context):
                     detail={"count": len(kids), "refs": [cone.ref(k) for k in kids]},
                 )
             )
-        live = (await tx.live_leases([node.id])).get(node.id)
+        live = (await tx.live_leases([node.id])).get(node.id) if cone.leased else None
         if live is not None:
             holder = (await tx.principals_by_id([live.holder])).get(live.holder)
             reasons.append(
@@ -188,15 +189,25 @@ class Reads(Context):
                     },
                 )
             )
-        hold = cone.hold_of(node.id)
+        hold = cone.hold_of(0)
         if hold is not None:
             reasons.append(Reason(kind="held", detail=hold))
         if node.status is Status.OPEN:
-            doom = cone.doom(node.id)
+            doom = cone.doom(0)
             if doom is not None:
                 reasons.append(Reason(kind="no_path", detail=doom))
         reasons = [await self._name_principals(tx, r) for r in reasons]
-        return Explanation(ref=info.ref, title=node.title, ready=info.ready, reasons=tuple(reasons))
+        # ready by the same rule every read derives it with, over the cone just read
+        # (a cone cut at its bound asks the store)
+        derived = cone.derived(leased=live is not None)
+        if derived is None:
+            derived = (await tx.derive([node.id]))[node.id]
+        return Explanation(
+            ref=cone.ref(node),
+            title=node.title,
+            ready=derived_ready(derived, node),
+            reasons=tuple(reasons),
+        )
 
     async def _name_principals(self, tx: Tx, reason: Reason) -> Reason:
         detail = dict(reason.detail)
@@ -229,25 +240,37 @@ def _decode_page(page: str | None) -> int:
     )
 
 
-_Step = tuple[Node, bool]  # Explain's doom walk: a node to walk, and whether it is a blocker
+_Step = tuple[int, bool]  # Explain's doom walk: a node to walk, and whether it is a blocker
+_UNKNOWN = -2  # _Cone._holder: not walked yet (-1: no hold at or above)
+_ON_PATH = -3  # _Cone._holder: on the path being walked
 
 
 class _Cone:
     """The upstream cone of one node, loaded once for Explain.
 
     It answers which blockers are unsatisfied, where a hold upstream stalls the
-    node, and whether the node has any path to readiness at all.
+    node, and whether the node has any path to readiness at all. The cone's
+    nodes are numbered as they are loaded (the root is 0, the parents above the
+    cone come after the cone's own nodes) and every walk goes by number: a walk
+    looks each node's neighbours up in lists, never in a dict keyed by UUID,
+    which costs a Python call per lookup.
     """
 
     def __init__(self, engine: Context, hidden: frozenset[UUID] = frozenset()) -> None:
         self.e = engine
         self.hidden = hidden
-        self.nodes: dict[UUID, Node] = {}
-        self.blockers: dict[UUID, list[UUID]] = {}
-        self.children: dict[UUID, list[UUID]] = {}
+        self.nodes: list[Node] = []  # the cone's nodes (the root first), then those above
+        self.at: dict[UUID, int] = {}  # a node's number
+        self.size = 0  # how many of nodes are the cone's own
+        self.complete = True  # the cone was not cut at its bound
+        self.leased = False  # the root holds a live lease
+        self.walked: list[bool] = []  # the root and open nodes outside hidden projects
+        self.sources: list[list[int]] = []  # a walked node's blockers (edge sources)
+        self.children: list[list[int]] = []  # a walked node's children
+        self.parent: list[int] = []  # -1: none, or not loaded (a node not walked from)
         self.projects: dict[UUID, Project] = {}
-        self.up: dict[UUID, Node] = {}  # the cone's nodes and the parents above them
-        self._holder: dict[UUID, Node | None] = {}  # the nearest held node at or above
+        self._waits: list[tuple[list[int], list[int]] | None] = []
+        self._holder: list[int] = []  # the nearest held node at or above (-1 none)
 
     @classmethod
     async def load(
@@ -260,66 +283,111 @@ class _Cone:
         hidden: frozenset[UUID] = frozenset(),
     ) -> _Cone:
         cone = cls(engine, hidden)
-        cone.nodes[root.id] = root
-        # one read for the whole cone (a chain 100 deep took 300 reads, one level at a time)
-        found = await tx.upstream_cone(root.id, bound, hidden=hidden)
-        for n, _ in found:
-            cone.nodes.setdefault(n.id, n)
-        for n, sources in found:
-            # the root and open nodes are walked on (nothing upstream of a node the caller
-            # may not read): their blockers and children are known
-            if n.id == root.id or (n.status is Status.OPEN and n.project_id not in hidden):
-                cone.blockers[n.id] = list(sources)
-                cone.children.setdefault(n.id, [])
-        for n, _ in found:
-            if n.parent_id is not None and n.parent_id in cone.blockers:
-                cone.children[n.parent_id].append(n.id)
-        cone.projects = await tx.projects_by_id({n.project_id for n in cone.nodes.values()})
-        # the parents above the cone's open nodes: most are in the cone; a chain that
-        # leaves it is read once (tx.ancestors), and every node under it shares it
-        cone.up = dict(cone.nodes)
-        known: set[UUID] = set()  # nodes whose whole parent chain is in cone.up
-        for n in list(cone.nodes.values()):
-            if n.status is not Status.OPEN:
-                continue
-            path: set[UUID] = set()
-            top = n
-            while top.id not in known and top.id not in path:  # (never a parent cycle)
-                path.add(top.id)
-                if top.parent_id is None or top.parent_id not in cone.up:
-                    break
-                top = cone.up[top.parent_id]
-            if top.id not in known and top.parent_id is not None and top.parent_id not in cone.up:
-                for a in await tx.ancestors(top.id):
-                    cone.up.setdefault(a.id, a)
-                    known.add(a.id)
-            known.update(path)
+        # one read for the whole cone and the parents above it (a chain 100 deep took
+        # 300 reads one level at a time; the parents above came in a read of their own)
+        got = await tx.upstream_cone(root.id, bound, hidden=hidden)
+        nodes, at = cone.nodes, cone.at
+        nodes.append(root)
+        at[root.id] = 0
+        found: list[Sequence[UUID]] = [()]
+        for n, srcs in got.nodes:
+            i = at.setdefault(n.id, len(nodes))
+            if i == len(nodes):
+                nodes.append(n)
+                found.append(srcs)
+            elif i == 0:
+                found[0] = srcs
+        cone.leased = got.leased
+        cone.size = size = len(nodes)
+        cone.complete = size < bound
+        for n in got.above:
+            if at.setdefault(n.id, len(nodes)) == len(nodes):
+                nodes.append(n)
+        open_ = Status.OPEN
+        walked = [
+            i == 0 or (n.status is open_ and not (hidden and n.project_id in hidden))
+            for i, n in enumerate(nodes)
+        ]
+        for i in range(size, len(nodes)):
+            walked[i] = False  # above the cone: read for its holds, never walked from
+        sources: list[list[int]] = [[] for _ in nodes]
+        children: list[list[int]] = [[] for _ in nodes]
+        parent = [-1] * len(nodes)
+        get = at.get
+        for i, n in enumerate(nodes):
+            if i < size and walked[i] and found[i]:
+                # an edge from past the bound is left out
+                sources[i] = [j for s in found[i] if (j := get(s, size)) < size]
+            if n.parent_id is not None:
+                p = get(n.parent_id, -1)
+                parent[i] = p
+                if 0 <= p < size and i < size and walked[p]:
+                    children[p].append(i)
+        cone.walked, cone.sources, cone.children, cone.parent = walked, sources, children, parent
+        cone._waits = [None] * len(nodes)
+        cone._holder = [_UNKNOWN] * len(nodes)
+        cone.projects = await tx.projects_by_id({n.project_id for n in nodes})
         return cone
 
     def ref(self, node: Node) -> str:
         return format_ref(self.projects[node.project_id].slug, node.number)
 
-    def unsatisfied(self, nid: UUID) -> list[Node]:
-        out = [
-            self.nodes[b] for b in self.blockers.get(nid, []) if not self.nodes[b].satisfies_edge()
-        ]
-        return sorted(out, key=lambda n: (n.project_id, n.number))
+    def waits(self, i: int) -> tuple[list[int], list[int]]:
+        """What node ``i`` waits on: its unsatisfied blockers (by project, then number)
+        and its open children (by number); worked out once per node."""
+        got = self._waits[i]
+        if got is None:
+            nodes = self.nodes
+            blockers = [b for b in self.sources[i] if not nodes[b].satisfies_edge()]
+            if len(blockers) > 1:
+                blockers.sort(key=lambda b: (nodes[b].project_id, nodes[b].number))
+            kids = [c for c in self.children[i] if nodes[c].status is Status.OPEN]
+            if len(kids) > 1:
+                kids.sort(key=lambda c: nodes[c].number)
+            got = self._waits[i] = (blockers, kids)
+        return got
 
-    def open_children(self, nid: UUID) -> list[Node]:
-        out = [
-            self.nodes[c] for c in self.children.get(nid, []) if self.nodes[c].status is Status.OPEN
-        ]
-        return sorted(out, key=lambda n: n.number)
+    def unsatisfied(self, i: int) -> list[Node]:
+        return [self.nodes[b] for b in self.waits(i)[0]]
 
-    def hold_of(self, nid: UUID) -> dict[str, Any] | None:
-        """The hold that parks this node (its own, an ancestor's, or its project's)."""
-        node = self.nodes[nid]
+    def open_children(self, i: int) -> list[Node]:
+        return [self.nodes[c] for c in self.waits(i)[1]]
+
+    def derived(self, leased: bool) -> Derived | None:
+        """The root's derived facts, by the reference rule (``_readiness.derive``) over the
+        cone, or None when the cone was cut at its bound (its edges may be missing)."""
+        if not self.complete:
+            return None
+        near: dict[UUID, Node] = {}
+        chain = [*self.sources[0], *self.children[0]]
+        j = self.parent[0]
+        while j >= 0 and self.nodes[j].id not in near:
+            chain.append(j)
+            near[self.nodes[j].id] = self.nodes[j]
+            j = self.parent[j]
+        near.update((self.nodes[k].id, self.nodes[k]) for k in chain)
+        root = self.nodes[0]
+        return readiness.derive(
+            root,
+            nodes=near,
+            blockers=[self.nodes[b].id for b in self.sources[0]],
+            children=[self.nodes[c].id for c in self.children[0]],
+            projects=self.projects,
+            leased={root.id} if leased else set[UUID](),
+        )
+
+    def hold_of(self, i: int) -> dict[str, Any] | None:
+        """The hold that parks node ``i`` (its own, an ancestor's, or its project's)."""
+        node = self.nodes[i]
         # an open node's ancestors' holds park it too (a closed node's own only)
-        holder = self._held_above(node) if node.status is Status.OPEN else node
-        hold = holder.hold if holder is not None else None
-        if holder is not None and hold is not None:
+        if node.status is Status.OPEN:
+            holder = self._held_above(i)
+        else:
+            holder = i if node.hold is not None else -1
+        hold = self.nodes[holder].hold if holder >= 0 else None
+        if hold is not None:
             return {
-                "on": self.ref(holder),
+                "on": self.ref(self.nodes[holder]),
                 "by": hold.by,
                 "reason": hold.reason,
                 "at": hold.at.isoformat(),
@@ -336,65 +404,76 @@ class _Cone:
             }
         return None
 
-    def _held_above(self, node: Node) -> Node | None:
-        """The nearest node at or above ``node`` (itself, then its parents) with a hold;
-        remembered for every node on the way, so walking a deep tree stays linear."""
-        path: list[UUID] = []
-        seen: set[UUID] = set()
-        found: Node | None = None
-        cur: Node | None = node
-        while cur is not None:
-            if cur.id in self._holder:
-                found = self._holder[cur.id]
+    def _held_above(self, i: int) -> int:
+        """The nearest node at or above node ``i`` (itself, then its parents) with a hold,
+        or -1; remembered for every node on the way, so walking a deep tree stays linear."""
+        holder, nodes, parent = self._holder, self.nodes, self.parent
+        path: list[int] = []
+        found = -1
+        cur = i
+        while cur >= 0:
+            known = holder[cur]
+            if known == _ON_PATH:
+                break  # a parent cycle
+            if known != _UNKNOWN:
+                found = known
                 break
-            if cur.hold is not None:
+            if nodes[cur].hold is not None:
                 found = cur
                 break
-            if cur.id in seen:
-                break  # a parent cycle
-            path.append(cur.id)
-            seen.add(cur.id)
-            cur = self.up.get(cur.parent_id) if cur.parent_id is not None else None
+            holder[cur] = _ON_PATH
+            path.append(cur)
+            cur = parent[cur]
         for p in path:
-            self._holder[p] = found
+            holder[p] = found
         return found
 
-    def hold_upstream(self, nid: UUID) -> dict[str, Any] | None:
+    def hold_upstream(self, i: int) -> dict[str, Any] | None:
         """The first hold found walking up from an open blocker, so Explain traces a stall to it."""
-        seen: set[UUID] = set()
-        stack = [nid]
-        while stack:
-            cur = stack.pop(0)
-            if cur in seen or cur not in self.nodes or self.nodes[cur].status is not Status.OPEN:
+        if all(n.hold is None for n in self.nodes) and all(
+            p.hold is None for p in self.projects.values()
+        ):
+            return None  # nothing in the cone, above it or in its projects is held
+        seen: set[int] = set()
+        queue = [i]
+        for cur in queue:  # breadth first: the queue grows as it is read
+            node = self.nodes[cur]
+            if cur in seen or node.status is not Status.OPEN:
                 continue
-            if self.nodes[cur].project_id in self.hidden:
+            if self.hidden and node.project_id in self.hidden:
                 continue
             seen.add(cur)
             found = self.hold_of(cur)
             if found is not None:
                 return found
-            stack.extend(b.id for b in self.unsatisfied(cur))
-            stack.extend(c.id for c in self.open_children(cur))
+            blockers, kids = self.waits(cur)
+            queue.extend(blockers)
+            queue.extend(kids)
         return None
 
-    def doom(self, nid: UUID) -> dict[str, Any] | None:
+    def doom(self, nid: int) -> dict[str, Any] | None:
         """Why a node can never become ready through ordinary work, or None if it can.
 
         A node is doomed when its project is archived, when a dropped gate blocks
         it (only completion satisfies a gate), or when something it waits on
         (an unsatisfied blocker or an open child) can never be completed.
         """
+        nodes = self.nodes
+        if all(p.archived_at is None for p in self.projects.values()) and all(
+            nodes[i].status is not Status.DROPPED for i in range(self.size)
+        ):
+            return None  # no archived project and no dropped gate to be doomed by
         # A depth-first walk with its own stack (a chain of blockers thousands deep
         # would overflow Python's): each node's answer is its own (an open node in an
         # archived project), else the first of its unsatisfied blockers' (a dropped one
         # is the answer itself), else the first of its open children's. A node being
         # walked answers None to a cycle back to it.
-        memo: dict[UUID, dict[str, Any] | None] = {}
+        memo: dict[int, dict[str, Any] | None] = {}
 
-        def begin(cur: UUID) -> dict[str, Any] | Iterator[_Step] | None:
+        def begin(cur: int) -> dict[str, Any] | Iterator[_Step] | None:
             memo[cur] = None
-            node = self.nodes[cur]
-            if node.project_id in self.hidden:
+            node = nodes[cur]
+            if self.hidden and node.project_id in self.hidden:
                 return None  # what is beyond a project the caller may not read stays unread
             project = self.projects[node.project_id]
             if project.archived_at is not None and node.status is Status.OPEN:
@@ -402,13 +481,12 @@ class _Cone:
                     "at": self.ref(node),
                     "why": f"{self.ref(node)} is open in archived project {project.slug}",
                 }
-            if cur not in self.blockers:
+            if not self.walked[cur]:
                 return None
-            blockers: list[_Step] = [(b, True) for b in self.unsatisfied(cur)]
-            children: list[_Step] = [(c, False) for c in self.open_children(cur)]
-            return iter(blockers + children)
+            blockers, kids = self.waits(cur)
+            return iter([(b, True) for b in blockers] + [(c, False) for c in kids])
 
-        stack: list[tuple[UUID, Iterator[_Step]]] = []
+        stack: list[tuple[int, Iterator[_Step]]] = []
         found: dict[str, Any] | None = None
         first = begin(nid)
         if not isinstance(first, Iterator):
@@ -418,20 +496,21 @@ class _Cone:
             cur, steps = stack[-1]
             if found is None:
                 for step, is_blocker in steps:
-                    if is_blocker and step.status is Status.DROPPED:
+                    if is_blocker and nodes[step].status is Status.DROPPED:
+                        ref = self.ref(nodes[step])
                         found = {
-                            "at": self.ref(step),
-                            "why": f"{self.ref(step)} is a dropped gate; only completing it satisfies the edge",
+                            "at": ref,
+                            "why": f"{ref} is a dropped gate; only completing it satisfies the edge",
                         }
                         break
-                    if step.id in memo:
-                        found = memo[step.id]
+                    if step in memo:
+                        found = memo[step]
                     else:
-                        started = begin(step.id)
+                        started = begin(step)
                         if isinstance(started, Iterator):
-                            stack.append((step.id, started))
+                            stack.append((step, started))
                             break
-                        found = memo[step.id] = started
+                        found = memo[step] = started
                     if found is not None:
                         break
                 else:

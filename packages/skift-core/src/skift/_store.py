@@ -75,6 +75,23 @@ class Derived:
 
 
 @attrs.frozen(kw_only=True)
+class UpstreamCone:
+    """Explain's cone as a store reads it in one go (:meth:`Tx.upstream_cone`).
+
+    ``nodes``: the root first, then every node reached from it through edges into a
+    node (to the edge's source) and through children, walking on only from the root
+    and from open nodes outside the hidden projects; each with the sources of the
+    edges into it that are among ``nodes``. ``above``: the parents above them that are
+    not among ``nodes``, so every walked node's whole parent chain is in the two.
+    ``leased``: whether the root holds a live lease (Explain reads the lease only then).
+    """
+
+    nodes: Sequence[tuple[Node, Sequence[UUID]]]
+    above: Sequence[Node] = ()
+    leased: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class Writer:
     """Who made one write, as its event records it: the principal, its name and its kind."""
 
@@ -286,12 +303,10 @@ class Tx(Protocol):
 
     async def upstream_cone(
         self, root_id: UUID, bound: int, *, hidden: Collection[UUID] = ()
-    ) -> list[tuple[Node, list[UUID]]]:
-        """Explain's cone: the root, and every node reachable from it through edges into a
-        node (to the edge's source) and through children, walking on only from the root
-        and from open nodes outside the ``hidden`` projects; each with the sources of the
-        edges into it. At most ``bound`` nodes (an edge from outside them is left out).
-        One statement in PostgreSQL."""
+    ) -> UpstreamCone:
+        """Explain's cone (see :class:`UpstreamCone`): at most ``bound`` nodes in it (an
+        edge from outside them is left out), and the parents above them. One statement
+        in PostgreSQL."""
         ...
 
     # edges

@@ -25,6 +25,7 @@ from skift import (
     ReadyQuery,
     Status,
     StoredRequest,
+    UpstreamCone,
     Writer,
     ulid_str,
 )
@@ -231,10 +232,17 @@ class GraphTx(TxBase):
     # edges
     async def upstream_cone(
         self, root_id: UUID, bound: int, *, hidden: Collection[UUID] = ()
-    ) -> list[tuple[Node, list[UUID]]]:
-        rows = await self.rows("upstream_cone", id=root_id, bound=bound, hidden=list(hidden))
-        ids = {r["id"] for r in rows}  # an edge from past the bound is left out
-        return [(node_from_row(r), [i for i in r["sources"] if i in ids]) for r in rows]
+    ) -> UpstreamCone:
+        rows = await self.rows(
+            "upstream_cone", id=root_id, bound=bound, hidden=list(hidden), now=await self.now()
+        )
+        cone = [(node_from_row(r), r["sources"]) for r in rows if r["sources"] is not None]
+        leased = any(r["leased"] for r in rows)
+        if len(cone) >= bound:  # an edge from past the bound is left out
+            ids = {n.id for n, _ in cone}
+            cone = [(n, [i for i in sources if i in ids]) for n, sources in cone]
+        above = [node_from_row(r) for r in rows if r["sources"] is None]
+        return UpstreamCone(nodes=cone, above=above, leased=leased)
 
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
         if not ids:

@@ -599,22 +599,53 @@ LEFT JOIN principals rp ON rp.id = r.principal_id
 -- Explain's cone in one statement: the root, then the sources of edges into a node and
 -- its children, walking on only from the root and open nodes outside the hidden projects
 -- (walk; UNION: each node once, so a cycle or a diamond ends); at most bound nodes, each
--- with its edges' sources.
-WITH RECURSIVE cone (id, walk) AS (
-    SELECT %(id)s::uuid, true
+-- walked one with its edges' sources (sources NULL: a parent above the cone), the root
+-- with whether it holds a live lease (so an unleased root costs no read of its own). Then the
+-- parents above them: up from each walked node through the nodes not walked from, every
+-- one not in the cone (a chain of parents that leaves the cone is read here, not in a
+-- statement of its own). Each node's row is one primary-key probe (OFFSET 0 keeps the
+-- planner from hashing the organization's nodes when it misjudges the cone's size), and
+-- its columns are a node's (not the search vector).
+WITH RECURSIVE cone (id, walk, parent_id) AS (
+    SELECT n.id, true, n.parent_id FROM nodes n WHERE n.id = %(id)s AND n.org_id = %(org)s
     UNION
-    SELECT x.id, x.open FROM cone c
+    SELECT x.id, x.open, x.parent_id FROM cone c
     CROSS JOIN LATERAL (
-        SELECT e.from_id AS id,
+        SELECT e.from_id AS id, s.parent_id,
                s.status = 'open' AND NOT (s.project_id = ANY (%(hidden)s::uuid[])) AS open
         FROM edges e JOIN nodes s ON s.id = e.from_id WHERE e.to_id = c.id
         UNION ALL
-        SELECT k.id, k.status = 'open' AND NOT (k.project_id = ANY (%(hidden)s::uuid[]))
+        SELECT k.id, k.parent_id,
+               k.status = 'open' AND NOT (k.project_id = ANY (%(hidden)s::uuid[]))
         FROM nodes k WHERE k.parent_id = c.id
     ) x
-    WHERE c.walk
-), picked AS (
-    SELECT id FROM cone LIMIT %(bound)s
+    WHERE c.walk AND x.id <> %(id)s
+), picked AS MATERIALIZED (
+    SELECT id, walk, parent_id FROM cone LIMIT %(bound)s
+), up (id) AS (
+    SELECT c.parent_id FROM picked c
+    WHERE c.walk AND c.parent_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM picked w WHERE w.id = c.parent_id AND w.walk)
+    UNION
+    SELECT a.parent_id FROM up
+    CROSS JOIN LATERAL (SELECT n.parent_id FROM nodes n WHERE n.id = up.id OFFSET 0) a
+    WHERE a.parent_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM picked w WHERE w.id = a.parent_id AND w.walk)
 )
-SELECT n.*, ARRAY(SELECT e.from_id FROM edges e WHERE e.to_id = n.id) AS sources
-FROM picked x JOIN nodes n ON n.id = x.id AND n.org_id = %(org)s
+SELECT n.*, CASE WHEN c.walk
+    THEN ARRAY(SELECT e.from_id FROM edges e WHERE e.to_id = c.id) ELSE '{}' END AS sources,
+    CASE WHEN c.id = %(id)s THEN /*:_claimed*/ END AS leased
+FROM picked c CROSS JOIN LATERAL (
+    SELECT /*:_node_columns*/ FROM nodes n WHERE n.id = c.id AND n.org_id = %(org)s OFFSET 0
+) n
+UNION ALL
+SELECT n.*, NULL, NULL FROM up CROSS JOIN LATERAL (
+    SELECT /*:_node_columns*/ FROM nodes n WHERE n.id = up.id AND n.org_id = %(org)s OFFSET 0
+) n
+WHERE NOT EXISTS (SELECT 1 FROM picked w WHERE w.id = up.id)
+
+-- name: _node_columns
+-- A node's columns as node_from_row reads them (n.* carries the search vector too).
+n.id, n.org_id, n.project_id, n.number, n.parent_id, n.kind, n.title, n.body, n.status,
+n.priority, n.assignee_kind, n.assignee, n.labels, n.held_at, n.held_by, n.held_reason,
+n.hold_group, n.result, n.context_id, n.created_by, n.created_at, n.updated_at
