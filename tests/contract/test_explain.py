@@ -260,3 +260,37 @@ async def test_a_chain_deeper_than_pythons_recursion_is_explained(sk: skift.Loca
     assert ex.kinds() == ["blocked_by", "no_path"]
     assert ex.reasons[0].detail["ref"] == "x#1200"
     assert ex.reasons[1].detail["at"] == "x#1"
+
+
+async def test_holds_above_the_cone_and_readiness_from_it(sk: skift.LocalSkift) -> None:
+    """The parents above the cone are read with it: a hold on a blocker's grandparent (above
+    the cone) stalls the blocker, and Explain's ready, derived from the cone, agrees with
+    get's (a done blocker, a held ancestor, a leased node)."""
+    p = await sk.create_project("X")
+    await sk.patch(
+        p.slug,
+        [
+            skift.CreateNode(alias="top", title="Top"),
+            skift.CreateNode(alias="mid", title="Mid", parent="top"),
+            skift.CreateNode(alias="up", title="Upstream", parent="mid"),
+            skift.CreateNode(alias="done", title="Done first"),
+            skift.CreateNode(alias="down", title="Downstream", blocked_by=("up", "done")),
+            skift.CreateNode(alias="free", title="Free", blocked_by=("done",)),
+        ],
+    )
+    await sk.complete("x#4", result="ok")
+    await sk.hold("x#1", reason="parked")
+    ex = await sk.explain("x#5")
+    (blocked,) = ex.reasons
+    assert blocked.detail["ref"] == "x#3"
+    assert blocked.detail["held"]["on"] == "x#1"
+    for ref in ("x#1", "x#2", "x#3", "x#5", "x#6"):
+        assert (await sk.explain(ref)).ready == (await sk.get(ref)).ready, ref
+    assert (await sk.explain("x#6")).ready
+    await sk.unhold("x#1", reason="back")
+    assert (await sk.explain("x#3")).ready
+    agent = sk.acting_as(skift.Agent("bot"))
+    claim = await agent.claim_next()
+    ex = await sk.explain(claim.node.ref)
+    assert not ex.ready
+    assert "leased" in ex.kinds()

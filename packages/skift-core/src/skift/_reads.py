@@ -358,18 +358,18 @@ class _Cone:
         cone, or None when the cone was cut at its bound (its edges may be missing)."""
         if not self.complete:
             return None
-        near: dict[UUID, Node] = {}
-        chain = [*self.sources[0], *self.children[0]]
-        j = self.parent[0]
-        while j >= 0 and self.nodes[j].id not in near:
-            chain.append(j)
-            near[self.nodes[j].id] = self.nodes[j]
-            j = self.parent[j]
-        near.update((self.nodes[k].id, self.nodes[k]) for k in chain)
+        # the root's blockers and children, and its parents up to the nearest held one
+        # (the rule walks up no further than the first hold; with none above, not at all)
+        near = [*self.sources[0], *self.children[0]]
+        holder = self._held_above(0)
+        j = self.parent[0] if holder > 0 else -1
+        while j >= 0:
+            near.append(j)
+            j = self.parent[j] if j != holder else -1
         root = self.nodes[0]
         return readiness.derive(
             root,
-            nodes=near,
+            nodes={self.nodes[k].id: self.nodes[k] for k in near},
             blockers=[self.nodes[b].id for b in self.sources[0]],
             children=[self.nodes[c].id for c in self.children[0]],
             projects=self.projects,
