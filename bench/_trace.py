@@ -1,4 +1,5 @@
-"""Count and capture the statements skift sends, for round trips and EXPLAIN plans.
+"""Count the statements skift sends and the round trips they cost, and capture them for
+EXPLAIN plans.
 
 The store's named queries are matched back to their names through
 ``skift_pg``'s query table; this is measurement code, so it reaches into
@@ -7,14 +8,16 @@ the store's private query loader rather than asking the store for a hook.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import Generator
+from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from skift_pg._queries import queries  # pyright: ignore[reportPrivateUsage]
 
@@ -99,3 +102,65 @@ async def explain(dsn: str, t: Trace, *, only: tuple[str, ...] | None = None) ->
                 cur = await conn.execute(b"EXPLAIN (ANALYZE, BUFFERS) " + query, params)
                 plans[name] = "\n".join(r[0] for r in await cur.fetchall())
     return plans
+
+
+@dataclass
+class RoundTrips:
+    """Round trips counted by :func:`round_trips` while ``counting`` is on."""
+
+    count: int = 0
+    counting: bool = False
+
+
+@contextlib.asynccontextmanager
+async def round_trips(dsn: str) -> AsyncGenerator[tuple[str, RoundTrips]]:
+    """A TCP proxy in front of the server ``dsn`` names, and the DSN that goes through it.
+
+    A round trip is counted each time the server answers after the client spoke: the
+    client sending several statements before it waits (a pipeline) is one, a statement
+    sent and waited for is one, whatever library or protocol detail is behind it. This
+    is the honest count of waits on the network, not of statements.
+    """
+    params = conninfo_to_dict(dsn)
+    host = str(params.get("host") or "127.0.0.1")
+    port = int(str(params.get("port") or 5432))
+    rt = RoundTrips()
+    open_writers: set[asyncio.StreamWriter] = set()
+    handlers: set[asyncio.Task[Any]] = set()
+
+    async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        open_writers.add(client_w)
+        server_r, server_w = await asyncio.open_connection(host, port)
+        open_writers.add(server_w)
+        spoke = [False]  # the client sent something the server has not answered yet
+
+        async def pump(r: asyncio.StreamReader, w: asyncio.StreamWriter, up: bool) -> None:
+            try:
+                while data := await r.read(65536):
+                    if up:
+                        spoke[0] = True
+                    elif spoke[0]:
+                        spoke[0] = False
+                        if rt.counting:
+                            rt.count += 1
+                    w.write(data)
+                    await w.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                w.close()
+
+        await asyncio.gather(pump(client_r, server_w, True), pump(server_r, client_w, False))
+
+    proxy = await asyncio.start_server(serve, "127.0.0.1", 0)
+    proxy_port = proxy.sockets[0].getsockname()[1]
+    try:
+        yield make_conninfo(dsn, host="127.0.0.1", port=str(proxy_port)), rt
+    finally:
+        proxy.close()
+        for w in open_writers:
+            w.close()
+        await asyncio.gather(*handlers, return_exceptions=True)

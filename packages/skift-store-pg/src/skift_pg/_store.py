@@ -49,8 +49,9 @@ from skift import (
 from . import _retention as retention
 from . import _webhooks as webhooks
 from ._queries import q
-from ._rows import Conn, Row, org_lock_key, principal_from_row
+from ._rows import Conn, org_lock_key, principal_from_row
 from ._signin import PgSignins
+from ._tx import PgConn
 from ._tx_content import ContentTx
 from ._tx_graph import GraphTx
 
@@ -105,7 +106,7 @@ class PgStore:
         self.listen = listen
         self.limits = limits or Limits()
         timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
-        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+        self._pool: AsyncConnectionPool[PgConn] = AsyncConnectionPool(
             dsn,
             min_size=min_size,
             max_size=max_size,
@@ -123,7 +124,7 @@ class PgStore:
                 "options": f"-c statement_timeout={timeout_ms} -c plan_cache_mode=force_custom_plan"
                 " -c jit=off",
             },
-            connection_class=psycopg.AsyncConnection[Row],
+            connection_class=PgConn,
             timeout=pool_timeout,
         )
         self._probe: psycopg.AsyncConnection[TupleRow] | None = None
@@ -171,15 +172,21 @@ class PgStore:
 
     @asynccontextmanager
     async def transaction(self, org_id: UUID, *, graph_lock: bool = False) -> AsyncGenerator[PgTx]:
+        """One transaction in one pipeline (see skift_pg._tx): BEGIN rides with the first
+        statement, COMMIT with the wake-up of ClaimNext waiters."""
         await self._ensure_open()
         with _driver_errors():
-            async with self._pool.connection(self._wait()) as conn, conn.transaction():
+            async with self._pool.connection(self._wait()) as conn:
                 tx = PgTx(conn, org_id, self._offset, secret=self.secret)
-                if graph_lock:
-                    await tx.exec("graph_lock", key=org_lock_key(org_id))
-                yield tx
-                if tx.wrote and not tx.notified:
-                    await tx.exec("notify", org=str(org_id))
+                await tx.begin()
+                try:
+                    if graph_lock:
+                        await tx.exec("graph_lock", key=org_lock_key(org_id))
+                    yield tx
+                    await tx.commit()
+                except BaseException:
+                    await tx.abort()
+                    raise
 
     @asynccontextmanager
     async def _connection(self) -> AsyncGenerator[Conn]:

@@ -1,20 +1,30 @@
 """One transaction's plumbing: running named queries on its connection, scoped to its
 organization, and the transaction's clock.
+
+A transaction runs in one psycopg pipeline: BEGIN goes out with the first statement, a
+write whose result nobody reads goes out without waiting for its answer (an error in it is
+raised by the next read, or at commit), and COMMIT goes with the wake-up of ClaimNext waiters
+in one round trip. Only reads wait for PostgreSQL, so a transaction costs one round trip per
+read plus one for COMMIT. COPY cannot run in a pipeline: a transaction that copies leaves it
+(:meth:`TxBase._unpipe`) and runs the rest statement by statement.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Final
 from uuid import UUID
 
-from psycopg import sql
+import psycopg
+from psycopg import AsyncPipeline, pq, sql
 
 from skift import Project, Restriction
 
 from ._queries import q
-from ._rows import Conn, Row
+from ._rows import Row
 
 COPY_FROM: Final = 64
 """From this many rows a batch insert goes as COPY (an import's thousands of nodes, edges,
@@ -25,12 +35,34 @@ COPY_ROWS: Final = 2000
 timeout however large the batch (100,000 nodes are 50 statements)."""
 
 
+NO_CAPS: Final = ("no_caps",)
+"""The read-ahead key of "no node carries a cap" (get_cursor brings it along)."""
+
+
+class PgConn(psycopg.AsyncConnection[Row]):
+    """A pooled connection: psycopg's, with transaction control sent as psycopg sends its own."""
+
+    async def command(self, command: bytes) -> None:
+        """Send BEGIN, COMMIT or ROLLBACK: queued in a pipeline (it goes out with the next
+        statement), else sent and awaited.
+
+        Not psycopg's ``rollback()`` or a transaction block's: those also forget every
+        prepared statement of the connection (DEALLOCATE ALL, and each statement parsed
+        and planned again), while PostgreSQL keeps prepared statements across a rollback
+        and psycopg already forgets the one whose preparation failed. A NothingReady or a
+        claim lost to a concurrent claimer rolls back; it costs one round trip, not the
+        connection's statement cache.
+        """
+        async with self.lock:
+            await self.wait(self._exec_command(command))
+
+
 class TxBase:
     """A connection inside one transaction in one organization, and named queries over it."""
 
     def __init__(
         self,
-        conn: Conn,
+        conn: PgConn,
         org_id: UUID,
         offset: timedelta,
         *,
@@ -52,24 +84,77 @@ class TxBase:
         self._projects: dict[UUID, Project] = {}
         self._slugs: dict[str, UUID] = {}
         self.wrote = False
-        # Whether a statement of this transaction already asked PostgreSQL to wake
-        # ClaimNext waiters at commit (insert_event does), so `notify` need not.
-        self.notified = False
+        # Reads a statement brought along for a later call of this transaction (the
+        # reservation of a request brings whether its id was applied before, the claim
+        # cursor whether any cap exists), by key; any write drops them all.
+        self._ahead: dict[tuple[Any, ...], Any] = {}
+        self._pipe_cm: AbstractAsyncContextManager[AsyncPipeline] | None = None
+        self._pipe: AsyncPipeline | None = None
+
+    def _written(self) -> None:
+        """Note a write: the transaction wakes waiters at commit, and what was read ahead
+        may be stale."""
+        self.wrote = True
+        self._ahead.clear()
+
+    async def begin(self) -> None:
+        """Enter the pipeline and queue BEGIN (it goes out with the first statement)."""
+        cm = self._conn.pipeline()
+        self._pipe = await cm.__aenter__()
+        self._pipe_cm = cm
+        await self._conn.command(b"BEGIN")
+
+    async def commit(self) -> None:
+        """COMMIT, then wake ClaimNext waiters if anything was written: both in one round trip.
+
+        The wake-up is a statement of its own after COMMIT, not part of the writing
+        transaction: a transaction that NOTIFYs holds a database-wide lock from its
+        pre-commit through its WAL flush, and every committing claimer queued on it. It
+        commits without waiting for its WAL flush (queries/graph.sql, ``wake``). A crash
+        between the two loses only the wake-up: a waiting ClaimNext polls at least once a
+        second (``WorkApi.claim_next``), so a waiter is late, never stuck.
+        """
+        await self._conn.command(b"COMMIT")
+        if self.wrote:
+            await self._conn.execute(q("wake"), {"org": str(self._org)})
+        await self._unpipe()
+
+    async def abort(self) -> None:
+        """End a failed transaction: leave the pipeline (its pending error, if any, is the
+        caller's exception's consequence) and roll back whatever is still open. A broken
+        connection is left to the pool, which discards it."""
+        with contextlib.suppress(psycopg.Error):
+            await self._unpipe()
+        pgconn = self._conn.pgconn
+        if pgconn.status == pq.ConnStatus.OK and pgconn.transaction_status in (
+            pq.TransactionStatus.INTRANS,
+            pq.TransactionStatus.INERROR,
+        ):
+            with contextlib.suppress(psycopg.Error):  # a broken connection: the pool discards it
+                await self._conn.command(b"ROLLBACK")
+
+    async def _unpipe(self) -> None:
+        """Leave the pipeline: send what is queued, wait for every answer (raising the
+        first error) and go on statement by statement (COPY needs it)."""
+        cm, self._pipe_cm, self._pipe = self._pipe_cm, None, None
+        if cm is not None:
+            await cm.__aexit__(None, None, None)
 
     async def send(self, name: str, /, **params: Any) -> None:
         """A write whose row count nobody reads."""
         await self._conn.execute(q(name), {"org": self._org, **params})
-        self.wrote = True
+        self._written()
 
     async def _send_many(self, name: str, params: Sequence[Row]) -> None:
         """One statement per row, sent as one batch (psycopg pipelines executemany);
-        a single row goes as a plain statement (a pipeline costs two more round trips)."""
+        a single row goes as a plain statement (outside the transaction's pipeline, after
+        a COPY, a pipeline of its own costs two more round trips)."""
         if len(params) == 1:
             await self._conn.execute(q(name), params[0])
         else:
             async with self._conn.cursor() as cur:
                 await cur.executemany(q(name), params)
-        self.wrote = True
+        self._written()
 
     async def _copy(
         self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
@@ -79,10 +164,11 @@ class TxBase:
         query = sql.SQL("COPY {} ({}) FROM STDIN").format(
             sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
         )
+        await self._unpipe()
         async with self._conn.cursor() as cur, cur.copy(query) as copy:
             for row in rows:
                 await copy.write_row(row)
-        self.wrote = True
+        self._written()
 
     async def _insert_rows(self, name: str, table: str, params: Sequence[Row]) -> None:
         """Insert rows: the named statement per row for a few, COPY for many. The columns
@@ -107,8 +193,11 @@ class TxBase:
         await self._conn.execute(q(name), {"org": self._org, **params})
 
     async def write(self, name: str, /, **params: Any) -> int:
+        """A write whose row count is read: it waits for PostgreSQL's answer."""
         cur = await self._conn.execute(q(name), {"org": self._org, **params})
-        self.wrote = True
+        self._written()
+        if self._pipe is not None:
+            await self._pipe.sync()
         return cur.rowcount
 
     async def rows(self, name: str, /, **params: Any) -> list[Row]:

@@ -44,7 +44,7 @@ from ._rows import (
     origin_from_row,
     usage_from_row,
 )
-from ._tx import COPY_FROM, TxBase
+from ._tx import COPY_FROM, NO_CAPS, TxBase
 from ._webhooks import PgWebhooksTx
 
 
@@ -265,6 +265,8 @@ class ContentTx(TxBase, PgWebhooksTx):
         )
 
     async def capped_nodes(self) -> list[Budget]:
+        if self._ahead.pop(NO_CAPS, False):  # get_cursor found none
+            return []
         return [budget_from_row(r) for r in await self.rows("capped_nodes")]
 
     async def subtree_ids(self, root: UUID) -> list[UUID]:
@@ -290,7 +292,7 @@ class ContentTx(TxBase, PgWebhooksTx):
         ]
         async with self._conn.cursor() as cur:
             await cur.executemany(q("insert_artifact"), params)
-        self.wrote = True
+        self._written()
 
     async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
         if not node_ids:
@@ -364,11 +366,9 @@ class ContentTx(TxBase, PgWebhooksTx):
         elif len(params) < COPY_FROM:
             await self._send_many("insert_event", params)
             await self.announce(events)
-        else:  # an import's thousands: COPY, and the wake-up insert_event would have sent
+        else:  # an import's thousands: COPY
             await self._insert_rows("insert_event", "events", params)
-            await self.exec("notify", org=str(self._org))
             await self.announce(events)
-        self.notified = True
 
     async def events(
         self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()

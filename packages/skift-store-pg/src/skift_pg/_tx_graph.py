@@ -43,7 +43,7 @@ from ._rows import (
     project_from_row,
     project_params,
 )
-from ._tx import TxBase
+from ._tx import NO_CAPS, TxBase
 
 
 class GraphTx(TxBase):
@@ -145,9 +145,16 @@ class GraphTx(TxBase):
         known = self._slugs.get(slug)
         if known is not None and known in self._projects:
             return self._projects[known]
-        row = await self.row("project_by_slug", slug=slug)
-        if row is None:
-            return None
+        if self._now is None:  # the transaction's first read: the clock comes along
+            row = await self.row("project_by_slug_primed", slug=slug, offset=self._offset)
+            assert row is not None
+            self._keep(row)
+            if row["id"] is None:
+                return None
+        else:
+            row = await self.row("project_by_slug", slug=slug)
+            if row is None:
+                return None
         self._slugs[slug] = row["id"]
         return self._remember(project_from_row(row))
 
@@ -193,7 +200,7 @@ class GraphTx(TxBase):
         cur = await self._conn.execute(
             q("allocate_numbers"), {"org": self._org, "id": project_id, "count": count}
         )
-        self.wrote = True
+        self._written()
         row = await cur.fetchone()
         assert row is not None
         return int(row["first"])
@@ -428,6 +435,8 @@ class GraphTx(TxBase):
         )
         assert row is not None
         self._keep(row)
+        if not row["has_caps"]:
+            self._ahead[NO_CAPS] = True
         return row["project_id"]
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
@@ -454,7 +463,8 @@ class GraphTx(TxBase):
         if self._now is None:
             self._now = row["now"]
         if row["request_id"] is not None:
-            self.wrote = True
+            self._written()
+            self._ahead[("applied", principal_id, request_id)] = row["applied_at"]
             return None
         found = await self.row("get_request", principal=principal_id, rid=request_id)
         assert found is not None
@@ -468,5 +478,9 @@ class GraphTx(TxBase):
         )
 
     async def request_applied_at(self, principal_id: UUID, request_id: str) -> datetime | None:
+        key = ("applied", principal_id, request_id)
+        if key in self._ahead:  # read by reserve_request
+            applied: datetime | None = self._ahead.pop(key)
+            return applied
         row = await self.row("request_applied_at", principal=principal_id, rid=request_id)
         return row["at"] if row else None

@@ -251,9 +251,13 @@ SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
 -- Serialize writes that change the wait relation within one organization.
 SELECT pg_advisory_xact_lock(%(key)s)
 
--- name: notify
--- Wake ClaimNext waiters of this organization once the transaction commits.
-SELECT pg_notify('skift_changes', %(org)s::text)
+-- name: wake
+-- Wake ClaimNext waiters of this organization: sent right after a writing transaction's
+-- COMMIT, in a transaction of its own (a NOTIFY inside the writing transaction held
+-- PostgreSQL's database-wide notify lock through that transaction's WAL flush, and
+-- concurrent commits queued on it). It commits without waiting for its WAL flush: a
+-- wake-up lost to a crash only delays a waiter until its next poll (at most a second).
+SELECT pg_notify('skift_changes', %(org)s::text), set_config('synchronous_commit', 'off', true)
 
 -- name: ensure_org
 -- The organization of this name, created on first use.
@@ -299,6 +303,16 @@ SELECT * FROM projects WHERE org_id = %(org)s AND id = %(id)s FOR UPDATE
 -- The project a current or retired slug names.
 SELECT p.* FROM project_slugs s JOIN projects p ON p.id = s.project_id
 WHERE s.org_id = %(org)s AND s.slug = %(slug)s
+
+-- name: project_by_slug_primed
+-- project_by_slug as a transaction's first read: the clock, the restricted projects and the
+-- stored policy's digest come along (`now`'s columns; the project's are null when the slug
+-- names none), one round trip for both.
+SELECT p.*, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
+       /*:_policy_digest*/ AS policy_digest
+FROM (SELECT) AS one
+LEFT JOIN (project_slugs s JOIN projects p ON p.id = s.project_id)
+    ON s.org_id = %(org)s AND s.slug = %(slug)s
 
 -- name: projects_by_id
 -- Several projects.
@@ -471,12 +485,14 @@ FOR UPDATE SKIP LOCKED
 -- name: get_cursor
 -- The caller's rotation cursor for one filter, the transaction's clock and the
 -- restricted projects (the first statement of Ready and ClaimNext brings them
--- along: two round trips fewer).
+-- along: two round trips fewer), and whether any node carries a cap (ClaimNext's
+-- capped_nodes is then no round trip: an index probe of budgets_caps).
 SELECT (
     SELECT project_id FROM claim_cursors
     WHERE org_id = %(org)s AND principal_id = %(principal)s AND filter_hash = %(hash)s
 ) AS project_id, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
-  /*:_policy_digest*/ AS policy_digest
+  /*:_policy_digest*/ AS policy_digest,
+  EXISTS (SELECT 1 FROM budgets WHERE org_id = %(org)s AND cap IS NOT NULL) AS has_caps
 
 -- name: set_cursor
 -- Advance the caller's rotation cursor after a claim.
@@ -488,14 +504,16 @@ DO UPDATE SET project_id = excluded.project_id, updated_at = excluded.updated_at
 -- name: reserve_request
 -- Reserve a request id; waits on a concurrent transaction holding the same id.
 -- request_id is null when the id was taken. The transaction's clock comes along
--- (a patch's first use of it: one round trip fewer).
+-- (a patch's first use of it: one round trip fewer), and when events first carried the
+-- id (request_applied_at, asked next for a new id: one round trip fewer).
 WITH ins AS (
     INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
     VALUES (%(org)s, %(principal)s, %(rid)s, %(fingerprint)s, now() + %(offset)s::interval)
     ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
     RETURNING request_id
 )
-SELECT (SELECT request_id FROM ins) AS request_id, now() + %(offset)s::interval AS now
+SELECT (SELECT request_id FROM ins) AS request_id, now() + %(offset)s::interval AS now,
+       (/*:_request_applied_at*/) AS applied_at
 
 -- name: get_request
 -- What an earlier request with this id asked for and got.
@@ -508,15 +526,12 @@ UPDATE requests SET response = %(response)s
 WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: insert_event
--- Append an event, and wake ClaimNext waiters of this organization once the transaction
--- commits (what `notify` does, riding along: a transaction that appends an event sends no
--- `notify` of its own; PostgreSQL delivers one notification however many rows ask).
+-- Append an event (ClaimNext waiters are woken after the commit: `wake`).
 INSERT INTO events (id, org_id, project_id, node_id, principal_id, principal_kind, on_behalf_of,
                     identity_scheme, request_id, op, reason, before, after, occurred_at)
-SELECT %(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
-       %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
-       %(after)s, %(occurred_at)s
-FROM (SELECT pg_notify('skift_changes', %(org)s::text)) AS wake
+VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
+        %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
+        %(after)s, %(occurred_at)s)
 
 -- name: events
 -- The newest events (optionally of one node), returned oldest first.

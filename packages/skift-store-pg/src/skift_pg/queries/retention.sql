@@ -30,7 +30,11 @@ SELECT * FROM prune_runs ORDER BY at DESC LIMIT 1
 
 -- name: request_applied_at
 -- When this principal's events first carried a request id (reads events_request).
-SELECT min(occurred_at) AS at FROM events
+SELECT (/*:_request_applied_at*/) AS at
+
+-- name: _request_applied_at
+-- The time of request_applied_at (reserve_request brings it along).
+SELECT min(occurred_at) FROM events
 WHERE org_id = %(org)s AND request_id = %(rid)s AND principal_id = %(principal)s
 
 -- name: blob_rows_count

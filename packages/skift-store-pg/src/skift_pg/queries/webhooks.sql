@@ -52,16 +52,15 @@ WITH ev AS (
 /*:_announce*/
 
 -- name: insert_event_announced
--- Append one event, wake ClaimNext waiters at commit (as insert_event does), and coalesce
--- it into the open deliveries of its project's endpoints: a write of one event costs no
--- round trip more for webhooks.
+-- Append one event and coalesce it into the open deliveries of its project's endpoints:
+-- a write of one event costs no statement more for webhooks (ClaimNext waiters are woken
+-- after the commit: `wake`).
 WITH ev AS (
     INSERT INTO events (id, org_id, project_id, node_id, principal_id, principal_kind, on_behalf_of,
                         identity_scheme, request_id, op, reason, before, after, occurred_at)
-    SELECT %(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
-           %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
-           %(after)s, %(occurred_at)s
-    FROM (SELECT pg_notify('skift_changes', %(org)s::text)) AS wake
+    VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
+            %(on_behalf_of)s, %(identity_scheme)s, %(request_id)s, %(op)s, %(reason)s, %(before)s,
+            %(after)s, %(occurred_at)s)
     RETURNING project_id, op, id
 ),
 /*:_announce*/

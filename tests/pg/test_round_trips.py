@@ -1,0 +1,106 @@
+"""Round trips to PostgreSQL of the claim path (issue 19), counted on the wire.
+
+A TCP proxy between the store and PostgreSQL (bench._trace.round_trips) counts each
+time the server answers after the client spoke: BEGIN, COMMIT, the wake-up and any
+statement psycopg sends on its own count like every other exchange.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import skift
+from skift_pg import PgStore
+
+
+def _load_trace() -> ModuleType:
+    """bench/_trace.py, by path: in the tests the name ``bench`` is tests/bench."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "_trace.py"
+    spec = importlib.util.spec_from_file_location("bench_trace", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_trace = _load_trace()
+RoundTrips = _trace.RoundTrips
+round_trips = _trace.round_trips
+
+pytestmark = pytest.mark.pg
+
+PAIR_BUDGET = 15
+"""ClaimNext + complete, BEGIN and COMMIT included: 27 before issue 19 (13 + 14); the
+issue's target is 8."""
+
+NOTHING_READY_BUDGET = 5
+"""A ClaimNext that finds nothing: its reads, and the rollback (7 before issue 19, and a
+DEALLOCATE ALL that had every later statement parsed again)."""
+
+
+@pytest.fixture
+async def counted(pg_dsn: str) -> AsyncIterator[tuple[skift.LocalSkift, RoundTrips, PgStore]]:
+    """An agent whose store goes through the counting proxy (one connection, no LISTEN),
+    and a graph with work to claim."""
+    async with skift.LocalSkift(PgStore(pg_dsn), principal=skift.User("person")) as person:
+        proj = await person.create_project("Rt")
+        await person.patch(proj.slug, [skift.CreateNode(title=f"n{i}") for i in range(12)])
+    async with round_trips(pg_dsn) as (dsn, rt):
+        store = PgStore(dsn, min_size=1, max_size=1, listen=False)
+        async with skift.LocalSkift(store, principal=skift.Agent("agent")) as agent:
+            # warm up: the first calls read the principal, prepare statements
+            for _ in range(6):
+                c = await agent.claim_next()
+                await agent.complete(c.node.ref, lease=c.lease.id)
+            yield agent, rt, store
+
+
+async def _prepared(store: PgStore) -> int:
+    async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
+        cur = await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+async def test_claim_and_complete_stay_within_their_round_trips(
+    counted: tuple[skift.LocalSkift, RoundTrips, PgStore],
+) -> None:
+    agent, rt, _ = counted
+    for _ in range(3):
+        rt.count, rt.counting = 0, True
+        c = await agent.claim_next()
+        await agent.complete(c.node.ref, lease=c.lease.id)
+        rt.counting = False
+        assert rt.count <= PAIR_BUDGET, f"claim + complete took {rt.count} round trips"
+
+
+async def test_nothing_ready_costs_its_reads_and_keeps_prepared_statements(
+    counted: tuple[skift.LocalSkift, RoundTrips, PgStore],
+) -> None:
+    """A failed claim rolls back without psycopg's DEALLOCATE ALL: the statements the
+    connection prepared are still prepared after it."""
+    agent, rt, store = counted
+    while True:
+        try:
+            c = await agent.claim_next()
+        except skift.NothingReady:
+            break
+        await agent.complete(c.node.ref, lease=c.lease.id)
+    before = await _prepared(store)
+    assert before > 0
+    for _ in range(3):
+        rt.count, rt.counting = 0, True
+        with pytest.raises(skift.NothingReady):
+            await agent.claim_next()
+        rt.counting = False
+        assert rt.count <= NOTHING_READY_BUDGET, f"a failed claim took {rt.count} round trips"
+    assert await _prepared(store) >= before
