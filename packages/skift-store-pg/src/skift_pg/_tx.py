@@ -88,6 +88,8 @@ class TxBase:
         # reservation of a request brings whether its id was applied before, the claim
         # cursor whether any cap exists), by key; any write drops them all.
         self._ahead: dict[tuple[Any, ...], Any] = {}
+        # the node lock_next_ready took (ClaimNext's reads of it are sent ahead)
+        self._claimed: UUID | None = None
         self._pipe_cm: AbstractAsyncContextManager[AsyncPipeline] | None = None
         self._pipe: AsyncPipeline | None = None
 
@@ -96,6 +98,18 @@ class TxBase:
         may be stale."""
         self.wrote = True
         self._ahead.clear()
+
+    async def _read_ahead(self, key: tuple[Any, ...], name: str, /, **params: Any) -> None:
+        """Send a read this transaction will ask next, to be answered in the round trip of
+        the read about to be awaited (in a pipeline; outside one, nothing is sent). Taken
+        back with :meth:`_ahead_rows` while no write came between."""
+        if self._pipe is not None:
+            self._ahead[key] = await self._conn.execute(q(name), {"org": self._org, **params})
+
+    async def _ahead_rows(self, key: tuple[Any, ...]) -> list[Row] | None:
+        """The rows of a read sent ahead under ``key``, or None when there is none."""
+        cur: psycopg.AsyncCursor[Row] | None = self._ahead.pop(key, None)
+        return None if cur is None else await cur.fetchall()
 
     async def begin(self) -> None:
         """Enter the pipeline and queue BEGIN (it goes out with the first statement)."""
@@ -144,6 +158,11 @@ class TxBase:
         """A write whose row count nobody reads."""
         await self._conn.execute(q(name), {"org": self._org, **params})
         self._written()
+
+    async def send_keeping_ahead(self, name: str, /, **params: Any) -> None:
+        """:meth:`send` for a write of nothing any read sent ahead reads (the claim cursor)."""
+        await self._conn.execute(q(name), {"org": self._org, **params})
+        self.wrote = True
 
     async def _send_many(self, name: str, params: Sequence[Row]) -> None:
         """One statement per row, sent as one batch (psycopg pipelines executemany);

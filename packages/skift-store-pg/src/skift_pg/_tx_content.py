@@ -131,7 +131,8 @@ class ContentTx(TxBase, PgWebhooksTx):
         return await self._with_revisions(await self.rows("comments_of", ids=list(node_ids)))
 
     async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
-        row = await self.row("comment_hint", id=node_id)
+        ahead = await self._ahead_rows(("hint", node_id))  # a claim's (GraphTx.edges_into)
+        row = ahead[0] if ahead else await self.row("comment_hint", id=node_id)
         assert row is not None
         return int(row["unresolved"]), row["newest_at"]
 

@@ -122,7 +122,9 @@ class GraphTx(TxBase):
                 kind=PrincipalKind(r[f"{side}_kind"]),
             )
 
-        rows = await self.rows("authors", ids=list(set(ids)))
+        rows = await self._ahead_rows(("authors", frozenset(ids)))
+        if rows is None:
+            rows = await self.rows("authors", ids=list(set(ids)))
         return {
             r["node_id"]: Authors(body=writer(r, "body"), result=writer(r, "result")) for r in rows
         }
@@ -254,7 +256,23 @@ class GraphTx(TxBase):
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]:
         if not ids:
             return []
-        return [edge_from_row(r) for r in await self.rows("edges_into", ids=list(ids))]
+        claimed = self._claimed
+        if claimed is None or list(ids) != [claimed]:
+            return [edge_from_row(r) for r in await self.rows("edges_into", ids=list(ids))]
+        # A claim, after its writes, reads the edges into the node it took, then who wrote
+        # it and their sources, its derived facts and its comments hint (Work._take): all
+        # sent now, one round trip.
+        cur = await self._conn.execute(q("edges_into"), {"org": self._org, "ids": [claimed]})
+        await self._read_ahead(("authors", claimed), "authors_of_claim", id=claimed)
+        await self._read_ahead(
+            ("derive", frozenset([claimed])), "derive", ids=[claimed], now=await self.now()
+        )
+        await self._read_ahead(("hint", claimed), "comment_hint", id=claimed)
+        edges = [edge_from_row(r) for r in await cur.fetchall()]
+        if ("authors", claimed) in self._ahead:
+            sources = frozenset([claimed, *(e.from_id for e in edges)])
+            self._ahead[("authors", sources)] = self._ahead.pop(("authors", claimed))
+        return edges
 
     async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]:
         if not ids:
@@ -298,6 +316,9 @@ class GraphTx(TxBase):
         return lease_from_row(row) if row else None
 
     async def unreleased_lease(self, node_id: UUID) -> Lease | None:
+        ahead = await self._ahead_rows(("unreleased", node_id))
+        if ahead is not None:  # read right behind lock_next_ready
+            return lease_from_row(ahead[0]) if ahead else None
         row = await self.row("unreleased_lease", id=node_id)
         return lease_from_row(row) if row else None
 
@@ -346,7 +367,9 @@ class GraphTx(TxBase):
     async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
         if not ids:
             return {}
-        rows = await self.rows("derive", ids=list(ids), now=await self.now())
+        rows = await self._ahead_rows(("derive", frozenset(ids)))
+        if rows is None:
+            rows = await self.rows("derive", ids=list(ids), now=await self.now())
         return {
             r["id"]: Derived(
                 blocked=r["blocked"],
@@ -417,9 +440,18 @@ class GraphTx(TxBase):
 
     async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
         params = await self._query_params(query)
-        row = await self.row("lock_next_ready", **params, after=query.after_project)
+        cur = await self._conn.execute(
+            q("lock_next_ready"), {"org": self._org, **params, "after": query.after_project}
+        )
+        # the claim's next question, whether the node has an unreleased lease, goes along
+        await self._read_ahead(("unreleased",), "unreleased_lease_of_claimed")
+        row = await cur.fetchone()
+        ahead = self._ahead.pop(("unreleased",), None)
         if row is None:
             return None
+        self._claimed = row["id"]
+        if ahead is not None:
+            self._ahead[("unreleased", row["id"])] = ahead
         self._remember(
             project_from_row(
                 {"id": row["project_id"], "org_id": row["org_id"]}
@@ -440,7 +472,7 @@ class GraphTx(TxBase):
         return row["project_id"]
 
     async def set_cursor(self, principal_id: UUID, filter_hash: str, project_id: UUID) -> None:
-        await self.send(
+        await self.send_keeping_ahead(  # the claim's lease check was read ahead
             "set_cursor",
             principal=principal_id,
             hash=filter_hash,

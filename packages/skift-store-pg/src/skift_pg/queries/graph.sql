@@ -182,8 +182,18 @@ LIMIT 1
 SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
        p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
        p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
-       p.hold_group AS p_hold_group, p.created_at AS p_created_at, p.readers AS p_readers
+       p.hold_group AS p_hold_group, p.created_at AS p_created_at, p.readers AS p_readers,
+       set_config('skift.claimed', x.id::text, true) AS claimed_mark
 FROM picked x JOIN projects p ON p.id = x.project_id
+
+-- name: unreleased_lease_of_claimed
+-- unreleased_lease of the node lock_next_ready just locked (named by the transaction's
+-- skift.claimed setting), sent in the same round trip right behind it: a statement of its
+-- own, so its snapshot is taken after the lock, as the claim's check of a lease committed
+-- meanwhile needs (Work._take).
+SELECT * FROM leases
+WHERE org_id = %(org)s AND released_at IS NULL
+  AND node_id = nullif(current_setting('skift.claimed', true), '')::uuid
 
 -- name: derive
 -- The derived facts of some nodes: blocked, held, claimed, open children, archived.
@@ -591,10 +601,26 @@ WHERE e.org_id = %(org)s AND e.node_id = ANY (%(ids)s::uuid[]) AND e.principal_k
 -- one statement. Tenancy is checked on the node row (a node's events are its
 -- organization's): an org_id test on events would invite the planner to AND
 -- in the organization's whole events_org_time range for every node.
+/*:_authors_columns*/
+FROM unnest(%(ids)s::uuid[]) AS i (id)
+/*:_authors_of*/
+
+-- name: authors_of_claim
+-- authors of a claimed node and of the sources of the edges into it: what the claim asks
+-- once it has read those edges, sent with them (one round trip for both).
+/*:_authors_columns*/
+FROM (SELECT %(id)s::uuid
+      UNION SELECT e.from_id FROM edges e WHERE e.org_id = %(org)s AND e.to_id = %(id)s) AS i (id)
+/*:_authors_of*/
+
+-- name: _authors_columns
+-- What authors returns.
 SELECT n.id AS node_id,
        b.principal_id AS body_id, b.principal_kind AS body_kind, bp.name AS body_name,
        r.principal_id AS result_id, r.principal_kind AS result_kind, rp.name AS result_name
-FROM unnest(%(ids)s::uuid[]) AS i (id)
+
+-- name: _authors_of
+-- The walks of authors for the nodes i (id).
 JOIN nodes n ON n.id = i.id AND n.org_id = %(org)s
 LEFT JOIN LATERAL (
     SELECT e.principal_id, e.principal_kind FROM events e
