@@ -417,7 +417,11 @@ async def claim_throughput(srv: Server, cfg: Config, claimers: int) -> Result:
                 with _trace.trace() as t:
                     c = await handles[0].claim_next()
                     await handles[0].complete(c.node.ref, lease=c.lease.id)
-                rt = {"statements_per_pair": t.statements, "by_query": dict(t.counts)}
+                rt = {
+                    "statements_per_pair": t.statements,
+                    "round_trips_per_pair": await _round_trips_per_pair(dsn),
+                    "by_query": dict(t.counts),
+                }
         total = sum(counts)
         cs, ks = summary(claims), summary(completes)
         return Result(
@@ -434,6 +438,20 @@ async def claim_throughput(srv: Server, cfg: Config, claimers: int) -> Result:
             },
             f"pool of {cfg.claim_pool} ready nodes over {cfg.claim_projects} projects",
         )
+
+
+async def _round_trips_per_pair(dsn: str) -> int:
+    """Round trips of one claim + complete, counted on the wire (_trace.round_trips): a
+    warm-up pair first (the handle's first call reads its principal), then one counted."""
+    async with _trace.round_trips(dsn) as (counted, rt):
+        handle = _client(counted, skift.Agent("claimer-0"), max_size=1)
+        async with handle as h:
+            for _ in range(2):
+                rt.count, rt.counting = 0, True
+                c = await h.claim_next()
+                await h.complete(c.node.ref, lease=c.lease.id)
+                rt.counting = False
+    return rt.count
 
 
 async def _graph_more(dsn: str) -> None:
