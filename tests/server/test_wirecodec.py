@@ -19,7 +19,7 @@ import betterproto2
 import pytest
 
 import skift_server  # noqa: F401  # installs the fast codec
-from skift_server import _wirecodec
+from skift_server import _paging, _wirecodec
 from skift_server._proto.google import protobuf, rpc
 from skift_server._proto.skift import v1
 
@@ -165,3 +165,16 @@ def test_truncated_and_mistyped_input_is_betterproto2s_to_judge() -> None:
     odd = b"\x12\x01x"
     slow, fast = both(lambda: v1.ReadyResponse.parse(odd))
     assert repr(fast) == repr(slow)
+
+
+def test_a_page_of_stand_ins_encodes_as_its_messages() -> None:
+    """A page's items are encoded once (to measure them) and sent as those bytes."""
+    rnd = random.Random(19)
+    nodes = [fill(rnd, v1.Node) for _ in range(20)]
+    stand_ins = _paging.encoded(nodes)
+    assert [_paging.size_of(n) for n in nodes] == [_paging.size_of(s) for s in stand_ins]
+    assert _paging.fit(nodes, 900) == _paging.fit(stand_ins, 900)
+    page = v1.ReadyResponse(nodes=nodes, held_count=3, next_page_token="t")
+    sent = v1.ReadyResponse(nodes=stand_ins, held_count=3, next_page_token="t")
+    assert bytes(sent) == bytes(page)
+    assert v1.ReadyResponse.parse(bytes(sent)) == page

@@ -181,7 +181,7 @@ async def _node_page(
     core = token.core if token else None
     sent = token.offset if token else 0
     page = await read(size, core)
-    nodes = [node_pb(n) for n in page.nodes[sent:]]
+    nodes = paging.encoded(node_pb(n) for n in page.nodes[sent:])
     k = paging.fit(nodes)
     if k < len(nodes):
         nxt = paging.encode(paging.Token(rpc, core=core, offset=sent + k, size=size))

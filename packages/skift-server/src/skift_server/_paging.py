@@ -19,13 +19,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, TypeVar, cast
 
 import attrs
 import betterproto2
 
 import skift
+
+from ._wirecodec import Encoded
 
 T = TypeVar("T", bound=betterproto2.Message)
 
@@ -74,6 +76,13 @@ def decode(rpc: str, value: str) -> Token | None:
             field="page_token",
         )
     return token
+
+
+def encoded(items: Iterable[T]) -> list[T]:
+    """``items`` each encoded once, as stand-ins (``_wirecodec.Encoded``) that :func:`fit`
+    measures and a response encodes by copying their bytes: a page's items are encoded
+    once, not once to measure and again to send. Use them only as a response's items."""
+    return cast(list[T], [Encoded(bytes(item)) for item in items])
 
 
 def size_of(item: betterproto2.Message) -> int:

@@ -89,6 +89,25 @@ _WIRE = {
 _SMALL = [bytes((i,)) for i in range(128)]
 
 
+class Encoded:
+    """A message already encoded, standing in for it as an item of a response.
+
+    A page measures each item's size by encoding it (``_paging.fit``); the
+    response then carries these stand-ins, and encoding it copies their bytes
+    instead of encoding every item a second time. ``bytes()`` of one is its
+    message's encoding. Only the fast codec knows them: a response holding
+    them is encoded, never read.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __bytes__(self) -> bytes:
+        return self.data
+
+
 class _Fallback(Exception):
     """The fast path met something it leaves to betterproto2."""
 
@@ -136,9 +155,11 @@ class _Field:
     __slots__ = (
         "cls",
         "default",
+        "fast",
         "key",
         "kind",
         "map_meta",
+        "members",
         "name",
         "packed_key",
         "presence",
@@ -165,7 +186,24 @@ class _Field:
         self.default: Any = None
         if not (self.repeated or proto in (TYPE_MAP, TYPE_MESSAGE) or self.presence):
             self.default = msg._betterproto.default_gen[name]()  # pyright: ignore[reportPrivateUsage]
+        # how _decode reads the field without _value: a singular string, or a singular
+        # varint whose one-byte values are themselves (an enum's through ``members``)
+        self.fast = 0
+        if not self.repeated:
+            if proto == TYPE_STRING:
+                self.fast = _FAST_STRING
+            elif proto in _SMALL_IS_ITSELF:
+                self.fast = _FAST_VARINT
+        self.members: dict[int, Any] | None = (
+            {int(m): m for m in self.cls} if proto == TYPE_ENUM else None
+        )
 
+
+_FAST_STRING = 1
+_FAST_VARINT = 2
+_SMALL_IS_ITSELF = frozenset(
+    {TYPE_INT32, TYPE_INT64, TYPE_UINT32, TYPE_UINT64, TYPE_ENUM, TYPE_BOOL}
+)
 
 _PACKED = frozenset(
     {
@@ -235,6 +273,8 @@ def _len_delim(key: bytes, data: bytes) -> bytes:
 
 
 def _message_bytes(f: _Field, value: Any) -> bytes:
+    if value.__class__ is Encoded:
+        return value.data
     if f.unwrap is not None:
         value = f.unwrap().from_wrapped(value)
     return _encode(value)
@@ -354,9 +394,31 @@ def _decode(cls: Any, buf: bytes) -> Any:
     end = len(buf)
     while i < end:
         start = i
-        tag, i = _read_varint(buf, i)
+        tag = buf[i]
+        if tag < 0x80:
+            i += 1
+        else:
+            tag, i = _read_varint(buf, i)
         wire = tag & 7
         f = by_number.get(tag >> 3)
+        if f is not None and f.fast and wire == f.wire and i < end:
+            n = buf[i]
+            if n < 0x80:  # a one-byte length or value: the common case, read here
+                i += 1
+                if f.fast == _FAST_STRING:
+                    j = i + n
+                    if j > end:
+                        raise _Fallback
+                    d[f.name] = str(buf[i:j], "utf-8")
+                    i = j
+                    continue
+                members = f.members
+                if members is not None:
+                    member = members.get(n)
+                    d[f.name] = member if member is not None else f.cls(n)
+                else:
+                    d[f.name] = n > 0 if f.kind == TYPE_BOOL else n
+                continue
         if f is None:
             if wire == _VARINT:
                 _, i = _read_varint(buf, i)
