@@ -43,6 +43,7 @@ from ._client_graph import GraphCalls
 from ._client_import import ImportCalls
 from ._client_work import WorkCalls
 from ._errors import ErrorDetailsCodec
+from ._h2 import GatheringChannel
 from ._paths import find_socket
 
 __all__ = ["RemoteSkift", "RemoteStore", "connect"]
@@ -123,7 +124,7 @@ def connect(
             with contextlib.suppress(AttributeError, NotImplementedError):
                 tls.set_alpn_protocols(["h2"])
         make = functools.partial(
-            Channel, parts.hostname, parts.port, ssl=tls, status_details_codec=codec
+            GatheringChannel, parts.hostname, parts.port, ssl=tls, status_details_codec=codec
         )
     else:
         raise skift.Invalid(

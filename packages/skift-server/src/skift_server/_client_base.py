@@ -31,6 +31,7 @@ from . import _convert_graph as g
 from . import _convert_ops as o
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._errors import ErrorDetailsCodec, from_grpc
+from ._h2 import GatheringChannel
 from ._paths import check_socket_owner, starting_pid
 from ._proto.skift import v1
 
@@ -52,7 +53,7 @@ MAX_BACKOFF = 2.0
 _NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
 
 
-class UnixChannel(Channel):
+class UnixChannel(GatheringChannel):
     """A channel over a unix socket that first checks who owns the socket (see ``_paths``)."""
 
     def __init__(self, path: str, codec: ErrorDetailsCodec) -> None:

@@ -48,6 +48,7 @@ import skift
 
 from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
+from ._h2 import GatheringServer
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
@@ -301,7 +302,7 @@ class SkiftServer:
 
     def _grpc_server(self) -> Server:
         assert self.service is not None
-        server = Server(
+        server = GatheringServer(
             with_reflection([self.service, self.health]),
             codec=StrictCodec(),
             status_details_codec=ErrorDetailsCodec(),
