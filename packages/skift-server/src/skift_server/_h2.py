@@ -19,7 +19,6 @@ from typing import Any
 
 from grpclib.client import Channel
 from grpclib.protocol import H2Protocol
-from grpclib.server import Server
 
 
 class GatheringTransport:
@@ -64,15 +63,6 @@ class GatheringH2Protocol(H2Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(GatheringTransport(transport))  # pyright: ignore[reportArgumentType]
-
-
-class GatheringServer(Server):
-    """grpclib's server, its connections gathering writes (:class:`GatheringH2Protocol`)."""
-
-    def _protocol_factory(self) -> H2Protocol:
-        proto = super()._protocol_factory()
-        proto.__class__ = GatheringH2Protocol
-        return proto
 
 
 class GatheringChannel(Channel):

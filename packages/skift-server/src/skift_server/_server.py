@@ -48,7 +48,7 @@ import skift
 
 from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
-from ._h2 import GatheringServer
+from ._h2 import GatheringH2Protocol
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
@@ -504,6 +504,15 @@ class SkiftServer:
             await asyncio.to_thread(self._cluster.stop)
             self._cluster = None
         _log.info("stopped")
+
+
+class GatheringServer(Server):
+    """grpclib's server, its connections gathering writes (``_h2.GatheringH2Protocol``)."""
+
+    def _protocol_factory(self) -> Any:
+        proto = super()._protocol_factory()
+        proto.__class__ = GatheringH2Protocol
+        return proto
 
 
 class _AnswerUnknown(dict[str, Any]):
