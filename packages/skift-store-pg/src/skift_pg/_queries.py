@@ -14,6 +14,9 @@ from importlib import resources
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _SPLICE = re.compile(r"/\*:(_\w+)\*/")
+# An optional filter on a parameter: "cardinality(%(projects)s::uuid[]) = 0 OR ..." (no
+# projects given, or project_id = ANY (...)) and "%(parent)s::uuid IS NULL OR ...".
+_OPTIONAL = re.compile(r"cardinality\(%\(\w+\)s|%\(\w+\)s(?:::[\w\[\]]+)? IS NULL OR", re.I)
 
 
 def parse(text: str) -> dict[str, str]:
@@ -55,3 +58,14 @@ def queries() -> dict[str, str]:
 def q(name: str) -> bytes:
     """The SQL of one named query, encoded once (psycopg takes bytes as a trusted query)."""
     return queries()[name].encode()
+
+
+@cache
+def custom_planned() -> frozenset[bytes]:
+    """The queries PostgreSQL must plan for each call's parameters: those with an optional
+    filter ("no projects given, or project_id = ANY (...)"). A generic plan cannot see
+    which half of such a condition applies and was measured 100x slower than a plan made
+    for the actual values (Ready, ClaimNext). Every other statement is prepared and, once
+    PostgreSQL finds its generic plan as good, planned once per connection: planning was
+    about half of PostgreSQL's CPU per claim + complete (16.5 -> 8 ms a pair)."""
+    return frozenset(sql.encode() for sql in queries().values() if _OPTIONAL.search(sql))

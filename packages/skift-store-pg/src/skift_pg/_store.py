@@ -114,15 +114,15 @@ class PgStore:
             kwargs={
                 "row_factory": dict_row,
                 "autocommit": True,
-                # The readiness queries carry optional filters ("no projects
-                # given, or project_id = ANY(...)"); a generic plan cannot
-                # see which half applies and was measured 100x slower than a
-                # plan made for the actual parameters.
+                # Statements are prepared and may settle on a generic plan (planning
+                # was half of PostgreSQL's CPU per claim + complete under
+                # force_custom_plan); the queries with optional filters, whose
+                # generic plan was measured 100x slower, are never prepared and so
+                # are planned for each call's values (_queries.custom_planned).
                 # JIT compiles for plans it thinks are costly; the readiness queries'
                 # correlated probes look costly and run in well under a millisecond,
                 # and compiling them took 30 ms of a 60 ms Ready at 100k nodes.
-                "options": f"-c statement_timeout={timeout_ms} -c plan_cache_mode=force_custom_plan"
-                " -c jit=off",
+                "options": f"-c statement_timeout={timeout_ms} -c plan_cache_mode=auto -c jit=off",
             },
             connection_class=PgConn,
             timeout=pool_timeout,

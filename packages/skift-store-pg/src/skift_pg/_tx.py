@@ -15,15 +15,16 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 from uuid import UUID
 
 import psycopg
 from psycopg import AsyncPipeline, pq, sql
+from psycopg.abc import Params, Query, QueryNoTemplate
 
 from skift import Project, Restriction
 
-from ._queries import q
+from ._queries import custom_planned, q
 from ._rows import Row
 
 COPY_FROM: Final = 64
@@ -40,7 +41,22 @@ NO_CAPS: Final = ("no_caps",)
 
 
 class PgConn(psycopg.AsyncConnection[Row]):
-    """A pooled connection: psycopg's, with transaction control sent as psycopg sends its own."""
+    """A pooled connection: psycopg's, with transaction control sent as psycopg sends its own,
+    and the queries with optional filters never prepared (``custom_planned``)."""
+
+    async def execute(
+        self,
+        query: Query,
+        params: Params | None = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool = False,
+    ) -> psycopg.AsyncCursor[Row]:
+        # an unnamed statement is planned for the values it is sent with, every time
+        if prepare is None and isinstance(query, bytes) and query in custom_planned():
+            prepare = False
+        plain = cast("QueryNoTemplate", query)  # skift sends no t-string templates
+        return await super().execute(plain, params, prepare=prepare, binary=binary)
 
     async def command(self, command: bytes) -> None:
         """Send BEGIN, COMMIT or ROLLBACK: queued in a pipeline (it goes out with the next
