@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from typing import ParamSpec, TypeVar
 
 from . import _beads
 from ._archive import ArchiveImport, blob_bytes, parse_archive
@@ -19,12 +21,15 @@ from ._intent import intent
 from ._session import Session
 from ._store import Tx
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 _bulk_depth = 0
 _bulk_paused = False
 
 
 @contextlib.contextmanager
-def _bulk() -> Generator[None]:
+def _gc_paused() -> Generator[None]:
     """Pause the cyclic garbage collector while an import or export runs.
 
     An import of 100,000 issues makes millions of objects, none of them in a reference
@@ -48,11 +53,23 @@ def _bulk() -> Generator[None]:
             gc.enable()
 
 
+def _bulk(call: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """An import or export method, run with the garbage collector paused (:func:`_gc_paused`)."""
+
+    @functools.wraps(call)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        with _gc_paused():
+            return await call(*args, **kwargs)
+
+    return run
+
+
 class ImportApi(Session):
     """Import and export: beads JSONL, and skift archives (a project moved whole)."""
 
     # -------------------------------------------------------- import and export
 
+    @_bulk
     async def import_beads(
         self,
         data: str | Iterable[str],
@@ -70,26 +87,6 @@ class ImportApi(Session):
         nothing, a newer one updates what changed (matched by beads id). See
         docs/migrating-from-beads.md for the mapping.
         """
-        with _bulk():
-            return await self._import_beads(
-                data,
-                project=project,
-                dry_run=dry_run,
-                break_cycles=break_cycles,
-                skip_dangling=skip_dangling,
-                progress=progress,
-            )
-
-    async def _import_beads(
-        self,
-        data: str | Iterable[str],
-        *,
-        project: str,
-        dry_run: bool,
-        break_cycles: bool,
-        skip_dangling: bool,
-        progress: Callable[[int, int], None] | None,
-    ) -> BeadsImport:
         # JSON lines end at "\n" only: a string may hold U+2028 and the like unescaped
         lines = data.split("\n") if isinstance(data, str) else data
         issues = _beads.parse(lines)
@@ -112,32 +109,31 @@ class ImportApi(Session):
         except DryRun as done:
             return done.result
 
+    @_bulk
     async def export_beads(
         self, project: str, *, progress: Callable[[int, int], None] | None = None
     ) -> str:
         """A project as beads JSONL (``bd export``'s field names), one issue a line."""
-        with _bulk():
-            rows = await self._run(
-                lambda tx, a: importer_export_beads(self.engine, tx, project, progress=progress)
-            )
-            return "".join(
-                json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
-            )
+        rows = await self._run(
+            lambda tx, a: importer_export_beads(self.engine, tx, project, progress=progress)
+        )
+        return "".join(
+            json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows
+        )
 
+    @_bulk
     async def export_archive(
         self, project: str, *, progress: Callable[[int, int], None] | None = None
     ) -> str:
         """A project with everything skift holds for it, as a skift archive (docs/archive.md):
         nodes, edges, comments with revisions, artifacts and their blobs' bytes, leases,
         usage, budgets, origins and events. Read in one transaction."""
-        with _bulk():
-            lines = await self._run(
-                lambda tx, a: archive_export(
-                    self.engine, tx, self.store, project, progress=progress
-                )
-            )
-            return "".join(lines)
+        lines = await self._run(
+            lambda tx, a: archive_export(self.engine, tx, self.store, project, progress=progress)
+        )
+        return "".join(lines)
 
+    @_bulk
     async def import_archive(
         self,
         data: str | Iterable[str],
@@ -148,16 +144,6 @@ class ImportApi(Session):
         """Write a skift archive as a new project of this organization (slug: ``project``,
         else the archive's), in one transaction, every id new; the answer maps old ids to new.
         A person's call (policy action ``import``)."""
-        with _bulk():
-            return await self._import_archive(data, project=project, progress=progress)
-
-    async def _import_archive(
-        self,
-        data: str | Iterable[str],
-        *,
-        project: str | None,
-        progress: Callable[[int, int], None] | None,
-    ) -> ArchiveImport:
         lines = data.split("\n") if isinstance(data, str) else data
         manifest, records = parse_archive(lines)
         blobs = blob_bytes(records)

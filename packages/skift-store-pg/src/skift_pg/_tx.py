@@ -127,6 +127,11 @@ class TxBase:
         cur: psycopg.AsyncCursor[Row] | None = self._ahead.pop(key, None)
         return None if cur is None else await cur.fetchall()
 
+    async def _rows_ahead(self, key: tuple[Any, ...], name: str, /, **params: Any) -> list[Row]:
+        """The rows of the read sent ahead under ``key``, else of ``name`` read now."""
+        rows = await self._ahead_rows(key)
+        return rows if rows is not None else await self.rows(name, **params)
+
     async def begin(self) -> None:
         """Enter the pipeline and queue BEGIN (it goes out with the first statement)."""
         cm = self._conn.pipeline()
@@ -172,8 +177,8 @@ class TxBase:
 
     async def send(self, name: str, /, **params: Any) -> None:
         """A write whose row count nobody reads."""
-        await self._conn.execute(q(name), {"org": self._org, **params})
-        self._written()
+        await self.send_keeping_ahead(name, **params)
+        self._ahead.clear()
 
     async def send_keeping_ahead(self, name: str, /, **params: Any) -> None:
         """:meth:`send` for a write of nothing any read sent ahead reads (the claim cursor)."""

@@ -131,9 +131,9 @@ class ContentTx(TxBase, PgWebhooksTx):
         return await self._with_revisions(await self.rows("comments_of", ids=list(node_ids)))
 
     async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
-        ahead = await self._ahead_rows(("hint", node_id))  # a claim's (GraphTx.edges_into)
-        row = ahead[0] if ahead else await self.row("comment_hint", id=node_id)
-        assert row is not None
+        # a claim's was sent with its edges (GraphTx.edges_into)
+        rows = await self._rows_ahead(("hint", node_id), "comment_hint", id=node_id)
+        row = rows[0]
         return int(row["unresolved"]), row["newest_at"]
 
     # search

@@ -122,9 +122,7 @@ class GraphTx(TxBase):
                 kind=PrincipalKind(r[f"{side}_kind"]),
             )
 
-        rows = await self._ahead_rows(("authors", frozenset(ids)))
-        if rows is None:
-            rows = await self.rows("authors", ids=list(set(ids)))
+        rows = await self._rows_ahead(("authors", frozenset(ids)), "authors", ids=list(set(ids)))
         return {
             r["node_id"]: Authors(body=writer(r, "body"), result=writer(r, "result")) for r in rows
         }
@@ -316,11 +314,9 @@ class GraphTx(TxBase):
         return lease_from_row(row) if row else None
 
     async def unreleased_lease(self, node_id: UUID) -> Lease | None:
-        ahead = await self._ahead_rows(("unreleased", node_id))
-        if ahead is not None:  # read right behind lock_next_ready
-            return lease_from_row(ahead[0]) if ahead else None
-        row = await self.row("unreleased_lease", id=node_id)
-        return lease_from_row(row) if row else None
+        # a claim's was read right behind lock_next_ready
+        rows = await self._rows_ahead(("unreleased", node_id), "unreleased_lease", id=node_id)
+        return lease_from_row(rows[0]) if rows else None
 
     async def insert_lease(self, lease: Lease) -> None:
         await self.send("insert_lease", **lease_params(lease))
@@ -367,9 +363,8 @@ class GraphTx(TxBase):
     async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
         if not ids:
             return {}
-        rows = await self._ahead_rows(("derive", frozenset(ids)))
-        if rows is None:
-            rows = await self.rows("derive", ids=list(ids), now=await self.now())
+        now = await self.now()  # (a claim's derive, sent ahead, read the clock already)
+        rows = await self._rows_ahead(("derive", frozenset(ids)), "derive", ids=list(ids), now=now)
         return {
             r["id"]: Derived(
                 blocked=r["blocked"],
