@@ -303,6 +303,50 @@ def test_reflection_lists_the_services(server: Server) -> None:
     assert got[1].file_descriptor_response.file_descriptor_proto
 
 
+def test_reflection_describes_a_method_with_its_comments(server: Server) -> None:
+    """grpcurl's `describe skift.v1.SkiftService.ClaimNext`: the file that declares the
+    method, with the proto's comments (source info) and the files it imports; a field and
+    an enum value are found too, and an unknown symbol is NOT_FOUND naming it."""
+    from google.protobuf import descriptor_pb2
+
+    with server.channel("unix") as ch:
+        info = ch.stream_stream(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        asks = [
+            "skift.v1.SkiftService.ClaimNext",
+            "skift.v1.ClaimNextRequest.filter",
+            "skift.v1.PRIORITY_P0",
+            "skift.v1.NoSuchThing",
+        ]
+        got = list(
+            info(
+                iter(reflection_pb2.ServerReflectionRequest(file_containing_symbol=a) for a in asks),
+                timeout=10,
+            )
+        )
+    files = [
+        descriptor_pb2.FileDescriptorProto.FromString(b)
+        for b in got[0].file_descriptor_response.file_descriptor_proto
+    ]
+    assert files[0].name == "skift/v1/skift.proto"
+    assert {"google/protobuf/duration.proto", "google/protobuf/timestamp.proto"} <= {
+        f.name for f in files
+    }
+    service = next(i for i, s in enumerate(files[0].service) if s.name == "SkiftService")
+    method = next(i for i, m in enumerate(files[0].service[service].method) if m.name == "ClaimNext")
+    comments = {
+        tuple(loc.path): loc.leading_comments for loc in files[0].source_code_info.location
+    }
+    assert "Take the next ready node in turn order" in comments[(6, service, 2, method)]
+    for answer in got[1:3]:
+        assert answer.file_descriptor_response.file_descriptor_proto
+    assert got[3].error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
+    assert "skift.v1.NoSuchThing" in got[3].error_response.error_message
+
+
 def test_health_check_and_watch(server: Server) -> None:
     """Check answers SERVING; Watch of an unknown service says SERVICE_UNKNOWN and stays
     open (the spec), Watch of the server says SERVING."""
