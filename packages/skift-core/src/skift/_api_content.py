@@ -293,9 +293,11 @@ class ContentApi(GraphApi):
         return await self._run(go)
 
     async def get_blob(self, digest: str) -> bytes:
-        """The bytes of a blob this organization uploaded."""
+        """The bytes of a blob an artifact the caller may read names (or that the caller
+        uploaded and no artifact names yet); any other digest is not found, exactly as
+        one nobody stored."""
         canon = check_digest(digest)
-        await self._run(lambda tx, a: artifacts_find_blob(tx, canon))
+        await self._run(lambda tx, a: artifacts_find_blob(self.engine, tx, a, canon))
         data = await self.store.blobs.get(canon)
         if data is None:
             raise Unavailable(

@@ -34,7 +34,7 @@ from uuid import UUID
 import attrs
 import cattrs
 
-from ._context import Actor
+from ._context import Actor, masked_event
 from ._convert import json_converter
 from ._errors import Conflict, Invalid
 from ._intent import intent
@@ -151,6 +151,9 @@ async def export_archive(
     for source in ORIGIN_SOURCES:
         origins.extend(await tx.origins_of_project(project.id, source))
     events = await _all_events(tx, project.id)
+    # what the exporter may not read stays out of the archive as it stays out of a read
+    unread = await e.unread_slugs(tx, events)
+    events = [masked_event(ev, unread) for ev in events] if unread else events
 
     records: list[dict[str, Any]] = [_record("project", project)]
     records += [_record("node", n) for n in nodes]

@@ -72,7 +72,7 @@ from ._parts import (
 from ._refs import format_ref, new_id, ulid_str
 
 if TYPE_CHECKING:
-    from ._context import Actor
+    from ._context import Actor, Context
     from ._store import Tx
 
 _COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -364,8 +364,11 @@ async def record_blob(tx: Tx, actor: Actor, info: BlobInfo) -> BlobInfo:
     return info
 
 
-async def find_blob(tx: Tx, digest: str) -> BlobRecord:
-    found = await tx.blob(digest)
+async def find_blob(e: Context, tx: Tx, actor: Actor, digest: str) -> BlobRecord:
+    """A blob the actor may read: one an artifact of a project it may read names, or one it
+    uploaded that no artifact names yet. Any other is :func:`blob_not_found`, the answer for
+    a digest nobody stored, after the same one read of the store."""
+    found = await tx.readable_blob(digest, actor.id, await e.hidden(tx))
     if found is None:
         raise blob_not_found(digest)
     return found

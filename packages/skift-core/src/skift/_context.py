@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -558,14 +558,22 @@ class Context:
     # ------------------------------------------------------------------ events
 
     async def event_infos(self, tx: Tx, events: Sequence[Event]) -> list[EventInfo]:
+        """The events as the request's principal sees them: an event of a project it may
+        read keeps its place, but a reference it carries to a node of a project it may not
+        read (an edge's other end, the node a cascade came from, with that drop's reason)
+        becomes Explain's placeholder for an unreadable blocker (``""``, and
+        ``"unreadable": true`` beside it)."""
         principals = await tx.principals_by_id({e.principal_id for e in events})
         projects = await tx.projects_by_id({e.project_id for e in events if e.project_id})
         nodes = await tx.nodes_by_id({e.node_id for e in events if e.node_id})
+        unread = await self.unread_slugs(tx, events)
         out: list[EventInfo] = []
         for e in events:
             proj = projects.get(e.project_id) if e.project_id else None
             node = nodes.get(e.node_id) if e.node_id else None
             node_proj = projects.get(node.project_id) if node else None
+            if unread:
+                e = masked_event(e, unread)
             out.append(
                 EventInfo(
                     id=ulid_str(e.id),
@@ -585,3 +593,51 @@ class Context:
                 )
             )
         return out
+
+    async def unread_slugs(self, tx: Tx, events: Sequence[Event]) -> frozenset[str]:
+        """The slugs, among those the events' references name, of projects the request's
+        principal may not read (nothing to look up when it reads everything)."""
+        hidden = await self.hidden(tx)
+        if not hidden:
+            return frozenset()
+        slugs = {
+            ref.rpartition("#")[0]
+            for e in events
+            for doc in (e.before, e.after)
+            if doc
+            for key in REF_KEYS
+            if isinstance(ref := doc.get(key), str) and "#" in ref
+        }
+        out: set[str] = set()
+        for slug in slugs:  # a retired slug still names its project
+            project = await tx.project_by_slug(slug.lower())
+            if project is not None and project.id in hidden:
+                out.add(slug)
+        return frozenset(out)
+
+
+REF_KEYS: Final = ("from", "to", "cascade_from")
+"""The keys of an event's ``before``/``after`` whose value is a node reference that may
+name another project's node (an edge's ends, the node a cascade drop came from)."""
+
+
+def masked_event(e: Event, unread: frozenset[str]) -> Event:
+    """The event with the references into ``unread`` projects replaced by the placeholder;
+    a cascade drop from such a node loses its reason too (the reason is that drop's)."""
+
+    def hides(ref: Any) -> bool:
+        return isinstance(ref, str) and ref.rpartition("#")[0] in unread
+
+    changed = False
+    docs: list[dict[str, Any] | None] = []
+    for doc in (e.before, e.after):
+        if doc and any(hides(doc.get(k)) for k in REF_KEYS):
+            doc = {k: ("" if k in REF_KEYS and hides(v) else v) for k, v in doc.items()}
+            doc["unreadable"] = True
+            changed = True
+        docs.append(doc)
+    if not changed:
+        return e
+    cascade = any(d is not None and d.get("cascade_from") == "" for d in docs)
+    reason = "" if cascade and e.reason is not None else e.reason
+    return attrs.evolve(e, before=docs[0], after=docs[1], reason=reason)

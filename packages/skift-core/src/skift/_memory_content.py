@@ -17,7 +17,7 @@ from ._models import (
     NodeOrigin,
     Revision,
 )
-from ._parts import ArtifactRecord, BlobRecord
+from ._parts import ArtifactRecord, BlobPart, BlobRecord
 from ._policy_records import StoredPolicy
 from ._store import (
     SearchQuery,
@@ -217,6 +217,24 @@ class MemoryContentTx(MemoryTxBase):
 
     async def blob(self, digest: str) -> BlobRecord | None:
         return self._s.blobs.get((self._org, digest))
+
+    async def readable_blob(
+        self, digest: str, principal_id: UUID, hidden: Collection[UUID]
+    ) -> BlobRecord | None:
+        found = self._s.blobs.get((self._org, digest))
+        if found is None:
+            return None
+        named = False
+        for a in self._s.artifacts.values():
+            if a.org_id != self._org or not any(
+                isinstance(p, BlobPart) and p.digest == digest for p in a.parts
+            ):
+                continue
+            named = True
+            node = self._s.nodes.get(a.node_id)
+            if node is not None and node.project_id not in hidden:
+                return found
+        return found if not named and found.created_by == principal_id else None
 
     async def insert_blob(self, blob: BlobRecord) -> None:
         key = (self._org, blob.digest)

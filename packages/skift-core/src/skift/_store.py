@@ -462,6 +462,14 @@ class Tx(Protocol):
         """This organization's record of a blob, if it uploaded one with this digest."""
         ...
 
+    async def readable_blob(
+        self, digest: str, principal_id: UUID, hidden: Collection[UUID]
+    ) -> BlobRecord | None:
+        """This organization's record of a blob if the principal may read it: an artifact of
+        a node outside the ``hidden`` projects names it, or no artifact names it and the
+        principal uploaded it; else None, as for a digest nobody stored (one read either way)."""
+        ...
+
     async def insert_blob(self, blob: BlobRecord) -> None:
         """Record a blob for this organization; a digest already recorded keeps its row,
         touched (``touched_at`` = ``blob.created_at``: its sweep grace starts over)."""

@@ -322,6 +322,18 @@ class ContentTx(TxBase, PgWebhooksTx):
         row = await self.row("blob", digest=digest)
         return None if row is None else _blob(row)
 
+    async def readable_blob(
+        self, digest: str, principal_id: UUID, hidden: Collection[UUID]
+    ) -> BlobRecord | None:
+        row = await self.row(
+            "blob_readable",
+            digest=digest,
+            probe=Jsonb([{"type": "blob", "digest": digest}]),
+            principal=principal_id,
+            hidden=list(hidden),
+        )
+        return None if row is None else _blob(row)
+
     async def touch_blob(self, digest: str) -> BlobRecord | None:
         row = await self.row("touch_blob", digest=digest, now=await self.now())
         return None if row is None else _blob(row)

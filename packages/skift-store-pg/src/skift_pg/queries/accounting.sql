@@ -114,6 +114,18 @@ SELECT count(*) AS n FROM artifacts WHERE org_id = %(org)s AND node_id = %(id)s
 -- This organization's record of a blob.
 SELECT * FROM blobs WHERE org_id = %(org)s AND digest = %(digest)s
 
+-- name: blob_readable
+-- This organization's record of a blob if the principal may read it: an artifact of a node
+-- outside the hidden projects names it, or no artifact names it and the principal uploaded it.
+SELECT b.* FROM blobs b
+WHERE b.org_id = %(org)s AND b.digest = %(digest)s
+  AND (EXISTS (SELECT 1 FROM artifacts a JOIN nodes n ON n.id = a.node_id
+               WHERE a.org_id = b.org_id AND a.parts @> %(probe)s
+                 AND n.project_id <> ALL (%(hidden)s::uuid[]))
+       OR (b.created_by = %(principal)s
+           AND NOT EXISTS (SELECT 1 FROM artifacts a
+                           WHERE a.org_id = b.org_id AND a.parts @> %(probe)s)))
+
 -- name: insert_blob
 -- Record that this organization holds a blob; the first upload's row stays, touched again
 -- (its sweep grace starts over).
