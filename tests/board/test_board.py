@@ -233,13 +233,15 @@ async def test_a_refused_action_shows_the_next_move(browser: Any, person: Person
 
 async def test_agent_written_markup_renders_inert(browser: Any, person: Person) -> None:
     """A body with a script, raw HTML and a remote image shows them as text and a link: no
-    script runs, no image element exists, and the browser asks no other host for anything."""
+    script runs, no image element exists, the browser asks no other host for anything, and
+    a link off the board's rules (``/\\host``) stays text."""
     await person.sk.create_project("Hostile", slug="hostile")
     body = (
         "Look: <script>window.pwned = 1</script>\n\n"
         '<img src="http://198.51.100.7/raw.png" onerror="window.pwned = 2">\n\n'
         "![tracker](http://198.51.100.7/pixel.png)\n\n"
-        "[click](javascript:window.pwned=3) and **bold**"
+        "[click](javascript:window.pwned=3) and **bold**\n\n"
+        "[away](/\\evil.example) [here](/projects)"
     )
     async with person.agent() as bot:
         await bot.patch("hostile", [skift.CreateNode(alias="a", title="Hostile", body=body)])
@@ -257,6 +259,8 @@ async def test_agent_written_markup_renders_inert(browser: Any, person: Person) 
     assert "image: tracker" in text
     assert await md.locator("img, script").count() == 0
     assert await md.locator("a[href^='javascript']").count() == 0
+    assert await md.locator("a[href*='evil']").count() == 0  # /\host is another host
+    assert await md.locator("a[href='/projects']").count() == 1
     assert await md.locator("strong").inner_text() == "bold"
     assert await page.evaluate("window.pwned === undefined")
     assert elsewhere == []

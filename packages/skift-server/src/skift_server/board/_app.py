@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 import skift
 
 from . import _pages as pages
-from ._markdown import render
+from ._markdown import bounded, page_budget
 from ._session import (
     COOKIE,
     FLASH,
@@ -78,7 +78,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["md"] = render  # pyright: ignore[reportArgumentType]
+    env.filters["md"] = bounded  # pyright: ignore[reportArgumentType]
     env.filters["when"] = _when  # pyright: ignore[reportArgumentType]
     env.filters["node_path"] = _node_path  # pyright: ignore[reportArgumentType]
     env.globals["state_of"] = pages.state_of  # pyright: ignore[reportArgumentType]
@@ -132,6 +132,10 @@ class Board:
     def _html(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         body = self.env.get_template(template).render(**context)
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+
+    def _html_budgeted(self, template: str, status: int, context: dict[str, Any]) -> HTMLResponse:
+        with page_budget():
+            return self._html(template, status, **context)
 
     def _message(
         self, request: Request, status: int, title: str, text: str, next: str = ""
@@ -190,16 +194,21 @@ class Board:
                     },
                 )
                 cursor = ""
-            response = self._html(
+            # A page's templates (and its Markdown) render off the event loop.
+            response = await asyncio.to_thread(
+                self._html_budgeted,
                 template,
                 status,
-                me=sk.spec.name,
-                csrf=csrf_token(secret),
-                nav=nav,
-                flash=flash,
-                cursor=cursor,
-                path=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
-                **context,
+                {
+                    "me": sk.spec.name,
+                    "csrf": csrf_token(secret),
+                    "nav": nav,
+                    "flash": flash,
+                    "cursor": cursor,
+                    "path": request.url.path
+                    + (f"?{request.url.query}" if request.url.query else ""),
+                    **context,
+                },
             )
             if flash is not None:
                 response.delete_cookie(FLASH, path="/")
