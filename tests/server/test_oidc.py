@@ -110,6 +110,9 @@ async def test_an_oidc_token_acts_as_the_principal_holding_its_identity(
         ("another audience", {"aud": "someone-else"}, "aud"),
         ("another issuer", {"iss": "https://evil.example"}, "iss"),
         ("no expiry", {"exp": None}, "exp"),
+        ("a huge expiry", {"exp": 2**63}, "expiry"),  # OverflowError: INTERNAL before
+        ("a huger expiry", {"exp": 10**400}, "expiry"),
+        ("a float expiry past year 9999", {"exp": 1e300}, "expiry"),
     ],
 )
 async def test_tokens_that_must_not_pass(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,9 +115,7 @@ class OidcVerifier:
         exp = claims.get("exp")
         if not isinstance(sub, str) or not sub or not isinstance(exp, int | float):
             raise _refused("it has no subject or no expiry")
-        return OidcIdentity(
-            value=f"{self.issuer}|{sub}", expires_at=datetime.fromtimestamp(exp, UTC)
-        )
+        return OidcIdentity(value=f"{self.issuer}|{sub}", expires_at=_expiry(exp))
 
     # ------------------------------------------------------------------ keys
 
@@ -144,6 +143,18 @@ class OidcVerifier:
                 next="Give the key set with --oidc-jwks FILE|URL.",
             )
         return uri
+
+
+def _expiry(exp: float) -> datetime:
+    """``exp`` as a time, refused (not a server error) when no calendar holds it."""
+    try:
+        if not math.isfinite(exp):
+            raise ValueError(exp)
+        return datetime.fromtimestamp(exp, UTC)
+    except (OverflowError, ValueError, OSError):
+        raise _refused(
+            f"its expiry (exp {str(exp)[:30]}) is out of range: seconds since 1970 before the year 10000"
+        ) from None
 
 
 def _header(token: str) -> dict[str, Any]:
