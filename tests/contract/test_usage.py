@@ -108,6 +108,32 @@ async def test_current_estimate_and_rollups(sk: skift.LocalSkift) -> None:
     assert (project.ref, project.actual.total, project.estimate.total) == ("u", 1032, 350)
 
 
+async def test_sums_never_pass_what_a_report_can_hold(sk: skift.LocalSkift) -> None:
+    """Two records of 2**63 - 1 tokens (issue 29: every report of the project was INTERNAL,
+    "bigint out of range"): the second is refused naming the bound, a small one still lands,
+    and every report answers, each sum at most 2**63 - 1."""
+    big = 2**63 - 1
+    await _tree(sk)
+    await sk.set_rate("m", input=1, output=1, cache_read=1, cache_write=1, currency="EUR")
+    await sk.record_usage("u#3", model="m", input_tokens=big)
+    with pytest.raises(skift.LimitExceeded, match="past the most a report can sum") as ei:
+        await sk.record_usage("u#4", model="m", input_tokens=big)
+    assert ei.value.next
+    with pytest.raises(skift.LimitExceeded, match="total"):
+        await sk.record_usage("u#4", model="m", output_tokens=2**40)
+    await sk.record_usage("u#4", model="m", output_tokens=7)  # small: never checked
+    await sk.record_usage("u#2", model="m", cache_read_tokens=big, estimate=True)
+
+    project = await sk.project_usage("u")
+    assert project.actual == skift.TokenTotals(input_tokens=big, output_tokens=7, total=big)
+    assert project.estimate.cache_read_tokens == big
+    tree = await sk.usage("u#1", subtree=True)
+    assert tree.actual.total == big
+    assert (await sk.usage("u#4")).actual.output_tokens == 7
+    assert project.cost_actual is not None
+    assert project.cost_actual > 9 * 10**12  # priced from the sums as stored
+
+
 async def test_rates_price_reports_at_query_time(sk: skift.LocalSkift) -> None:
     """A rate table prices tokens when a report is read; a model without a rate is listed as
     unpriced, not counted as free; only a person sets rates, in one currency."""

@@ -26,7 +26,7 @@ from uuid import UUID
 
 import attrs
 
-from ._errors import Invalid, Refused
+from ._errors import Invalid, LimitExceeded, Refused
 from ._inputs import shown
 from ._intent import intent
 from ._models import Node, Principal, PrincipalKind, Project
@@ -71,7 +71,12 @@ if TYPE_CHECKING:
 
 _MILLION = Decimal(1_000_000)
 MAX_TOKENS = 2**63 - 1
-"""A token count fits a signed 64-bit integer (PostgreSQL's bigint)."""
+"""A token count fits a signed 64-bit integer (PostgreSQL's bigint), and so does every sum
+a report gives (see :func:`record_usage`)."""
+_CHECKED_TOKENS = 2**32
+"""A record whose counts add up to this or more is checked against its project's sums, so
+no report's sum passes :data:`MAX_TOKENS` (no attempt spends four billion tokens; below
+it, passing the bound takes two billion records, and reports then saturate)."""
 MAX_MONEY = Decimal(10**12)
 """No price, budget or cap is over a trillion currency units."""
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
@@ -113,13 +118,49 @@ def _tokens(name: str, value: object) -> int:
     return value
 
 
-def totals(rows: Iterable[UsageTotal], kind: UsageKind) -> TokenTotals:
-    sums = dict.fromkeys(TOKEN_FIELDS, 0)
+def _sums(rows: Iterable[UsageTotal], kind: UsageKind) -> dict[str, int]:
+    sums: dict[str, int] = dict.fromkeys(TOKEN_FIELDS, 0)
     for r in rows:
         if r.kind is kind:
             for f in TOKEN_FIELDS:
                 sums[f] += getattr(r, f)
-    return TokenTotals(**sums, total=sum(sums.values()))
+    return sums
+
+
+def totals(rows: Iterable[UsageTotal], kind: UsageKind) -> TokenTotals:
+    """The sums of one kind, each at most :data:`MAX_TOKENS`.
+
+    Writes keep sums under the bound (:func:`record_usage`); one that got past it
+    anyway (records from an archive, two large writes at once) is reported as the
+    bound rather than breaking every report of its scope.
+    """
+    sums = _sums(rows, kind)
+    total = sum(sums.values())
+    return TokenTotals(
+        **{f: min(v, MAX_TOKENS) for f, v in sums.items()}, total=min(total, MAX_TOKENS)
+    )
+
+
+async def _check_headroom(
+    tx: Tx, project: Project, kind: UsageKind, counts: dict[str, int]
+) -> None:
+    """Refuse a large record that would take a sum of its project's report past the bound.
+
+    The project's report sums every record of every node in it, so its sums bound every
+    other report's (a node's, a subtree's); ``total`` adds the four classes.
+    """
+    if sum(counts.values()) < _CHECKED_TOKENS:
+        return
+    sums = _sums(await tx.usage_totals(UsageScope(project=project.id)), kind)
+    after = {f: sums[f] + counts[f] for f in TOKEN_FIELDS}
+    after["total"] = sum(after.values())
+    for name, value in after.items():
+        if value > MAX_TOKENS:
+            raise LimitExceeded(
+                f"recording this would take {project.slug}'s {kind.value} {name} to "
+                f"{value}, past the most a report can sum ({MAX_TOKENS})",
+                next="Report the tokens an attempt really used; counts are never currency.",
+            )
 
 
 def price(
@@ -211,6 +252,7 @@ async def record_usage(
         ],
         held,
     )
+    await _check_headroom(tx, project, kind, counts)
     now = await tx.now()
     record = UsageRecord(
         id=new_id(),

@@ -180,10 +180,10 @@ class ContentTx(TxBase, PgWebhooksTx):
             UsageTotal(
                 kind=UsageKind(r["kind"]),
                 model=r["model"],
-                input_tokens=r["input_tokens"],
-                output_tokens=r["output_tokens"],
-                cache_read_tokens=r["cache_read_tokens"],
-                cache_write_tokens=r["cache_write_tokens"],
+                input_tokens=int(r["input_tokens"]),  # numeric sums: Decimal
+                output_tokens=int(r["output_tokens"]),
+                cache_read_tokens=int(r["cache_read_tokens"]),
+                cache_write_tokens=int(r["cache_write_tokens"]),
             )
             for r in await self.rows("usage_totals", **self._scope(scope))
         ]

@@ -32,7 +32,9 @@ LIMIT %(limit)s
 
 -- name: usage_totals
 -- Token sums per kind and model in a scope: every actual, and only the
--- newest estimate of each node (its current estimate).
+-- newest estimate of each node (its current estimate). Sums stay numeric
+-- (sum(bigint) is): a sum past bigint's range is the core's to bound, never
+-- a "bigint out of range" error that fails every report of the scope.
 WITH RECURSIVE /*:_usage_scope*/,
 current_estimates AS (
     SELECT DISTINCT ON (u.node_id) u.*
@@ -47,10 +49,10 @@ picked AS (
     SELECT * FROM current_estimates
 )
 SELECT kind, model,
-    sum(input_tokens)::bigint AS input_tokens,
-    sum(output_tokens)::bigint AS output_tokens,
-    sum(cache_read_tokens)::bigint AS cache_read_tokens,
-    sum(cache_write_tokens)::bigint AS cache_write_tokens
+    sum(input_tokens) AS input_tokens,
+    sum(output_tokens) AS output_tokens,
+    sum(cache_read_tokens) AS cache_read_tokens,
+    sum(cache_write_tokens) AS cache_write_tokens
 FROM picked
 GROUP BY kind, model
 ORDER BY kind, model
