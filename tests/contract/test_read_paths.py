@@ -147,3 +147,37 @@ async def test_a_blob_is_read_only_through_an_artifact_one_may_read(
     # named by an artifact of a project bob reads too: his to read
     await sk.attach_artifact("open#1", skift.Artifact(name="shared", parts=[part]))
     assert await bob.get_blob(blob.digest) == data
+
+
+async def _alike(hidden: Any, absent: Any, hidden_id: str, absent_id: str) -> None:
+    """Both NotFound, the same words and next move byte for byte once the ids are swapped."""
+    with pytest.raises(skift.NotFound) as one:
+        await hidden
+    with pytest.raises(skift.NotFound) as two:
+        await absent
+    assert str(one.value).replace(hidden_id, "ID") == str(two.value).replace(absent_id, "ID")
+    assert one.value.next == two.value.next
+
+
+async def test_a_hidden_projects_webhooks_answer_as_ids_nobody_made(
+    sk: skift.LocalSkift,
+) -> None:
+    who = await _world(sk)
+    bob = who["bob"]
+    hook = await sk.add_webhook("secret", "https://example.com/hook")
+    delivery = await sk.test_webhook(hook.id)
+    project_id = (await sk.get_project("secret")).id
+    nobody = "01JD0000000000000000000000"
+    for act in (
+        bob.rotate_webhook_secret,
+        bob.disable_webhook,
+        bob.enable_webhook,
+        bob.test_webhook,
+        lambda ref: bob.webhook_deliveries(webhook=ref),
+    ):
+        await _alike(act(hook.id), act(nobody), hook.id, nobody)
+    await _alike(bob.redeliver(delivery.id), bob.redeliver(nobody), delivery.id, nobody)
+    with pytest.raises(skift.NotFound) as exc:
+        await bob.rotate_webhook_secret(hook.id)
+    assert project_id not in str(exc.value)
+    assert "project" not in str(exc.value)

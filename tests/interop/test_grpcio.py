@@ -323,7 +323,9 @@ def test_reflection_describes_a_method_with_its_comments(server: Server) -> None
         ]
         got = list(
             info(
-                iter(reflection_pb2.ServerReflectionRequest(file_containing_symbol=a) for a in asks),
+                iter(
+                    reflection_pb2.ServerReflectionRequest(file_containing_symbol=a) for a in asks
+                ),
                 timeout=10,
             )
         )
@@ -336,10 +338,10 @@ def test_reflection_describes_a_method_with_its_comments(server: Server) -> None
         f.name for f in files
     }
     service = next(i for i, s in enumerate(files[0].service) if s.name == "SkiftService")
-    method = next(i for i, m in enumerate(files[0].service[service].method) if m.name == "ClaimNext")
-    comments = {
-        tuple(loc.path): loc.leading_comments for loc in files[0].source_code_info.location
-    }
+    method = next(
+        i for i, m in enumerate(files[0].service[service].method) if m.name == "ClaimNext"
+    )
+    comments = {tuple(loc.path): loc.leading_comments for loc in files[0].source_code_info.location}
     assert "Take the next ready node in turn order" in comments[(6, service, 2, method)]
     for answer in got[1:3]:
         assert answer.file_descriptor_response.file_descriptor_proto

@@ -103,7 +103,14 @@ if TYPE_CHECKING:
     from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
     from ._retention import PruneReport, prune
     from ._seal import CursorSeal, cursor_seal
-    from ._signin import BoardSession, SigninCode, SigninKind, SigninRecord, SigninStore
+    from ._signin import (
+        BoardSession,
+        SessionInfo,
+        SigninCode,
+        SigninKind,
+        SigninRecord,
+        SigninStore,
+    )
     from ._store import (
         Authors,
         Derived,
@@ -178,6 +185,7 @@ _LAZY: dict[str, str] = {
     "SigninKind": "_signin",
     "SigninRecord": "_signin",
     "SigninStore": "_signin",
+    "SessionInfo": "_signin",
     "Agent": "_api",
     "LocalSkift": "_api",
     "PrincipalSpec": "_api",
@@ -463,6 +471,7 @@ __all__ = [
     "SearchHit",
     "SearchQuery",
     "Service",
+    "SessionInfo",
     "SigninCode",
     "SigninKind",
     "SigninRecord",

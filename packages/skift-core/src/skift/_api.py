@@ -17,18 +17,19 @@ from datetime import UTC, datetime
 from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+from uuid import UUID
 
 from ._api_content import ContentApi
 from ._api_import import ImportApi
 from ._api_work import WorkApi
 from ._blobs import FileBlobStore
 from ._engine import Actor, token_digest
-from ._errors import Invalid, Unauthenticated
+from ._errors import Invalid, NotFound, Unauthenticated
 from ._inputs import check_inputs
 from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
-from ._models import IdentityScheme, PrincipalKind
+from ._models import IdentityScheme, Principal, PrincipalKind
 from ._org_policy import reset_policy as policy_reset
 from ._org_policy import set_policy as policy_set
 from ._org_policy import show_policy as policy_show
@@ -38,10 +39,12 @@ from ._orgs import list_orgs as orgs_list
 from ._policy import Policy
 from ._policy_records import OrgPolicy
 from ._principals import check_uid
+from ._refs import ulid_str
 from ._signin import (
     SESSION_TTL,
     SIGNIN_CODE_TTL,
     BoardSession,
+    SessionInfo,
     SigninCode,
     SigninKind,
     bad_code,
@@ -270,8 +273,28 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             principal=actor.principal,
             org=self.org_name,
             ttl=SIGNIN_CODE_TTL,
+            identity_id=await self._credential_id(),
         )
         return SigninCode(code=code, principal=actor.principal.name, expires_at=got.expires_at)
+
+    async def _credential_id(self) -> UUID | None:
+        """The identity this handle came in through (``authenticate``): what a sign-in code
+        it mints, and the session spent from it, live and die by. None in process."""
+        if self._credential is None:
+            return None
+        scheme, lookup, _expires = self._credential
+
+        async def go(tx: Tx, a: Actor) -> UUID | None:
+            for ident in await tx.identities_of(a.id):
+                live = ident.revoked_at is None
+                if live and ident.scheme.value == scheme and ident.value == lookup:
+                    return ident.id
+            raise Unauthenticated(
+                f"that {scheme} credential is unknown or revoked",
+                next="Ask a skift admin for a token ('skift token create PRINCIPAL').",
+            )
+
+        return await self._run(go)
 
     async def redeem_signin_code(self, code: str) -> BoardSession:
         """Spend a sign-in code for a board session (a transport's call, like ``authenticate``)."""
@@ -285,6 +308,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             principal=got.principal,
             org=got.org,
             ttl=SESSION_TTL,
+            identity_id=got.identity_id,  # revoking what minted the code ends the session
         )
         return BoardSession(
             secret=secret,
@@ -292,6 +316,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             principal_kind=got.principal.kind.value,
             org=got.org,
             expires_at=session.expires_at,
+            id=ulid_str(session.id) if session.id else "",
         )
 
     async def session(self, secret: str) -> LocalSkift:
@@ -312,6 +337,56 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
     async def end_session(self, secret: str) -> None:
         """Sign a board session out (ending one that already ended is not an error)."""
         await self.store.signins.spend(signin_digest(secret), SigninKind.SESSION)
+
+    async def _session_owner(self, principal: str | None) -> Principal:
+        """The caller, or (an admin's call) the principal named ``principal``."""
+        actor = await self._whoami()
+        if principal is None or principal.strip() == actor.principal.name:
+            return actor.principal
+
+        async def go(tx: Tx, a: Actor) -> Principal:
+            await self.engine.authorize(tx, a, [intent("admin")])
+            found = await tx.principal_by_name(principal.strip())
+            if found is None:
+                raise NotFound(
+                    f"no principal {principal!r}",
+                    next="'skift principal list' shows the organization's principals.",
+                )
+            return found
+
+        return await self._run(go)
+
+    async def board_sessions(self, principal: str | None = None) -> list[SessionInfo]:
+        """The live board sessions of the caller (or, an admin's call, of ``principal``),
+        oldest first; never their secrets."""
+        owner = await self._session_owner(principal)
+        records = await self.store.signins.sessions(owner.id)
+        vias: dict[UUID, str] = {}
+        ids = {r.identity_id for r in records if r.identity_id is not None}
+        if ids:
+
+            async def go(tx: Tx, a: Actor) -> None:
+                for ident in await tx.identities_of(owner.id):
+                    if ident.id in ids:
+                        vias[ident.id] = ident.scheme.value
+
+            await self._run(go)
+        return [
+            SessionInfo(
+                id=ulid_str(r.id) if r.id else "",
+                principal=owner.name,
+                created_at=r.created_at,
+                expires_at=r.expires_at,
+                via=vias.get(r.identity_id, "?") if r.identity_id else "local",
+            )
+            for r in records
+        ]
+
+    async def end_board_sessions(self, principal: str | None = None) -> int:
+        """End every board session (and unspent sign-in code) of the caller, or, an admin's
+        call, of ``principal``; returns how many sessions ended."""
+        owner = await self._session_owner(principal)
+        return await self.store.signins.end_all(owner.id)
 
 
 def open(

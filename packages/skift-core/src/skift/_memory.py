@@ -68,7 +68,11 @@ class MemoryStore:
         # held (Condition.wait re-acquires its lock and can fail there on Python 3.11)
         self._changed = asyncio.Event()
         self._offset = timedelta()
-        self.signins = MemorySignins(self._now)
+        self.signins = MemorySignins(self._now, self._identity_live)
+
+    def _identity_live(self, identity_id: UUID) -> bool:
+        found = self._state.identities.get(identity_id)
+        return found is not None and found.revoked_at is None
 
     def set_clock_offset(self, offset: timedelta) -> None:
         self._offset = offset

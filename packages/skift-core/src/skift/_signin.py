@@ -10,6 +10,12 @@ once and the store keeps only its ``sha256:`` digest, with an expiry.
   first redemption; a second redemption, an expired code and an unknown one
   are refused alike (nothing tells a guesser which).
 - A session lives :data:`SESSION_TTL` and ends at sign-out.
+- A code remembers the identity it was minted through (a bearer token, a uid,
+  an OIDC subject; none in process) and its session inherits it: once that
+  identity is revoked, the code and every session it opened stop working
+  (checked by the store in the statement that reads them).
+- A person lists their live sessions and ends them all (``skift board
+  sessions``, ``skift board sign-out --all``); an admin does it for another.
 - Only a person (a user principal) gets a code: the board is where people
   answer gates; agents and services act through the API.
 
@@ -27,11 +33,13 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
+from uuid import UUID
 
 import attrs
 
 from ._errors import Refused, Unauthenticated
 from ._models import Principal, PrincipalKind
+from ._refs import new_id
 from ._secrets import token_digest
 
 SIGNIN_CODE_TTL = timedelta(minutes=10)
@@ -59,6 +67,10 @@ class SigninRecord:
     org: str
     created_at: datetime
     expires_at: datetime
+    #: names a session to its person without its secret (None: kept before it had one)
+    id: UUID | None = None
+    #: the identity the code was minted through, which the session inherits (None: in process)
+    identity_id: UUID | None = None
 
 
 class SigninStore(Protocol):
@@ -72,20 +84,32 @@ class SigninStore(Protocol):
         principal: Principal,
         org: str,
         ttl: timedelta,
+        identity_id: UUID | None = None,
     ) -> SigninRecord:
-        """Keep a new credential, expiring ``ttl`` from the store's clock.
+        """Keep a new credential, expiring ``ttl`` from the store's clock, opened through
+        ``identity_id`` (None: in process).
 
         A store may forget credentials that expired long ago while it does so.
         """
         ...
 
     async def spend(self, digest: str, kind: SigninKind) -> SigninRecord | None:
-        """Spend a live credential (unspent, not expired by the store's clock) and
-        return it; None when there is none. Of two concurrent spends one wins."""
+        """Spend a live credential (unspent, not expired by the store's clock, its identity
+        not revoked) and return it; None when there is none. Of two concurrent spends one
+        wins."""
         ...
 
     async def live(self, digest: str, kind: SigninKind) -> SigninRecord | None:
-        """The live credential with this digest, unspent and not expired; else None."""
+        """The live credential with this digest (unspent, not expired, its identity not
+        revoked); else None."""
+        ...
+
+    async def sessions(self, principal_id: UUID) -> list[SigninRecord]:
+        """The principal's live sessions, oldest first."""
+        ...
+
+    async def end_all(self, principal_id: UUID) -> int:
+        """Spend every live session and code of the principal; how many sessions ended."""
         ...
 
 
@@ -112,6 +136,23 @@ class BoardSession:
     principal_kind: str
     org: str
     expires_at: datetime
+    id: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class SessionInfo:
+    """A live board session as its person (or an admin) sees it: never its secret.
+
+    ``via``: the identity scheme of the credential that minted its sign-in code
+    (``token``, ``unix``, ``oidc``; ``local`` in process); revoking that
+    credential ends the session.
+    """
+
+    id: str
+    principal: str
+    created_at: datetime
+    expires_at: datetime
+    via: str
 
 
 def digest_of(secret: str) -> str:
@@ -147,11 +188,18 @@ def bad_session() -> Unauthenticated:
     )
 
 
+def _always(_identity: UUID) -> bool:
+    return True
+
+
 class MemorySignins:
     """:class:`SigninStore` in this process's memory (the in-memory store's)."""
 
-    def __init__(self, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self, now: Callable[[], datetime], identity_live: Callable[[UUID], bool] | None = None
+    ) -> None:
         self._now = now
+        self._identity_live: Callable[[UUID], bool] = identity_live or _always
         self._rows: dict[str, tuple[SigninRecord, bool]] = {}
         self._lock = asyncio.Lock()
 
@@ -163,6 +211,7 @@ class MemorySignins:
         principal: Principal,
         org: str,
         ttl: timedelta,
+        identity_id: UUID | None = None,
     ) -> SigninRecord:
         async with self._lock:
             now = self._now()
@@ -176,6 +225,8 @@ class MemorySignins:
                 org=org,
                 created_at=now,
                 expires_at=now + ttl,
+                id=new_id(),
+                identity_id=identity_id,
             )
             self._rows[digest] = (record, False)
             return record
@@ -186,6 +237,8 @@ class MemorySignins:
             return None
         record, spent = row
         if spent or record.kind is not kind or record.expires_at <= self._now():
+            return None
+        if record.identity_id is not None and not self._identity_live(record.identity_id):
             return None
         return record
 
@@ -198,3 +251,20 @@ class MemorySignins:
 
     async def live(self, digest: str, kind: SigninKind) -> SigninRecord | None:
         return self._live(digest, kind)
+
+    async def sessions(self, principal_id: UUID) -> list[SigninRecord]:
+        rows = [
+            r
+            for digest, (r, _spent) in self._rows.items()
+            if r.principal.id == principal_id and self._live(digest, SigninKind.SESSION)
+        ]
+        return sorted(rows, key=lambda r: (r.created_at, r.digest))
+
+    async def end_all(self, principal_id: UUID) -> int:
+        async with self._lock:
+            ended = 0
+            for digest, (r, _spent) in list(self._rows.items()):
+                if r.principal.id == principal_id and self._live(digest, r.kind):
+                    self._rows[digest] = (r, True)
+                    ended += r.kind is SigninKind.SESSION
+            return ended

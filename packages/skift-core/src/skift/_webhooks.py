@@ -218,10 +218,12 @@ async def _authorize(e: Context, tx: Tx, actor: Actor, project: Project) -> None
     await e.authorize(tx, actor, [intent("manage_webhook", project=project.slug)])
 
 
-async def _endpoint(tx: Tx, ref: str, *, lock: bool = False) -> Endpoint:
+async def _endpoint(e: Context, tx: Tx, ref: str, *, lock: bool = False) -> Endpoint:
+    """The endpoint ``ref`` names; one of a project the caller may not read is, like one
+    nobody made, ``no webhook`` (never its project's id)."""
     ident = parse_ulid(ref.strip())
     ep = await tx.endpoint_by_id(ident, lock=lock) if ident is not None else None
-    if ep is None:
+    if ep is None or ep.project_id in await e.hidden(tx):
         raise NotFound(f"no webhook {ref!r}", next=_LIST_NEXT)
     return ep
 
@@ -280,7 +282,7 @@ async def add_webhook(
 
 async def rotate_webhook_secret(e: Context, tx: Tx, actor: Actor, ref: str) -> WebhookInfo:
     """Give an endpoint a new secret (returned this once); the old one stops signing at once."""
-    ep = await _endpoint(tx, ref, lock=True)
+    ep = await _endpoint(e, tx, ref, lock=True)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
     await _authorize(e, tx, actor, proj)
     secret = secrets.token_bytes(SECRET_BYTES)
@@ -294,7 +296,7 @@ async def set_webhook_enabled(
 ) -> WebhookInfo:
     """Disable an endpoint (nothing is sent to it; what commits meanwhile still coalesces
     into its pending delivery) or enable it again (that delivery goes out)."""
-    ep = await _endpoint(tx, ref, lock=True)
+    ep = await _endpoint(e, tx, ref, lock=True)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
     await _authorize(e, tx, actor, proj)
     if (ep.disabled_at is None) == enabled:
@@ -332,7 +334,7 @@ async def list_deliveries(
 ) -> list[DeliveryInfo]:
     """Deliveries newest first: of one endpoint, of one project's, or of every one."""
     size = e.page_size(limit)
-    endpoint_id = (await _endpoint(tx, webhook)).id if webhook else None
+    endpoint_id = (await _endpoint(e, tx, webhook)).id if webhook else None
     proj = await e.resolve_project(tx, project) if project else None
     rows = await tx.deliveries(
         endpoint_id=endpoint_id,
@@ -347,10 +349,10 @@ async def list_deliveries(
     return [delivery_info(d, slugs[d.project_id], seal) for d in rows]
 
 
-async def _delivery(tx: Tx, ref: str) -> Delivery:
+async def _delivery(e: Context, tx: Tx, ref: str) -> Delivery:
     ident = parse_ulid(ref.strip())
     d = await tx.delivery_by_id(ident, lock=True) if ident is not None else None
-    if d is None:
+    if d is None or d.project_id in await e.hidden(tx):
         raise NotFound(
             f"no delivery {ref!r}", next="List them with 'skift webhook deliveries [WEBHOOK]'."
         )
@@ -360,7 +362,7 @@ async def _delivery(tx: Tx, ref: str) -> Delivery:
 async def redeliver(e: Context, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     """Queue a delivered or parked delivery again: the same id, the same window, a fresh
     retry schedule."""
-    d = await _delivery(tx, ref)
+    d = await _delivery(e, tx, ref)
     proj = await e.resolve_project(tx, ulid_str(d.project_id))
     await _authorize(e, tx, actor, proj)
     if d.state == "pending":
@@ -377,7 +379,7 @@ async def redeliver(e: Context, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
 async def queue_test_delivery(e: Context, tx: Tx, actor: Actor, ref: str) -> DeliveryInfo:
     """Queue a delivery with an empty window (``after`` equal to ``through``, no counts),
     to check that a receiver is reachable and verifies the signature."""
-    ep = await _endpoint(tx, ref)
+    ep = await _endpoint(e, tx, ref)
     proj = await e.resolve_project(tx, ulid_str(ep.project_id))
     await _authorize(e, tx, actor, proj)
     assert ep.watermark is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, Protocol
+from uuid import UUID
 
 import skift
 
@@ -35,6 +36,8 @@ def _record(row: dict[str, Any]) -> skift.SigninRecord:
         org=row["org_name"],
         created_at=row["created_at"],
         expires_at=row["expires_at"],
+        id=row["signin_id"],
+        identity_id=row["identity_id"],
     )
 
 
@@ -44,15 +47,18 @@ class PgSignins:
     def __init__(self, store: _Pooled) -> None:
         self._store = store
 
-    async def _one(self, name: str, **params: Any) -> skift.SigninRecord | None:
+    async def _rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
         store = self._store
         async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
             cur = await conn.execute(
                 q(name),
                 {**params, "offset": store._offset},  # pyright: ignore[reportPrivateUsage]
             )
-            row = await cur.fetchone()
-        return _record(row) if row else None
+            return await cur.fetchall()
+
+    async def _one(self, name: str, **params: Any) -> skift.SigninRecord | None:
+        rows = await self._rows(name, **params)
+        return _record(rows[0]) if rows else None
 
     async def insert(
         self,
@@ -62,6 +68,7 @@ class PgSignins:
         principal: skift.Principal,
         org: str,
         ttl: timedelta,
+        identity_id: UUID | None = None,
     ) -> skift.SigninRecord:
         got = await self._one(
             "signin_insert",
@@ -70,6 +77,8 @@ class PgSignins:
             org=principal.org_id,
             principal=principal.id,
             ttl=ttl,
+            id=skift.new_id(),
+            identity=identity_id,
         )
         assert got is not None
         return got
@@ -79,3 +88,10 @@ class PgSignins:
 
     async def live(self, digest: str, kind: skift.SigninKind) -> skift.SigninRecord | None:
         return await self._one("signin_live", digest=digest, kind=kind.value)
+
+    async def sessions(self, principal_id: UUID) -> list[skift.SigninRecord]:
+        return [_record(r) for r in await self._rows("signin_sessions", principal=principal_id)]
+
+    async def end_all(self, principal_id: UUID) -> int:
+        rows = await self._rows("signin_end_all", principal=principal_id)
+        return int(rows[0]["n"]) if rows else 0
