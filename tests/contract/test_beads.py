@@ -311,7 +311,8 @@ async def test_dangling_dependency_is_named_or_skipped(skift_local: skift.LocalS
     sk = skift_local
     with pytest.raises(skift.Invalid, match="line 2: bd-d2 depends on bd-gone") as err:
         await sk.import_beads(fixture("dangling.jsonl"), project="bd")
-    assert "--skip-dangling" in err.value.next
+    assert "skip_dangling" in err.value.next
+    assert err.value.move == {"do": "skip_dangling"}  # the CLI words it as --skip-dangling
     assert [p.slug for p in await sk.list_projects()] == []
     result = await sk.import_beads(fixture("dangling.jsonl"), project="bd", skip_dangling=True)
     assert result.created == 3
@@ -328,7 +329,8 @@ async def test_a_cycle_is_refused_naming_it(skift_local: skift.LocalSkift) -> No
     sk = skift_local
     with pytest.raises(skift.CycleError, match="bd-c1 -> bd-c2 -> bd-c1") as err:
         await sk.import_beads(fixture("cyclic.jsonl"), project="bd")
-    assert "--break-cycles" in err.value.next
+    assert "break_cycles" in err.value.next
+    assert err.value.move == {"do": "break_cycles"}  # the CLI words it as --break-cycles
     assert [p.slug for p in await sk.list_projects()] == []
 
 

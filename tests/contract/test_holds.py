@@ -130,7 +130,7 @@ async def test_hold_twice_and_unhold_without_hold(sk: skift.LocalSkift, tree: st
     assert "first" in ei.value.message
     with pytest.raises(skift.Refused) as ei:
         await sk.unhold("h#2", reason="try the child")
-    assert "explain" in ei.value.next
+    assert "explain" in ei.value.next.lower()
     await sk.hold_project(tree, reason="p")
     with pytest.raises(skift.Refused):
         await sk.hold_project(tree, reason="again")
@@ -149,7 +149,7 @@ async def test_hold_blocks_claiming_naming_the_hold(
         await bot.claim("h#2")
     assert "held on h#1" in ei.value.message
     assert "waiting for the design review" in ei.value.message
-    assert "unhold" in ei.value.next
+    assert "release the hold" in ei.value.next
     with pytest.raises(skift.NothingReady) as ei2:
         await bot.claim_next()
     assert ei2.value.details["held_count"] == 3

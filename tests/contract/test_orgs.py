@@ -99,7 +99,7 @@ async def test_only_a_server_admin_binds_a_uid(
     ):
         with pytest.raises(skift.Refused, match="only an administrator of the server binds") as ei:
             await attempt
-        assert "--uid" in ei.value.next
+        assert ei.value.move == {"do": "bind_uid"}  # the CLI names `--uid`
     assert await wile.list_principals() == before
     with pytest.raises(skift.Unauthenticated):
         await local.authenticate("unix", "4343")

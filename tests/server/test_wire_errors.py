@@ -9,6 +9,7 @@ standard detail each kind carries.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -142,3 +143,44 @@ async def test_unavailable_carries_retry_info(serve: Serve) -> None:
     retry = [d for d in err.details or () if isinstance(d, RetryInfo)]
     assert len(retry) == 1
     assert retry[0].retry_delay == timedelta(seconds=1)
+
+
+def _cases() -> list[tuple[str, str, Any, type[Any], str]]:
+    """(name, RPC, request, response type, the field path BadRequest must name): every
+    bad-argument answer names the field as the proto spells it."""
+    from datetime import timedelta as td
+
+    create = v1.PatchOp(create_node=v1.CreateNodeOp(title="first"))
+    untitled = v1.PatchOp(create_node=v1.CreateNodeOp(title=""))
+    return [
+        ("page size", "ListProjects", v1.ListProjectsRequest(page_size=-1), v1.ListProjectsResponse, "page_size"),
+        ("cursor", "ListEvents", v1.ListEventsRequest(page_token="garbage"), v1.ListEventsResponse, "page_token"),
+        ("stream cursor", "WatchEvents", v1.WatchEventsRequest(page_token="garbage"), v1.WatchEventsResponse, "page_token"),
+        ("ttl", "Claim", v1.ClaimRequest(ref="w#1", ttl=td(seconds=-1)), v1.ClaimResponse, "ttl"),
+        ("ref", "GetNode", v1.GetNodeRequest(ref="not a ref!"), v1.GetNodeResponse, "ref"),
+        ("#1 alone", "GetNode", v1.GetNodeRequest(ref="#1"), v1.GetNodeResponse, "project"),
+        ("filter.status", "Ready", v1.ReadyRequest(filter=v1.NodeFilter(status=v1.NodeStatus.OPEN)), v1.ReadyResponse, "filter.status"),
+        ("title", "Patch", v1.PatchRequest(project="w", ops=[create, untitled]), v1.PatchResponse, "ops[1].title"),
+        ("no ops", "Patch", v1.PatchRequest(project="w"), v1.PatchResponse, "ops"),
+        ("slug", "CreateProject", v1.CreateProjectRequest(title="x", slug="Not A Slug"), v1.CreateProjectResponse, "slug"),
+        ("enum", "CreateProject", v1.CreateProjectRequest(title="x", priority=99), v1.CreateProjectResponse, "priority"),
+    ]  # fmt: skip
+
+
+async def test_bad_request_names_the_field(serve: Serve) -> None:
+    """BadRequest's field path, for each bad argument the issue listed (and a few more): the
+    field as the proto spells it, never empty; the message names no CLI flag or Python repr."""
+    server = await serve("--memory")
+    sock = str(server.socket)
+    assert await _ok(sock, "CreateProject", v1.CreateProjectRequest(title="W"))
+    wrong: list[str] = []
+    for name, method, request, reply, field in _cases():
+        err = await _raw(sock, method, request, reply)
+        bad = [d for d in err.details or () if isinstance(d, BadRequest)]
+        got = bad[0].field_violations[0].field if bad else None
+        text = err.message or ""
+        if err.status is not Status.INVALID_ARGUMENT or got != field:
+            wrong.append(f"{name}: {err.status.name} field={got!r}, want {field!r}: {text}")
+        if re.search(r"--[a-z]|Priority\.|\d:\d\d:\d\d|'skift ", text):
+            wrong.append(f"{name}: CLI words or a Python repr: {text}")
+    assert not wrong, "\n".join(wrong)

@@ -41,6 +41,56 @@ _WORDING: dict[str, Callable[[dict[str, Any]], str]] = {
         f"Read what it takes ('skift list'), then give --max-nodes {m['count']} or more, "
         "or drop without --cascade."
     ),
+    "add_principal": lambda m: (
+        f"Ask a skift admin to run 'skift principal add NAME --kind user --uid {m['uid']}'."
+    ),
+    "attach_identity": lambda m: (
+        f"Ask a skift admin to run 'skift principal attach PRINCIPAL {m['scheme']} {m['value']}'."
+    ),
+    "get_token": lambda m: "Ask a skift admin for a token ('skift token create PRINCIPAL').",
+    "pass_lease": lambda m: (
+        "Pass the lease id claim printed (--lease L); a person taking someone else's lease "
+        "back preempts it (--preempt --reason R)."
+    ),
+    "import_as": lambda m: "Import it under another slug (skift import FILE -p NEW_SLUG).",
+    "list_comments": lambda m: "'skift comments REF' lists a node's comments.",
+    "list_projects": lambda m: (
+        "List projects with 'skift project list', or create one with 'skift project create TITLE'."
+    ),
+    "give_reason": lambda m: (
+        "Say why (--reason), because a change nobody can explain is one nobody dares undo."
+    ),
+    "list_nodes": lambda m: "Check the reference; 'skift list' shows a project's nodes.",
+    "unhold_project": lambda m: (
+        f"Release it first with 'skift unhold --project {m['project']} --reason …'."
+    ),
+    "break_cycles": lambda m: (
+        "Remove one of those dependencies in beads, or import with --break-cycles to drop "
+        "the fewest blocks dependencies (they are listed)."
+    ),
+    "skip_dangling": lambda m: (
+        "Export the whole beads database, or pass --skip-dangling to import without those "
+        "dependencies."
+    ),
+    "claim": lambda m: f"Nobody holds it; change it directly, or 'skift claim {m['ref']}'.",
+    "reset_policy": lambda m: (
+        "Give one or more Rego files; 'skift policy reset --reason R' goes back to the default."
+    ),
+    "bind_uid": lambda m: (
+        "Ask an administrator of the server to bind it ('skift org create NAME --admin NAME "
+        "--uid UID' for a new organization's first user); use a token or OIDC meanwhile."
+    ),
+    "list_orgs": lambda m: "Choose another name ('skift org list' shows them).",
+    "reopen": lambda m: f"Reopen it first ('skift reopen {m['ref']} --reason …').",
+    "unhold": lambda m: f"Release it first ('skift unhold {m['ref']} --reason …').",
+    "list_principals": lambda m: (
+        "'skift principal list' shows them; 'skift principal add NAME --kind KIND' adds one."
+    ),
+    "board_link": lambda m: "Run 'skift board' for a new link.",
+    "show_usage": lambda m: (
+        f"Ask a person to raise the cap on {m['ref']}, or take other work; "
+        f"'skift usage show {m['ref']} --subtree' shows the spend."
+    ),
 }
 
 

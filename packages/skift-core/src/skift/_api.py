@@ -102,16 +102,19 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             if scheme == IdentityScheme.UNIX.value:
                 raise Unauthenticated(
                     f"uid {value} is not registered with skift",
-                    next=f"Ask a skift admin to run 'skift principal add NAME --kind user --uid {value}'.",
+                    next=f"Ask an admin of skift to add a principal for uid {value}.",
+                    move={"do": "add_principal", "uid": value},
                 )
             if scheme == IdentityScheme.OIDC.value:
                 raise Unauthenticated(
                     f"the OIDC identity {value} is not attached to any principal",
-                    next=f"Ask a skift admin to attach it: attach_identity(PRINCIPAL, 'oidc', '{value}').",
+                    next=f"Ask an admin of skift to attach the OIDC identity {value} to a principal.",
+                    move={"do": "attach_identity", "scheme": "oidc", "value": value},
                 )
             raise Unauthenticated(
                 f"that {scheme} credential is unknown or revoked",
-                next="Ask a skift admin for a token ('skift token create PRINCIPAL').",
+                next="Ask an admin of skift for a token.",
+                move={"do": "get_token"},
             )
         org_name = self._org_names.get(principal.org_id)
         if org_name is None:  # one statement saved on every gRPC call after the first
@@ -163,7 +166,8 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         except ValueError:
             raise Invalid(
                 f"kind {kind!r} is not user, agent or service",
-                next="Use --kind user|agent|service.",
+                next="Use the kind user, agent or service.",
+                field="kind",
             ) from None
 
         if uid is not None:
@@ -421,4 +425,5 @@ def open(
     raise Invalid(
         f"no store for {url!r}",
         next="Use memory: or postgresql://…; PostgreSQL needs the skift-store-pg package installed.",
+        field="url",
     )

@@ -76,7 +76,9 @@ class ContentApi(GraphApi):
         rid = request_id or ulid_str(new_id())
         if not rid.strip():
             raise Invalid(
-                "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+                "request_id is empty",
+                next="Leave it out to have one made, or give a non-empty id.",
+                field="request_id",
             )
         return await self._run(
             lambda tx, a: _comments.add_comment(
@@ -302,7 +304,7 @@ class ContentApi(GraphApi):
         if data is None:
             raise Unavailable(
                 f"blob {canon} is recorded but its bytes are missing from the blob store",
-                next="Ask the operator to check the server's blob directory (--blob-dir).",
+                next="Ask the operator to check the server's blob directory.",
             )
         return data
 

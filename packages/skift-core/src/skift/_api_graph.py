@@ -28,7 +28,9 @@ def request_id_or_new(request_id: str | None) -> str:
         return ulid_str(new_id())
     if not request_id.strip():
         raise Invalid(
-            "request_id is empty", next="Leave it out to have one made, or give a non-empty id."
+            "request_id is empty",
+            next="Leave it out to have one made, or give a non-empty id.",
+            field="request_id",
         )
     return request_id
 
@@ -75,7 +77,11 @@ class GraphApi(Session):
         skipping ``offset`` (what a paging caller has already read)."""
         size = self.engine.page_size(limit)
         if offset < 0:
-            raise Invalid("offset must be 0 or more", next="Give the number of projects to skip.")
+            raise Invalid(
+                "offset must be 0 or more",
+                next="Give the number of projects to skip.",
+                field="offset",
+            )
 
         async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
             rows = await tx.list_projects(
@@ -293,4 +299,5 @@ def _priority(value: Priority | str) -> Priority:
         raise Invalid(
             f"priority {value!r} is not p0..p4",
             next="Use p0 (most urgent) to p4; p2 is the default.",
+            field="priority",
         ) from None

@@ -143,8 +143,10 @@ class WorkApi(GraphApi):
         if not lease:
             raise Invalid(
                 "a release names the lease it ends",
-                next="Pass the lease id Claim returned (--lease L); a person taking "
-                "someone else's lease back preempts it (--preempt --reason R).",
+                next="Pass the lease id the claim returned; a person taking someone else's lease "
+                "back preempts it, with a reason.",
+                move={"do": "pass_lease"},
+                field="lease",
             )
         try:
             why = ReleaseReason(reason)
@@ -152,11 +154,13 @@ class WorkApi(GraphApi):
             raise Invalid(
                 f"release reason {reason!r} is not one of crash, budget, preempted",
                 next="Release with crash, budget or preempted.",
+                field="reason",
             ) from None
         if why in (ReleaseReason.COMPLETE, ReleaseReason.EXPIRED, ReleaseReason.GATE):
             raise Invalid(
                 f"release reason {why.value!r} is set by skift itself",
                 next="Release with crash, budget or preempted; complete with 'complete', file a gate with 'gate'.",
+                field="reason",
             )
         return await self._run(lambda tx, a: self.engine.release(tx, a, ref, project, lease, why))
 

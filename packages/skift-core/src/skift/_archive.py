@@ -166,7 +166,7 @@ async def export_archive(
         if rec is None or data is None:
             raise Invalid(
                 f"blob {digest} of an artifact of {project.slug} is missing from this store",
-                next="Ask the operator to check the server's blob directory (--blob-dir).",
+                next="Ask the operator to check the server's blob directory.",
             )
         blobs.append({**_record("blob", rec), "data": base64.b64encode(data).decode("ascii")})
     records += blobs
@@ -227,6 +227,7 @@ def _bad(line: int, what: str) -> Invalid:
         f"line {line}: {what}",
         next="Export the project again with skift export; an archive is not edited by hand.",
         line=line,
+        field="data",
     )
 
 
@@ -255,7 +256,9 @@ def parse_archive(lines: Iterable[str]) -> tuple[dict[str, Any], list[tuple[int,
             raise _bad(n, "a record without a type")
         records.append((n, obj))
     if manifest is None:
-        raise Invalid("the archive is empty", next="Give the file skift export wrote.")
+        raise Invalid(
+            "the archive is empty", next="Give the file skift export wrote.", field="data"
+        )
     return manifest, records
 
 
@@ -321,13 +324,16 @@ async def import_archive(
     (p_line, p_doc), *more = by_type.get("project") or [(0, {})]
     if not p_doc or more:
         raise Invalid(
-            "the archive holds no project, or several", next="Give one project's archive."
+            "the archive holds no project, or several",
+            next="Give one project's archive.",
+            field="data",
         )
     wanted = check_slug(slug or str(p_doc.get("slug", "")))
     if await tx.project_by_slug(wanted) is not None:
         raise Conflict(
             f"the slug {wanted!r} is taken in this organization",
-            next="Import under another slug (skift import FILE -p NEW_SLUG).",
+            next="Import it under another slug.",
+            move={"do": "import_as"},
         )
     ids = _Ids()
     ids.same(str(manifest.get("org", "")) or str(UUID(int=0)), tx.org_id)

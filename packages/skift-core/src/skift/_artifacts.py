@@ -104,6 +104,7 @@ def check_reference(part: ReferencePart) -> ReferencePart:
             f"{part.uri!r} is not a URI",
             next="Give an absolute URI with its scheme, e.g. git+https://github.com/acme/api.git#branch=main "
             "or oci://ghcr.io/acme/api@sha256:….",
+            field="parts",
         )
     digest = check_digest(part.digest, "the reference's digest") if part.digest else None
     commit = part.commit.strip().lower() if part.commit else None
@@ -111,12 +112,14 @@ def check_reference(part: ReferencePart) -> ReferencePart:
         raise Invalid(
             f"commit {part.commit!r} is not a full git commit id",
             next="Give the full 40 (SHA-1) or 64 (SHA-256) hex digit commit the ref resolved to.",
+            field="parts",
         )
     if scheme == "git" or scheme.startswith("git+"):
         if not parts.netloc or not parts.path.strip("/"):
             raise Invalid(
                 f"{part.uri!r} names no repository",
                 next="Write git references as git+https://HOST/OWNER/REPO.git#branch=NAME.",
+                field="parts",
             )
         ref_kind, _, ref_value = parts.fragment.partition("=")
         if parts.fragment and (
@@ -125,6 +128,7 @@ def check_reference(part: ReferencePart) -> ReferencePart:
             raise Invalid(
                 f"{part.uri!r}: the fragment {parts.fragment!r} is not branch=, tag=, pr= or commit=",
                 next="Name the ref in the fragment: #branch=main, #tag=v1.2, #pr=12 or #commit=<sha>.",
+                field="parts",
             )
         if ref_kind == "commit":
             pinned = ref_value.strip().lower()
@@ -132,11 +136,13 @@ def check_reference(part: ReferencePart) -> ReferencePart:
                 raise Invalid(
                     f"{part.uri!r}: {ref_value!r} is not a full git commit id",
                     next="Give the full 40 or 64 hex digit commit id.",
+                    field="parts",
                 )
             if commit is not None and commit != pinned:
                 raise Invalid(
                     f"{part.uri!r} pins commit {pinned}, but the part says {commit}",
                     next="Leave commit out, or make it agree with the URI.",
+                    field="parts",
                 )
             commit = pinned
         elif commit is None:
@@ -144,12 +150,14 @@ def check_reference(part: ReferencePart) -> ReferencePart:
             raise Invalid(
                 f"{part.uri!r} names {what}, which moves; a git reference records the commit it resolved to",
                 next="Resolve it (git rev-parse) and give commit=<sha>, or reference #commit=<sha>.",
+                field="parts",
             )
     elif scheme == "oci":
         if not parts.netloc or not parts.path.strip("/"):
             raise Invalid(
                 f"{part.uri!r} names no repository",
                 next="Write OCI references as oci://REGISTRY/REPO[:TAG]@sha256:<hex>.",
+                field="parts",
             )
         _, at, pinned = uri.rpartition("@")
         if at and pinned.startswith("sha256:"):
@@ -158,12 +166,14 @@ def check_reference(part: ReferencePart) -> ReferencePart:
                 raise Invalid(
                     f"{part.uri!r} pins {pinned_digest}, but the part says {digest}",
                     next="Leave digest out, or make it agree with the URI.",
+                    field="parts",
                 )
             digest = pinned_digest
         if digest is None:
             raise Invalid(
                 f"{part.uri!r} names a tag, which moves; an OCI reference records its digest",
                 next="Give digest=sha256:<hex> (the manifest digest), or reference REPO@sha256:<hex>.",
+                field="parts",
             )
     return attrs.evolve(part, uri=uri, digest=digest, commit=commit)
 
@@ -172,7 +182,9 @@ def check_artifact(artifact: Artifact, limits: Limits) -> Artifact:
     """An artifact checked against the limits and the part rules (before any write)."""
     name = artifact.name.strip()
     if not name:
-        raise Invalid("an artifact needs a name", next="Name it, e.g. report.md or the-diff.")
+        raise Invalid(
+            "an artifact needs a name", next="Name it, e.g. report.md or the-diff.", field="name"
+        )
     _limit("the artifact's name", len(name), limits.title_chars, "title_chars", "characters")
     _limit(
         "the artifact's description",
@@ -193,6 +205,7 @@ def check_artifact(artifact: Artifact, limits: Limits) -> Artifact:
         raise Invalid(
             f"artifact {name!r}: metadata is not JSON",
             next="Metadata is a JSON object of strings, numbers, booleans, lists and objects.",
+            field="metadata",
         ) from None
     _limit(
         f"artifact {name!r}'s metadata",
@@ -214,11 +227,15 @@ def check_artifact(artifact: Artifact, limits: Limits) -> Artifact:
             case BlobPart():
                 if part.size < 0:
                     raise Invalid(
-                        "a blob's size cannot be negative", next="Give its size in bytes."
+                        "a blob's size cannot be negative",
+                        next="Give its size in bytes.",
+                        field="parts",
                     )
                 if not part.media_type.strip():
                     raise Invalid(
-                        "a blob part needs a media type", next="Give one, e.g. text/plain."
+                        "a blob part needs a media type",
+                        next="Give one, e.g. text/plain.",
+                        field="parts",
                     )
                 parts.append(attrs.evolve(part, digest=check_digest(part.digest)))
             case ReferencePart():
@@ -245,6 +262,7 @@ def check_blob_part(part: BlobPart, stored: BlobRecord | None) -> None:
         raise Invalid(
             f"blob {part.digest} is {stored.size} bytes, not {part.size}",
             next="Give the size put_blob returned.",
+            field="parts",
         )
 
 
@@ -333,19 +351,22 @@ def as_artifact(value: Artifact | Mapping[str, Any]) -> Artifact:
 def check_upload(data: bytes, media_type: str, digest: str | None, limits: Limits) -> BlobInfo:
     """The blob an upload makes, or Invalid / LimitExceeded before anything is written."""
     if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise Invalid("a blob is bytes", next="Pass the content as bytes.")
+        raise Invalid("a blob is bytes", next="Pass the content as bytes.", field="data")
     size = len(data)
     _limit("the blob", size, limits.blob_bytes, "blob_bytes")
     kind = media_type.strip()
     if not kind or len(kind) > 255:
         raise Invalid(
-            "a blob needs a media type", next="Give one, e.g. text/plain or application/json."
+            "a blob needs a media type",
+            next="Give one, e.g. text/plain or application/json.",
+            field="media_type",
         )
     actual = digest_of(bytes(data))
     if digest is not None and check_digest(digest) != actual:
         raise Invalid(
             f"the bytes hash to {actual}, not {digest}",
             next="Send the bytes the digest was computed from, or leave the digest out.",
+            field="digest",
         )
     return BlobInfo(digest=actual, media_type=kind, size=size)
 

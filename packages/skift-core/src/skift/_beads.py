@@ -64,6 +64,7 @@ def _bad(line: int, what: str) -> Invalid:
         f"line {line}: {what}",
         next="Fix that line (each line is one issue as 'bd export' writes it) and import again.",
         line=line,
+        field="data",
     )
 
 

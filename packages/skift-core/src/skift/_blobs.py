@@ -49,6 +49,7 @@ def check_digest(value: str, what: str = "digest") -> str:
         raise Invalid(
             f"{what} {value!r} is not a SHA-256 digest",
             next="Write digests as sha256:<64 lowercase hex digits>.",
+            field="digest",
         )
     return canon
 
@@ -118,7 +119,7 @@ class FileBlobStore:
         return Unavailable(
             f"the blob store cannot {doing} under {self.root}: {exc.strerror or exc} ({cause})",
             next="Retry later with the same request; the operator must free space or "
-            "make the blob directory writable (--blob-dir).",
+            "make the blob directory writable.",
             cause=cause,
         )
 

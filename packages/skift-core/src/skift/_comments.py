@@ -50,7 +50,9 @@ from ._views import CommentInfo, CommentRevision
 
 async def _body(e: Context, tx: Tx, body: str) -> str:
     if not body.strip():
-        raise Invalid("a comment needs a body", next="Write what you want to say (markdown).")
+        raise Invalid(
+            "a comment needs a body", next="Write what you want to say (markdown).", field="body"
+        )
     check_size("comment", body, (await e.sizes(tx)).comment_bytes)
     return body
 
@@ -67,7 +69,9 @@ async def _comment(e: Context, tx: Tx, comment_id: str, *, lock: bool = False) -
     if ident is None:
         raise Invalid(
             f"{comment_id!r} is not a comment id",
-            next="Use the id a comment was given ('skift comments REF' lists them).",
+            next="Use the id a comment was given (a node's comments list them).",
+            move={"do": "list_comments"},
+            field="comment_id",
         )
     found = await tx.comment_by_id(ident, lock=lock)
     if found is not None and found.project_id in await e.hidden(tx):
@@ -75,7 +79,8 @@ async def _comment(e: Context, tx: Tx, comment_id: str, *, lock: bool = False) -
     if found is None:
         raise NotFound(
             f"no comment {comment_id}",
-            next="Check the id; 'skift comments REF' lists a node's comments.",
+            next="Check the id; a node's comments list them.",
+            move={"do": "list_comments"},
         )
     return found
 
@@ -104,6 +109,7 @@ async def new_comment(
             raise Invalid(
                 f"comment {reply_to} is on {where}, not on {here}; a reply goes on the node of the comment it answers",
                 next=f"Reply on {where}, or comment on {here} without reply_to.",
+                field="reply_to",
             )
         parent_id = parent.id
     comment = Comment(

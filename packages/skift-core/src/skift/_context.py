@@ -121,6 +121,7 @@ def check_vcs_url(url: str) -> str:
         raise Invalid(
             f"{url!r} is not an absolute URL",
             next="Give the clone URL with its scheme, e.g. https://github.com/acme/api.git, or leave it empty.",
+            field="vcs_url",
         )
     return url
 
@@ -345,7 +346,8 @@ class Context:
         if project is None:
             raise NotFound(
                 f"no project {ref!r}",
-                next="List projects with 'skift project list', or create one with 'skift project create TITLE'.",
+                next="List the projects, or create one.",
+                move={"do": "list_projects"},
             )
         return project
 
@@ -361,7 +363,9 @@ class Context:
         if not text:
             raise Invalid(
                 f"a {what} needs a reason",
-                next="Say why (--reason), because a change nobody can explain is one nobody dares undo.",
+                next="Say why (a reason), because a change nobody can explain is one nobody dares undo.",
+                move={"do": "give_reason"},
+                field="reason",
             )
         check_size("reason", text, self.limits.reason_chars, chars=True)
         return text
@@ -431,8 +435,9 @@ class Context:
             if target is None:
                 raise Invalid(
                     f"{ref!r} names a node by number alone, and no project is given",
-                    next="Qualify it as slug#N, or name the project (-p/--project).",
+                    next="Qualify it as slug#N, or name the project.",
                     move={"do": "name_project", "ref": ref},
+                    field="project",
                 )
             node = await tx.node_by_number(target.id, parsed.number, lock=lock)
         if node is not None and node.project_id in await self.hidden(tx):
@@ -440,7 +445,8 @@ class Context:
         if node is None:
             raise NotFound(
                 f"no node {ref!r}",
-                next="Check the reference; 'skift list' shows a project's nodes.",
+                next="Check the reference; listing a project's nodes shows them.",
+                move={"do": "list_nodes"},
             )
         return node
 
@@ -518,7 +524,11 @@ class Context:
     def page_size(self, limit: int | None) -> int:
         size = min(self.limits.default_page_size, self.limits.page_size) if limit is None else limit
         if size <= 0:
-            raise Invalid("the page size must be positive", next="Give --limit 1 or more.")
+            raise Invalid(
+                f"the page size is {size}; it must be 1 or more",
+                next="Ask for a page of 1 or more, or leave the size out for the default.",
+                field="page_size",
+            )
         if size > self.limits.page_size:
             raise LimitExceeded(
                 f"a page of {size} is over the limit of {self.limits.page_size}",

@@ -6,7 +6,7 @@ the idempotency record all go through this converter.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 from uuid import UUID
@@ -52,3 +52,10 @@ def to_json(value: object) -> Any:
 
 def from_json(value: Any, cls: type[T]) -> T:
     return json_converter.structure(value, cls)
+
+
+def seconds(span: timedelta) -> str:
+    """A duration in words every surface reads alike: ``1 second``, ``86,400 seconds``
+    (never Python's ``0:00:01``)."""
+    n = span.total_seconds()
+    return "1 second" if n == 1 else f"{n:,g} seconds"

@@ -46,6 +46,7 @@ async def edges(e: Engine, tx: Tx, nodes: Sequence[str], project_ref: str | None
         raise Invalid(
             f"{len(nodes)} nodes asked about; at most {MAX_NODES} at a time",
             next="Ask about the nodes of one page at a time.",
+            field="nodes",
         )
     ids: set[UUID] = set()
     by_id: dict[UUID, Node] = {}
@@ -64,7 +65,9 @@ async def edges(e: Engine, tx: Tx, nodes: Sequence[str], project_ref: str | None
                 # another organization's node, or one in a project the caller may not
                 # read, is exactly like no node
                 raise NotFound(
-                    f"no node {ulid_str(ident)}", next="'skift list' shows the nodes you can see."
+                    f"no node {ulid_str(ident)}",
+                    next="Listing a project's nodes shows the ones you can see.",
+                    move={"do": "list_nodes"},
                 )
         by_id.update(found)
     asked = list(by_id)

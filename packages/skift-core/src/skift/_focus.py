@@ -134,6 +134,7 @@ class Focus(Context):
                 raise Invalid(
                     f"{ref_of(n, project)} is not in {project.slug}",
                     next="A project-scoped focus keeps nodes of that project; name them as #N.",
+                    field="nodes",
                 )
         released = await self._clear_project_sweep(tx, actor, project, reason, rid)
         nodes = {
@@ -353,7 +354,8 @@ class Focus(Context):
             if project.hold is not None:
                 raise Refused(
                     f"{project.slug} is already held since {project.hold.at:%Y-%m-%d %H:%M} ({project.hold.reason})",
-                    next=f"Release it first with 'skift unhold --project {project.slug} --reason …'.",
+                    next=f"Release the project's hold on {project.slug} first, with a reason.",
+                    move={"do": "unhold_project", "project": project.slug},
                 )
             updated = attrs.evolve(project, hold=Hold(at=now, by=actor.id, reason=reason))
         else:

@@ -67,8 +67,12 @@ class DryRun(Exception):
         self.result = result
 
 
-def _line_error(issue: beads.BeadsIssue, what: str, next_move: str) -> Invalid:
-    return Invalid(f"line {issue.line}: {what}", next=next_move, line=issue.line)
+def _line_error(
+    issue: beads.BeadsIssue, what: str, next_move: str, move: dict[str, str] | None = None
+) -> Invalid:
+    return Invalid(
+        f"line {issue.line}: {what}", next=next_move, move=move, line=issue.line, field="data"
+    )
 
 
 async def _project(e: Projects, tx: Tx, actor: Actor, ref: str) -> Project:
@@ -157,8 +161,9 @@ class _Import:
                         issue,
                         f"{issue.id} depends on {dep.depends_on} ({dep.type}), which is neither "
                         "in the file nor imported into this project before",
-                        "Export the whole beads database, or pass --skip-dangling to import "
-                        "without those dependencies.",
+                        "Export the whole beads database, or import with skip_dangling to leave "
+                        "those dependencies out.",
+                        {"do": "skip_dangling"},
                     )
                 self.warnings.append(
                     f"line {issue.line}: skipped {issue.id}'s {dep.type} dependency on "
@@ -211,8 +216,9 @@ class _Import:
             raise CycleError(
                 f"the file's dependencies make a cycle: {shown} (each waits on the next); "
                 f"{len(knots)} knot(s) in all",
-                next="Remove one of those dependencies in beads, or import with --break-cycles "
-                "to drop the fewest blocks dependencies (they are listed).",
+                next="Remove one of those dependencies in beads, or import with break_cycles to "
+                "drop the fewest blocks dependencies (they are listed).",
+                move={"do": "break_cycles"},
                 cycle=[*ring, ring[0]],
             )
         cut = beads.break_cycles(arcs, breakable)
@@ -567,7 +573,7 @@ async def _check_no_cycle(tx: Tx, ids: Sequence[UUID]) -> None:
         shown = " -> ".join(f"#{n.number}" for n in nodes.values())
         raise CycleError(
             f"the import would close a cycle with edges made in skift: {shown}",
-            next="Remove one of those edges in skift (skift patch), or the dependency in beads.",
+            next="Remove one of those edges in skift (a patch), or the dependency in beads.",
         )
 
 

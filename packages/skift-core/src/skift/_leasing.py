@@ -37,12 +37,15 @@ def _reason(text: str | None) -> str:
     if not why:
         raise Invalid(
             "preempting a lease needs a reason",
-            next="Say why (--reason): the holder's next read of the node will show it.",
+            next="Say why (a reason): the holder's next read of the node will show it.",
+            move={"do": "give_reason"},
+            field="reason",
         )
     if len(why) > REASON_CHARS:
         raise Invalid(
             f"the reason is {len(why)} characters; at most {REASON_CHARS}",
             next="Say it in fewer words, and put the detail in a comment on the node.",
+            field="reason",
         )
     return why
 
@@ -63,7 +66,8 @@ async def preempt(
     if lease is None or not lease.live(now):
         raise Conflict(
             f"{info.ref} has no live lease: there is nothing to preempt",
-            next=f"Nobody holds it; change it directly, or claim it ('skift claim {info.ref}').",
+            next=f"Nobody holds it; change it directly, or claim {info.ref}.",
+            move={"do": "claim", "ref": info.ref},
         )
     holders = await tx.principals_by_id({lease.holder})
     holder = holders[lease.holder].name if lease.holder in holders else "?"

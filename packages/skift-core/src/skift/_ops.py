@@ -49,6 +49,7 @@ def _priority(value: object) -> Priority:
         raise Invalid(
             f"priority {value!r} is not one of p0, p1, p2, p3, p4",
             next="Give p0 (most urgent) to p4.",
+            field="priority",
         ) from None
 
 
@@ -65,6 +66,7 @@ def _opt_assignee_kind(value: object) -> AssigneeKind | None:
         raise Invalid(
             f"assignee_kind {value!r} is not user or agent",
             next="Give user (a gate, for a person) or agent.",
+            field="assignee_kind",
         ) from None
 
 
@@ -361,14 +363,14 @@ def parse_op(doc: object, index: int = 0) -> Op:
             f"{exc.path} ({name}): {exc.problem}",
             next=f"Fix {where} and send the patch again; see 'Patch documents' in docs/concepts.md.",
             index=index,
-            field=exc.path,
+            field=exc.path.removeprefix(f"{where}."),
         ) from None
     return op
 
 
 def parse_ops(docs: object) -> list[Op]:
     if isinstance(docs, str | bytes) or not isinstance(docs, Sequence):
-        raise Invalid("ops must be a list of operations", next="Give 'ops' as a list.")
+        raise Invalid("ops must be a list of operations", next="Give 'ops' as a list.", field="ops")
     items: list[object] = list(docs)  # pyright: ignore[reportUnknownArgumentType]
     return [parse_op(d, i) for i, d in enumerate(items)]
 

@@ -63,16 +63,19 @@ def _value(name: str, value: object, ceiling: int) -> int:
         raise Invalid(
             f"{name} must be a whole number, not {value!r}",
             next=f"Give {name} in its unit, at most {ceiling}; or None for the server's.",
+            field=name,
         )
     if value <= 0:
         raise Invalid(
             f"{name} must be more than 0; {value} would refuse everything",
             next=f"Give a value from 1 to {ceiling}, or None to use the server's ({ceiling}).",
+            field=name,
         )
     if value > ceiling:
         raise Invalid(
             f"{name} {value} is over the server's limit of {ceiling}; an organization may only lower it",
             next=f"Give at most {ceiling}, or None to use the server's.",
+            field=name,
         )
     return value
 
@@ -87,6 +90,7 @@ async def set_org_limits(
         raise Invalid(
             f"{', '.join(unknown)} is not a size limit an organization sets",
             next=f"Use one of: {', '.join(SIZE_LIMITS)}.",
+            field="limits",
         )
     before = await tx.org_limits()
     after: dict[str, int] = dict(before)

@@ -58,13 +58,15 @@ def _modules(modules: Mapping[str, str] | Sequence[tuple[str, str]]) -> tuple[tu
     if not pairs:
         raise Invalid(
             "a policy needs at least one module",
-            next="Give one or more Rego files; 'skift policy reset --reason R' goes back to "
-            "the default.",
+            next="Give one or more Rego modules; resetting the policy goes back to the default.",
+            move={"do": "reset_policy"},
+            field="modules",
         )
     if len(pairs) > MAX_MODULES:
         raise Invalid(
             f"a policy has at most {MAX_MODULES} modules, not {len(pairs)}",
             next="Merge the rules into fewer files.",
+            field="modules",
         )
     seen: set[str] = set()
     out: list[tuple[str, str]] = []
@@ -74,10 +76,13 @@ def _modules(modules: Mapping[str, str] | Sequence[tuple[str, str]]) -> tuple[tu
             raise Invalid(
                 f"policy module name {name!r} is not 1 to 100 printable characters",
                 next="Name each module after its file, e.g. private.rego.",
+                field="modules",
             )
         if clean in seen:
             raise Invalid(
-                f"two policy modules are named {clean!r}", next="Give each module its own name."
+                f"two policy modules are named {clean!r}",
+                next="Give each module its own name.",
+                field="modules",
             )
         seen.add(clean)
         out.append((clean, str(source)))
@@ -86,6 +91,7 @@ def _modules(modules: Mapping[str, str] | Sequence[tuple[str, str]]) -> tuple[tu
         raise Invalid(
             f"the policy's modules are {size} bytes; at most {MAX_SOURCE_BYTES} are stored",
             next="Trim the modules (rules, not data: a list of names belongs in few lines).",
+            field="modules",
         )
     return tuple(out)
 
@@ -101,6 +107,7 @@ def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> None:
             raise Invalid(
                 f"policy module {name} does not compile: {rego_error(exc)}",
                 next="Fix the Rego module; it must be in package skift.authz.",
+                field="modules",
             ) from None
         if package:
             packages.add(package)
@@ -108,6 +115,7 @@ def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> None:
         raise Invalid(
             "no module is in package skift.authz, so the policy would decide nothing",
             next="Start the module with 'package skift.authz' and add denials to 'deny'.",
+            field="modules",
         )
     candidate = Policy([*base.modules, *((STORED_PREFIX + n, s) for n, s in modules)])
     candidate.check()

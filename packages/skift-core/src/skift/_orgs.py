@@ -55,8 +55,9 @@ def refuse_uid_binding() -> None:
     raise Refused(
         "only an administrator of the server binds a unix uid: a uid belongs to the host, "
         "and which principal of which organization it acts as is the host's decision",
-        next="Ask an administrator of the server to bind it (skift org create NAME --admin "
-        "NAME --uid UID for a new organization's first user); use a token or OIDC meanwhile.",
+        next="Ask an administrator of the server to bind it (a new organization's first user "
+        "can be given a uid); use a token or OIDC meanwhile.",
+        move={"do": "bind_uid"},
     )
 
 
@@ -83,7 +84,9 @@ def _name(text: str, what: str) -> str:
     clean = text.strip()
     if not clean or len(clean) > 100:
         raise Invalid(
-            f"{what} needs a name of 1 to 100 characters", next="Name it, e.g. acme or ada."
+            f"{what} needs a name of 1 to 100 characters",
+            next="Name it, e.g. acme or ada.",
+            field="name",
         )
     return clean
 
@@ -98,12 +101,15 @@ async def create_org(
     if any(o.name == org_name for o in await store.list_orgs()):
         raise Conflict(
             f"an organization named {org_name!r} exists",
-            next="Choose another name ('skift org list' shows them).",
+            next="Choose another name (the list of organizations shows them).",
+            move={"do": "list_orgs"},
+            field="name",
         )
     if uid is not None and await store.principal_by_identity("unix", str(uid)) is not None:
         raise Conflict(
             f"uid {uid} already acts as a principal on this server",
-            next="Leave --uid out, or give a uid no principal holds yet.",
+            next="Leave the uid out, or give a uid no principal holds yet.",
+            field="uid",
         )
     org = await store.ensure_org(org_name)
     from ._engine import token_digest
@@ -112,7 +118,9 @@ async def create_org(
         if await tx.list_principals():
             raise Conflict(
                 f"an organization named {org_name!r} was just created by someone else",
-                next="Choose another name ('skift org list' shows them).",
+                next="Choose another name (the list of organizations shows them).",
+                move={"do": "list_orgs"},
+                field="name",
             )
         principal = await engine.add_principal(tx, None, admin_name, PrincipalKind.USER, uid)
         secret = "skt_" + secrets.token_urlsafe(32)

@@ -44,6 +44,8 @@ async def node_by_external_id(tx: Tx, text: str, project: Project | None) -> Nod
         slugs = ", ".join(sorted(p.slug for p in projects.values()))
         raise Invalid(
             f"{text.strip()!r} is an imported id in several projects ({slugs})",
-            next="Name the project (-p/--project) it was imported into.",
+            next="Name the project it was imported into.",
+            move={"do": "name_project", "ref": text.strip()},
+            field="project",
         )
     return (await tx.nodes_by_id([found[0].node_id])).get(found[0].node_id)

@@ -142,6 +142,7 @@ def part_from_dict(doc: Mapping[str, Any]) -> Part:
         raise Invalid(
             f"part type {kind!r} is not text, blob or reference",
             next="Give each part a type: text, blob or reference.",
+            field="parts",
         )
     return cls(**fields)
 

@@ -87,7 +87,9 @@ class Patching(Context):
         lim = self.limits
         if not ops:
             raise Invalid(
-                "the patch has no operations", next="Add at least one operation to 'ops'."
+                "the patch has no operations",
+                next="Add at least one operation to 'ops'.",
+                field="ops",
             )
         self.check_ops_count(len(ops))
         creates = sum(1 for o in ops if isinstance(o, CreateNode))
@@ -219,7 +221,9 @@ class _Patch(PatchState):
         text = title.strip()
         if not text:
             raise Invalid(
-                "a node needs a title", next="Give a short title saying what the work is."
+                "a node needs a title",
+                next="Give a short title saying what the work is.",
+                field="title",
             )
         check_size("title", text, self.e.limits.title_chars, chars=True)
         return text
@@ -268,6 +272,7 @@ class _Patch(PatchState):
             raise Invalid(
                 f"{self.refs[parent.id]} is in another project; a parent must be in the child's project",
                 next="Link across projects with a blocks edge (add_edge) instead.",
+                field="parent",
             )
         if parent.status is not Status.OPEN:
             raise Refused(
@@ -286,11 +291,13 @@ class _Patch(PatchState):
                 raise Invalid(
                     f"{op.alias!r} is not a usable alias",
                     next="Use a short name of letters, digits, _ . - starting with a letter, e.g. research.",
+                    field="alias",
                 )
             if op.alias in self.aliases:
                 raise Invalid(
                     f"alias {op.alias!r} is used twice in this patch",
                     next="Give each created node its own alias.",
+                    field="alias",
                 )
         parent_id: UUID | None = None
         if op.parent is not None:
@@ -374,7 +381,9 @@ class _Patch(PatchState):
     def _edge_kind(self, kind: str) -> None:
         if kind != EdgeKind.BLOCKS.value:
             raise Invalid(
-                f"edge kind {kind!r} is not supported", next="Use kind 'blocks' (the default)."
+                f"edge kind {kind!r} is not supported",
+                next="Use kind 'blocks' (the default).",
+                field="kind",
             )
 
     async def add_edge(self, op: AddEdge) -> None:
@@ -390,7 +399,8 @@ class _Patch(PatchState):
         if not await self.tx.delete_edge(source.id, target.id, op.kind):
             raise NotFound(
                 f"{self.refs[source.id]} does not block {self.refs[target.id]}",
-                next=f"'skift explain {self.refs[target.id]}' lists what blocks it.",
+                next=f"Explain {self.refs[target.id]} to list what blocks it.",
+                move={"do": "explain", "ref": self.refs[target.id]},
             )
         self._touch(target)
         await self.event(
@@ -426,6 +436,7 @@ class _Patch(PatchState):
                     raise Invalid(
                         f"assignee_kind {op.assignee_kind!r} is not agent or user",
                         next="Use agent, user, or an empty string to unset it.",
+                        field="assignee_kind",
                     ) from None
         if op.parent is not None:
             if op.parent == "":
@@ -494,7 +505,7 @@ class _Patch(PatchState):
                 raise Refused(
                     f"dropping {self.refs[node.id]} with cascade would drop {len(targets)} nodes; "
                     f"the bound is {op.cascade.max_nodes}",
-                    next=f"Read what it takes ('skift explain', 'skift list'), then set cascade.max_nodes to "
+                    next=f"Read what it takes (explain, list the nodes), then set cascade.max_nodes to "
                     f"{len(targets)} or more, or drop without cascade.",
                     move={"do": "raise_cascade_bound", "count": len(targets)},
                     count=len(targets),
@@ -554,7 +565,8 @@ class _Patch(PatchState):
         if node.status is not Status.OPEN:
             raise Refused(
                 f"{self.refs[node.id]} is already {node.status.value}",
-                next=f"Reopen it first ('skift reopen {self.refs[node.id]} --reason …') to complete it again.",
+                next=f"Reopen {self.refs[node.id]} first (with a reason) to complete it again.",
+                move={"do": "reopen", "ref": self.refs[node.id]},
             )
         await self.guard(node)
         self.intend("complete", node=await self.facts(node))
@@ -625,7 +637,8 @@ class _Patch(PatchState):
             if node.hold is not None:
                 raise Refused(
                     f"{self.refs[node.id]} is already held ({node.hold.reason})",
-                    next=f"Release it first ('skift unhold {self.refs[node.id]} --reason …') to hold it anew.",
+                    next="Release its hold first (with a reason) to hold it anew.",
+                    move={"do": "unhold", "ref": self.refs[node.id]},
                 )
             before_ready = await self._open_subtree(node)
             changed = attrs.evolve(node, hold=Hold(at=now, by=self.actor.id, reason=reason))
@@ -633,7 +646,8 @@ class _Patch(PatchState):
             if node.hold is None:
                 raise Refused(
                     f"{self.refs[node.id]} carries no hold of its own",
-                    next=f"'skift explain {self.refs[node.id]}' shows where a hold on it comes from.",
+                    next=f"Explain {self.refs[node.id]} to see where a hold on it comes from.",
+                    move={"do": "explain", "ref": self.refs[node.id]},
                 )
             changed = attrs.evolve(node, hold=None)
             before_ready = 0

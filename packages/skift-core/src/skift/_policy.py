@@ -158,6 +158,7 @@ class Policy:
                     raise Invalid(
                         f"the policy does not evaluate {query}: {rego_error(exc)}",
                         next="Fix the Rego module (run it with 'opa eval' or regorus first).",
+                        field="modules",
                     ) from None
                 if query == READ_QUERY and raw in ("<undefined>", None):
                     continue
@@ -166,6 +167,7 @@ class Policy:
                     raise Invalid(
                         f"the policy's {query} is not a set",
                         next=f"Add to it with '{rule} contains … if {{ … }}'; never assign it.",
+                        field="modules",
                     )
 
     def _engine(self) -> regorus.Engine:
@@ -184,6 +186,7 @@ class Policy:
                         f"policy module {name.removeprefix(STORED_PREFIX)} does not compile: "
                         f"{rego_error(exc)}",
                         next="Fix the Rego module; it must be in package skift.authz.",
+                        field="modules",
                     ) from None
             if len(cache) >= _MAX_ENGINES:  # this thread's own engines: dropped by it
                 cache.pop(next(iter(cache)))

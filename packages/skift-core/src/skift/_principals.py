@@ -25,6 +25,7 @@ def check_uid(value: str) -> None:
         raise Invalid(
             f"{value[:40]!r} is not a uid (0 to {MAX_UID})",
             next="Give the numeric uid, e.g. 1000.",
+            field="uid",
         )
 
 
@@ -64,7 +65,8 @@ class Principals(Context):
         if found is None:
             raise NotFound(
                 f"no principal {name_or_id!r}",
-                next="List them with 'skift principal list'; add one with 'skift principal add NAME --kind KIND'.",
+                next="List the principals, or add one.",
+                move={"do": "list_principals"},
             )
         return found
 
@@ -82,6 +84,7 @@ class Principals(Context):
             raise Invalid(
                 "a principal needs a name of 1 to 100 characters",
                 next="Name it, e.g. ada or build-bot.",
+                field="name",
             )
         if await tx.principal_by_name(clean) is not None:
             raise Conflict(
@@ -131,11 +134,13 @@ class Principals(Context):
             raise Invalid(
                 f"identity scheme {scheme!r} is not one of unix, oidc, tailscale",
                 next="Tokens are made with create_token; attach unix, oidc or tailscale identities.",
+                field="scheme",
             ) from None
         if kind in (IdentityScheme.TOKEN, IdentityScheme.LOCAL):
             raise Invalid(
                 f"{scheme} identities are not attached by hand",
                 next="Use create_token for a bearer token.",
+                field="scheme",
             )
         await self._attach(tx, p, kind, value.strip())
         await tx.append_events(
@@ -171,7 +176,11 @@ class Principals(Context):
         ident_id = parse_ulid(token_id.strip())
         ident = await tx.identity_by_id(ident_id) if ident_id else None
         if ident is None or ident.scheme is not IdentityScheme.TOKEN:
-            raise NotFound(f"no token {token_id!r}", next="'skift principal list' shows token ids.")
+            raise NotFound(
+                f"no token {token_id!r}",
+                next="The list of principals shows their token ids.",
+                move={"do": "list_principals"},
+            )
         if not await tx.revoke_identity(ident.id):
             raise Refused(f"token {token_id} is already revoked", next="Nothing to do.")
         await tx.append_events(

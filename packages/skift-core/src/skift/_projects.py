@@ -37,7 +37,9 @@ class Projects(Context):
         await self.authorize(tx, actor, [intent("create_project")])
         title = title.strip()
         if not title:
-            raise Invalid("a project needs a title", next="Give a short human-readable title.")
+            raise Invalid(
+                "a project needs a title", next="Give a short human-readable title.", field="title"
+            )
         check_size("title", title, self.limits.title_chars, chars=True)
         vcs = check_vcs_url(vcs_url)
         if slug is not None:
@@ -99,7 +101,11 @@ class Projects(Context):
         if title is not None:
             title = title.strip()
             if not title:
-                raise Invalid("a project needs a title", next="Give a short human-readable title.")
+                raise Invalid(
+                    "a project needs a title",
+                    next="Give a short human-readable title.",
+                    field="title",
+                )
             check_size("title", title, self.limits.title_chars, chars=True)
             changes["title"] = title
             if slug is None:
@@ -187,7 +193,8 @@ class Projects(Context):
             if p is None:
                 raise NotFound(
                     f"no principal {name.strip()!r}",
-                    next="Name registered principals ('skift principal list' shows them).",
+                    next="Name registered principals (the list of principals shows them).",
+                    move={"do": "list_principals"},
                 )
             if p.id not in ids:
                 ids.append(p.id)

@@ -39,7 +39,8 @@ class Reads(Context):
         if for_work and (flt.status is not None or flt.held is not None):
             raise Invalid(
                 "status and held filter listings only",
-                next="Leave status/held out of ready and claim; use 'skift list' to see closed or held nodes.",
+                next="Leave status and held out of ready and claim; list the nodes to see closed or held ones.",
+                field="filter.status" if flt.status is not None else "filter.held",
             )
         projects = [await self.resolve_project(tx, p) for p in flt.projects]
         parent: UUID | None = None
@@ -237,6 +238,7 @@ def _decode_page(page: str | None) -> int:
     raise Invalid(
         f"{page!r} is not a page token",
         next="Pass next_page exactly as a previous page returned it.",
+        field="page_token",
     )
 
 
@@ -550,6 +552,7 @@ def filter_from(
         raise Invalid(
             str(exc),
             next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
+            field="filter",
         ) from None
 
 

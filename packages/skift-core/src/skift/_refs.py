@@ -96,6 +96,7 @@ def check_slug(slug: str) -> str:
         raise Invalid(
             f"{slug!r} is not a usable slug",
             next="Use 1 to 100 lowercase letters, digits and single dashes, e.g. oauth-spike.",
+            field="slug",
         )
     return norm
 
@@ -136,6 +137,7 @@ def parse_node_ref(text: str) -> NodeRef:
         raise Invalid(
             f"{text!r} is not a node reference",
             next="Write slug#N (oauth-spike#7), #N inside the current project, org/slug#N, or a node id.",
+            field="ref",
         )
     return NodeRef(
         number=int(m.group("num")),

@@ -115,8 +115,7 @@ async def refuse_pruned_request(
         f"request id {request_id!r} was already applied at {applied:%Y-%m-%d %H:%M:%S} UTC, "
         f"longer ago than idempotency results are kept ({_days(window)}); it is not applied "
         "again",
-        next="Use a fresh request id for new content; this one's changes are in the events "
-        "(skift events).",
+        next="Use a fresh request id for new content; this one's changes are in the events.",
     )
 
 

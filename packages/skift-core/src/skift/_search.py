@@ -128,6 +128,7 @@ async def search(
         raise Invalid(
             "the search has no words to look for",
             next="Search for one or more words (letters and digits), e.g. 'oauth token'.",
+            field="query",
         )
     size = e.page_size(limit)
     ids: list[UUID] = []

@@ -84,7 +84,8 @@ class Session:
         if principal is None or principal.id != self._actor.id:
             raise Unauthenticated(
                 f"the {scheme} credential of this call was revoked while it waited",
-                next="Ask a skift admin for a new credential ('skift token create PRINCIPAL').",
+                next="Ask an admin of skift for a new credential.",
+                move={"do": "get_token"},
             )
 
     async def _whoami(self) -> Actor:

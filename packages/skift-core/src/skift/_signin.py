@@ -168,7 +168,7 @@ def check_may_sign_in(principal: Principal) -> None:
     if principal.kind is not PrincipalKind.USER:
         raise Refused(
             f"{principal.name!r} is {principal.kind.value} principal: the board is for people",
-            next="Agents and services act through the API; run 'skift board' as a person "
+            next="Agents and services act through the API; ask for a sign-in link as a person "
             "(a user principal).",
         )
 
@@ -177,14 +177,16 @@ def bad_code() -> Unauthenticated:
     return Unauthenticated(
         "that sign-in link is unknown, already used or expired (a link works once, "
         f"for {int(SIGNIN_CODE_TTL.total_seconds() // 60)} minutes)",
-        next="Run 'skift board' for a new link.",
+        next="Ask for a new sign-in link.",
+        move={"do": "board_link"},
     )
 
 
 def bad_session() -> Unauthenticated:
     return Unauthenticated(
         "not signed in (the session ended, expired or never existed)",
-        next="Run 'skift board' and open the link it prints.",
+        next="Ask for a sign-in link and open it.",
+        move={"do": "board_link"},
     )
 
 

@@ -63,7 +63,7 @@ def decode(text: str, seal: CursorSeal) -> tuple[EventPosition, datetime]:
     """The position a cursor names and when it was handed out; :class:`Invalid` if malformed,
     tampered with, or minted for another organization (the three look the same)."""
     shown = text if len(text) <= 80 else text[:77] + "..."
-    bad = Invalid(f"{shown!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT)
+    bad = Invalid(f"{shown!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT, field="cursor")
     plain = seal.open(text.strip(), bad) if text else ""
     m = _CURSOR.match(plain) if plain else None
     ident = parse_ulid(m.group("id")) if m and m.group("id") != "0" else _NIL
@@ -72,7 +72,9 @@ def decode(text: str, seal: CursorSeal) -> tuple[EventPosition, datetime]:
     try:
         at = datetime.fromtimestamp(int(m.group("ms")) / 1000, UTC)
     except (OverflowError, ValueError, OSError):
-        raise Invalid(f"{text!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT) from None
+        raise Invalid(
+            f"{text!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT, field="cursor"
+        ) from None
     return EventPosition(seq=int(m.group("seq")), id=ident), at
 
 

@@ -114,6 +114,7 @@ def _tokens(name: str, value: object) -> int:
         raise Invalid(
             f"{name} is {shown(value)}; token counts are whole numbers from 0 to {MAX_TOKENS}",
             next="Report counts as integers (no currency: rates price them).",
+            field=name,
         )
     return value
 
@@ -221,6 +222,7 @@ async def record_usage(
         raise Invalid(
             f"model {model!r} must be 1 to {_MODEL_CHARS} characters",
             next="Name the model as your provider does, e.g. claude-sonnet-4.",
+            field="model",
         )
     counts = {f: _tokens(f, tokens.get(f, 0)) for f in TOKEN_FIELDS}
     kind = UsageKind.ESTIMATE if estimate else UsageKind.ACTUAL
@@ -228,10 +230,13 @@ async def record_usage(
     if text and kind is UsageKind.ACTUAL:
         raise Invalid(
             "basis belongs to estimates only; an actual is what was measured",
-            next="Leave basis out, or record an estimate (estimate=True, --estimate).",
+            next="Leave basis out, or record the usage as an estimate.",
+            field="basis",
         )
     if text and len(text.encode()) > (cap := (await e.sizes(tx)).body_bytes):
-        raise Invalid(f"basis is over {cap} bytes", next="Say briefly what it rests on.")
+        raise Invalid(
+            f"basis is over {cap} bytes", next="Say briefly what it rests on.", field="basis"
+        )
     node = await e.node_in(tx, ref, project_ref, lock=True)
     project = await tx.project_by_id(node.project_id)
     assert project is not None
@@ -394,12 +399,14 @@ async def set_rate(
         raise Invalid(
             f"model {model!r} must be 1 to {_MODEL_CHARS} characters",
             next="Name the model exactly as usage records name it.",
+            field="model",
         )
     cur = currency.strip().upper()
     if not _CURRENCY.match(cur):
         raise Invalid(
             f"currency {currency!r} is not a three-letter code",
             next="Use a code such as USD or EUR.",
+            field="currency",
         )
     amounts = {k: money(v, f"the {k.replace('_', '-')} rate") for k, v in prices.items()}
     others = [r for r in await tx.rates() if r.model != name and r.currency != cur]
@@ -505,8 +512,9 @@ async def check_cap(tx: Tx, node: Node, project: Project) -> None:
                 f"{ref} is over {where} cap: {spend} {currency} spent of a {cap} {currency} cap".replace(
                     "  ", " "
                 ),
-                next=f"Ask a person to raise the cap on {on} (update_node cap=…), or take other work; "
-                f"'skift usage show {on} --subtree' shows the spend.",
+                next=f"Ask a person to raise the cap on {on}, or take other work; the usage of {on} "
+                "and its subtree shows the spend.",
+                move={"do": "show_usage", "ref": on},
                 spend=str(spend),
                 cap=str(cap),
                 on=on,

@@ -59,11 +59,14 @@ def secret_bytes(secret: str | bytes) -> bytes:
     except (binascii.Error, ValueError):
         raise Invalid(
             "the webhook secret is not whsec_ followed by base64",
-            next="Pass the secret exactly as 'skift webhook add' or 'rotate' printed it.",
+            next="Pass the secret exactly as adding or rotating the webhook returned it.",
+            field="secret",
         ) from None
     if not key:
         raise Invalid(
-            "the webhook secret is empty", next="Pass the secret 'skift webhook add' printed."
+            "the webhook secret is empty",
+            next="Pass the secret adding the webhook returned.",
+            field="secret",
         )
     return key
 

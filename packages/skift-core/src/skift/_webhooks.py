@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 URL_MIN_BYTES = 8
 URL_MAX_BYTES = 2048
 _OP = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_LIST_NEXT = "List them with 'skift webhook list -p PROJECT'."
+_LIST_NEXT = "List the project's webhooks."
 
 
 @attrs.frozen(kw_only=True)
@@ -166,26 +166,31 @@ def check_url(url: str, *, allow_private: bool) -> str:
         raise Invalid(
             f"a webhook URL is {URL_MIN_BYTES} to {URL_MAX_BYTES} bytes; this one is {size}",
             next="Give the full address of the receiver, e.g. https://hooks.example.com/skift.",
+            field="url",
         )
     try:
         parts = urlsplit(text)
         host = parts.hostname
         parts.port  # noqa: B018 (a bad port raises here)
     except ValueError as exc:
-        raise Invalid(f"{text!r} is not a URL ({exc})", next="Give an http or https URL.") from None
+        raise Invalid(
+            f"{text!r} is not a URL ({exc})", next="Give an http or https URL.", field="url"
+        ) from None
     if parts.scheme not in ("http", "https") or not host:
         raise Invalid(
             f"{text!r} is not an http or https URL with a host",
             next="Give an address like https://hooks.example.com/skift.",
+            field="url",
         )
     if parts.fragment:
-        raise Invalid(f"{text!r} has a fragment", next="Leave out the '#…' part.")
+        raise Invalid(f"{text!r} has a fragment", next="Leave out the '#…' part.", field="url")
     refusal = _literal_refusal(host, allow_private=allow_private)
     if refusal:
         raise Invalid(
             f"deliveries may not go to {host}: {refusal}",
-            next="Give a public address (a server run with --webhook-allow-private accepts "
+            next="Give a public address (a server set to allow private addresses accepts "
             "loopback and private ones, for tests and private networks).",
+            field="url",
         )
     return text
 
@@ -209,6 +214,7 @@ def check_events(events: Sequence[str] | None) -> tuple[str, ...]:
                 f"{op!r} is not an event operation",
                 next="Give operation names such as create_node or complete_node "
                 "(see 'Events' in docs/concepts.md), or none for all.",
+                field="operations",
             )
         out.add(name)
     return tuple(sorted(out))
@@ -243,8 +249,8 @@ async def add_webhook(
     if existing is not None:
         raise Conflict(
             f"{checked} is already webhook {ulid_str(existing.id)} of {proj.slug}",
-            next="Use that one ('skift webhook rotate ID' for a new secret, 'enable ID' if it is "
-            "disabled); one endpoint per URL per project.",
+            next="Use that one (rotate it for a new secret, enable it if it is disabled); one "
+            "endpoint per URL per project.",
             webhook=ulid_str(existing.id),
         )
     count = len(await tx.endpoints(proj.id))
@@ -353,9 +359,7 @@ async def _delivery(e: Context, tx: Tx, ref: str) -> Delivery:
     ident = parse_ulid(ref.strip())
     d = await tx.delivery_by_id(ident, lock=True) if ident is not None else None
     if d is None or d.project_id in await e.hidden(tx):
-        raise NotFound(
-            f"no delivery {ref!r}", next="List them with 'skift webhook deliveries [WEBHOOK]'."
-        )
+        raise NotFound(f"no delivery {ref!r}", next="List the webhook's deliveries.")
     return d
 
 

@@ -18,7 +18,7 @@ import attrs
 
 from ._artifacts import ArtifactInfo, artifact_infos
 from ._context import Actor, node_facts, ref_of
-from ._convert import to_json
+from ._convert import seconds, to_json
 from ._errors import Invalid, NothingReady, Refused
 from ._filter import NodeFilter
 from ._intent import intent
@@ -42,7 +42,9 @@ class Work(Reads):
         if ttl <= timedelta(0):
             raise Invalid(
                 "a lease TTL must be positive",
-                next=f"Ask for a TTL between {lim.lease_ttl_floor} and {lim.lease_ttl_ceiling}.",
+                next=f"Ask for a TTL between {seconds(lim.lease_ttl_floor)} and "
+                f"{seconds(lim.lease_ttl_ceiling)}.",
+                field="ttl",
             )
         return min(max(ttl, lim.lease_ttl_floor), lim.lease_ttl_ceiling)
 
@@ -67,7 +69,8 @@ class Work(Reads):
         if node.status is not Status.OPEN:
             raise Refused(
                 f"{ref_text} is {node.status.value}, not open",
-                next=f"Reopen it first ('skift reopen {ref_text} --reason …') if the work must be redone.",
+                next=f"Reopen {ref_text} first (with a reason) if the work must be redone.",
+                move={"do": "reopen", "ref": ref_text},
             )
         await self.authorize(
             tx, actor, [intent("claim", node=node_facts(node, ref_text, owner.slug, actor))]
@@ -116,7 +119,7 @@ class Work(Reads):
         held, exact = await self.held_count(tx, q)
         raise NothingReady(
             "nothing ready matches" + (f" ({held}{'' if exact else '+'} held)" if held else ""),
-            next="Wait for work (--wait), widen the filter, or ask a person to release held work.",
+            next="Wait for work, widen the filter, or ask a person to release held work.",
             move={"do": "wait_for_work", "held": held},
             held_count=held,
             held_count_exact=exact,
@@ -393,13 +396,11 @@ def _move(reason: Reason, ref: str) -> dict[str, Any]:
 def _next_move(reason: Reason, ref: str) -> str:
     d = reason.detail
     if reason.kind == "held":
-        return f"Ask a person to release the hold ('skift unhold {d.get('on', ref)} --reason …'), or take other work."
+        return f"Ask a person to release the hold on {d.get('on', ref)}, or take other work."
     if reason.kind == "blocked_by":
-        return (
-            f"Finish {d['ref']} first, or take other work ('skift explain {ref}' shows the chain)."
-        )
+        return f"Finish {d['ref']} first, or take other work (explaining {ref} shows the chain)."
     if reason.kind == "leased":
         return "Someone is working on it; take other work, or wait for the lease to end."
     if reason.kind == "open_children":
         return "Its children are the work; claim one of them."
-    return f"See 'skift explain {ref}'."
+    return f"Explain {ref} to see why."

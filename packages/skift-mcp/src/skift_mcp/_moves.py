@@ -50,7 +50,37 @@ _WORDING: dict[str, Callable[[dict[str, Any]], str]] = {
         "stop work on this attempt; call claim with the ref again if it is still ready."
     ),
     "nothing": lambda m: "nothing to do.",
+    "list_projects": lambda m: (
+        "check the slug (ready and list name each node's project), or ask a person to create "
+        "the project."
+    ),
+    "give_reason": lambda m: (
+        "say why in `reason`, because a change nobody can explain is one nobody dares undo."
+    ),
+    "list_nodes": lambda m: "check the ref; call list with `projects` to see a project's nodes.",
+    "pass_lease": lambda m: "pass the `lease` that claim returned.",
+    "reopen": lambda m: (
+        f"reopen {m['ref']} first (patch with a reopen_node operation and a `reason`)."
+    ),
+    "unhold": lambda m: (
+        f"release the hold on {m['ref']} first (patch with an unhold_node operation and a "
+        "`reason`)."
+    ),
+    "claim": lambda m: f"nobody holds it; change it directly, or call claim with ref {m['ref']}.",
+    "show_usage": lambda m: (
+        f"ask a person to raise the cap on {m['ref']}, or take other work; call usage with ref "
+        f"{m['ref']} to see the spend."
+    ),
 }
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: its first word capitalized, unless that word is a reference
+    or a name that must keep its case (``interop-2ec9f5#14 must finish first``)."""
+    first = text.split(" ", 1)[0]
+    if not first.isalpha() or not first.islower():
+        return text
+    return text[:1].upper() + text[1:]
 
 
 def next_move(exc: skift.SkiftError) -> str:
@@ -63,5 +93,5 @@ def next_move(exc: skift.SkiftError) -> str:
                 text: str = word(move)
             except KeyError:
                 return exc.next
-            return text[:1].upper() + text[1:]
+            return _sentence(text)
     return exc.next

@@ -107,8 +107,9 @@ class Authenticator:
             return await self.base.authenticate("token", token)
         raise skift.Unauthenticated(
             "no credentials: over TCP every call carries a bearer token",
-            next="Send 'authorization: Bearer <token>' (SKIFT_TOKEN for the CLI); "
-            "make a token with 'skift token create PRINCIPAL' on the server's machine.",
+            next="Send the metadata 'authorization: Bearer <token>'; a token comes from "
+            "CreateToken, which an admin of skift calls on the server's socket.",
+            move={"do": "get_token"},
         )
 
     def _test_caller(self, headers: dict[str, str]) -> skift.LocalSkift:

@@ -131,9 +131,10 @@ def enum_pb(cls: type[E], value: object) -> E:
     try:
         return cls[word.upper()]
     except KeyError:
+        words = [m.name.lower() for m in cls if m.value]
         raise skift.Invalid(
             f"{word!r} is not a {cls.__name__}",
-            next="Use one of: " + "|".join(m.name.lower() for m in cls if m.value) + ".",
+            next=f"Use one of: {', '.join(words[:-1])} or {words[-1]}.",
         ) from None
 
 
@@ -148,9 +149,12 @@ def enum_word(value: betterproto2.Enum | int | None, cls: type[E], field: str) -
     number = int(value)
     member = next((m for m in cls.__members__.values() if m.value == number), None)
     if member is None:
+        # the names as the proto spells them (PRIORITY_P0), never Python's (Priority.P0)
+        names = cls.betterproto_value_to_renamed_proto_names()  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownVariableType]
+        spelled = [str(names.get(m.value, m.name)) for m in cls if m.value != 0]  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         raise skift.Invalid(
-            f"{field} is {int(value)}, not a {cls.__name__} value",
-            next="Use one of: " + ", ".join(f"{cls.__name__}.{m.name}" for m in cls) + ".",
+            f"{field} is {int(value)}, which is not a skift.v1.{cls.__name__} value",
+            next="Use one of: " + ", ".join(spelled) + ", or leave it unset.",
             field=field,
         )
     return None if member.value == 0 else member.name.lower()

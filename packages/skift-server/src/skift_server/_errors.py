@@ -137,8 +137,14 @@ def _text(value: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
 
 
+WIRE_FIELDS: Final[dict[str, str]] = {"cursor": "page_token"}
+"""A field the API names otherwise than the proto: the change stream's cursor travels as the
+lists' ``page_token``. BadRequest names the proto's field."""
+
+
 def _field_path(details: dict[str, Any]) -> str:
     field = str(details.get("field", "") or "")
+    field = WIRE_FIELDS.get(field, field)
     if "index" in details and isinstance(details["index"], int):
         return f"ops[{details['index']}]" + (f".{field}" if field else "")
     return field

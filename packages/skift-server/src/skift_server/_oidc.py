@@ -211,7 +211,7 @@ async def _fetch_json(url: str) -> dict[str, Any]:
     except (httpx.HTTPError, ValueError) as exc:
         raise skift.Unavailable(
             f"cannot read {url}: {exc}",
-            next="Check the issuer URL (or give --oidc-jwks FILE) and that this host reaches it.",
+            next="Check the issuer URL (or the server's key set file) and that this host reaches it.",
         ) from None
     if not isinstance(data, dict):
         raise skift.Unavailable(f"{url} did not answer a JSON object", next="Check the URL.")

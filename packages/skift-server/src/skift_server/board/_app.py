@@ -88,6 +88,14 @@ def _environment() -> jinja2.Environment:
 Action = Callable[[skift.LocalSkift, dict[str, str]], Awaitable[str]]
 
 
+def board_next(exc: skift.SkiftError) -> str:
+    """The next move worded for a person on the board: a sign-in link comes from `skift board`."""
+    move = exc.move
+    if move is not None and move["do"] == "board_link":
+        return "Run 'skift board' for a new sign-in link, and open it."
+    return exc.next
+
+
 class Board:
     """The web board over a server's base handle (``SkiftServer.base``)."""
 
@@ -163,7 +171,7 @@ class Board:
                 )
             return await self._base().session(secret), secret
         except skift.Unauthenticated as exc:
-            response = self._message(request, 401, "Sign in", exc.message, exc.next)
+            response = self._message(request, 401, "Sign in", exc.message, board_next(exc))
             if secret:
                 clear_session(response, request)
             return response
@@ -297,7 +305,7 @@ class Board:
         try:
             session = await self._base().redeem_signin_code(fields.get("code", ""))
         except skift.Unauthenticated as exc:
-            return self._message(request, 401, "Sign in", exc.message, exc.next)
+            return self._message(request, 401, "Sign in", exc.message, board_next(exc))
         response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
         set_session(response, request, session.secret, session.expires_at)
         _log.info("board sign-in", extra={"fields": {"principal": session.principal}})
