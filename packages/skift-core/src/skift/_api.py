@@ -295,7 +295,8 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                     return ident.id
             raise Unauthenticated(
                 f"that {scheme} credential is unknown or revoked",
-                next="Ask a skift admin for a token ('skift token create PRINCIPAL').",
+                next="Ask an admin of skift for a token.",
+                move={"do": "get_token"},
             )
 
         return await self._run(go)
@@ -354,7 +355,8 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             if found is None:
                 raise NotFound(
                     f"no principal {principal!r}",
-                    next="'skift principal list' shows the organization's principals.",
+                    next="The list of principals shows the organization's principals.",
+                    move={"do": "list_principals"},
                 )
             return found
 
