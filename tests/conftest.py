@@ -17,6 +17,9 @@ Fixtures:
 - ``pg_dsn`` (function): DSN of a fresh, migrated database for one test.
 - ``pg_session_databases`` (session): makes fresh migrated databases that live
   until the session ends (the shared servers of the remote contract suite).
+- ``pgbouncer`` (session): the distribution's PgBouncer in transaction mode in front
+  of the server (tests/pgbouncer.py); ``pgbouncer.through(dsn)`` reaches a database
+  through it. Not installed: skipped, or with ``SKIFT_REQUIRE_PG=1`` a failure.
 
 Tests that request one of these are marked ``pg`` automatically.
 """
@@ -42,6 +45,7 @@ from psycopg.conninfo import make_conninfo
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
+    from pgbouncer import PgBouncer
     from psycopg.rows import TupleRow
 
 # Blob bytes of every PostgreSQL store and server the tests start go to one
@@ -51,7 +55,9 @@ if "SKIFT_BLOB_DIR" not in os.environ:
     os.environ["SKIFT_BLOB_DIR"] = _blobs = tempfile.mkdtemp(prefix="skift-test-blobs-")
     atexit.register(shutil.rmtree, _blobs, ignore_errors=True)
 
-PG_FIXTURES = frozenset({"pg_server_dsn", "pg_template", "pg_dsn", "pg_session_databases"})
+PG_FIXTURES = frozenset(
+    {"pg_server_dsn", "pg_template", "pg_dsn", "pg_session_databases", "pgbouncer"}
+)
 
 # `skift serve` records its socket under $XDG_STATE_HOME (skift_server._paths):
 # the tests' servers record theirs in a directory of the session's own, never
@@ -200,6 +206,24 @@ def pg_session_databases(pg_server_dsn: str, pg_template: str) -> Iterator[Sessi
         yield dbs
     finally:
         dbs.drop_all()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pg_server_dsn: str) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction mode in front of the test server, for the session."""
+    from pgbouncer import PgBouncer, binary
+
+    if binary() is None:
+        _unavailable("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does)")
+    bouncer = PgBouncer()
+    try:
+        bouncer.start(pg_server_dsn)
+    except RuntimeError as exc:
+        _unavailable(f"pgbouncer did not start: {exc}")
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

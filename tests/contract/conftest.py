@@ -1,8 +1,9 @@
 """The behaviour suite's fixtures: one skift per store, opened through the public API.
 
 Every test in ``tests/contract`` runs once per implementation: ``memory``,
-``pg``, and ``remote`` (a real ``skift serve`` process over a real unix
-socket, reached with ``skift_server.connect``). Tests talk to skift only through the object the
+``pg``, ``pgbouncer`` (the PostgreSQL store through PgBouncer in transaction
+mode, tests/pgbouncer.py) and ``remote`` (a real ``skift serve`` process over a
+real unix socket, reached with ``skift_server.connect``). Tests talk to skift only through the object the
 ``sk`` fixture yields and the ``skift.*`` names, never through a store's
 internals, so the same test proves the same rule on every implementation.
 
@@ -18,6 +19,9 @@ limits (``--limit NAME=VALUE``). The servers' lease sweeper is off
 and so is their webhook delivery worker (``--webhook-workers 0``): the suite
 proves the rules of deliveries, as memory and pg keep them, not their sending
 (tests/server/test_webhook_delivery.py does that).
+``pgbouncer`` shares one database the same way (an organization per test, so the
+leg costs what its queries cost, not a database per test); a test marked
+``own_server`` gets a fresh database through PgBouncer instead.
 A test that needs a server to itself (one that attaches a unix identity, which
 is unique across organizations) is marked ``own_server``. A server that does
 not exit cleanly on SIGTERM fails the session.
@@ -65,6 +69,7 @@ class Snap(Protocol):
     params=[
         "memory",
         pytest.param("pg", marks=pytest.mark.pg),
+        pytest.param("pgbouncer", marks=[pytest.mark.pg, pytest.mark.pgbouncer]),
         pytest.param("remote", marks=[pytest.mark.pg, pytest.mark.remote]),
     ]
 )
@@ -72,14 +77,30 @@ def store_url(request: pytest.FixtureRequest) -> str:
     """Where the store under test lives; ``pg_dsn`` (tests/conftest.py) is a fresh database.
 
     For ``remote`` it is ``remote+shared`` (a shared server, see above), or for a
-    test marked ``own_server`` ``remote+`` and the DSN its own server serves.
+    test marked ``own_server`` ``remote+`` and the DSN its own server serves. For
+    ``pgbouncer`` it is a database reached through PgBouncer: the shared one
+    (``shared+`` and its DSN: the test works in an organization of its own), or for a
+    test marked ``own_server`` a fresh one.
     """
     if request.param == "memory":
         return "memory:"
-    if request.param == "remote" and request.node.get_closest_marker("own_server") is None:
+    own = request.node.get_closest_marker("own_server") is not None
+    if request.param == "remote" and not own:
         return "remote+shared"
+    if request.param == "pgbouncer":
+        bouncer: Any = request.getfixturevalue("pgbouncer")
+        if own:
+            return bouncer.through(request.getfixturevalue("pg_dsn"))
+        shared: str = request.getfixturevalue("pgbouncer_shared_db")
+        return f"shared+{bouncer.through(shared)}"
     dsn: str = request.getfixturevalue("pg_dsn")
     return f"remote+{dsn}" if request.param == "remote" else dsn
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_shared_db(pg_session_databases: Any) -> str:
+    """The database the ``pgbouncer`` leg's tests share (an organization each)."""
+    return pg_session_databases.create()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -173,6 +194,10 @@ async def open_skift(store_url: str, request: pytest.FixtureRequest) -> AsyncIte
             who = principal or skift.User("ada")
             if store_url.startswith("remote+"):
                 return await _open_remote(stack, request, store_url, limits, who, org)
+            if store_url.startswith("shared+"):
+                url = store_url.removeprefix("shared+")
+                handle = skift.open(url, principal=who, limits=limits, org=org)
+                return await stack.enter_async_context(handle)
             handle = skift.open(store_url, principal=who, limits=limits)
             return await stack.enter_async_context(handle)
 

@@ -166,7 +166,15 @@ async def test_claim_storm(pg_dsn: str, ada: skift.LocalSkift) -> None:
     """claim_storm: 10k ready nodes, 32 concurrent claimers (a pool each) calling ClaimNext
     then Complete until NothingReady: every node is claimed exactly once (lost = 0,
     duplicated = 0), every lease ends in complete, and every node ends done."""
-    per_project = STORM_NODES // STORM_PROJECTS
+    await claim_storm(pg_dsn, pg_dsn, ada, STORM_NODES, "claim_storm")
+
+
+async def claim_storm(
+    pg_dsn: str, claim_dsn: str, ada: skift.LocalSkift, nodes: int, label: str
+) -> None:
+    """The claim storm over ``nodes`` nodes, the claimers connecting to ``claim_dsn`` (the
+    database at ``pg_dsn``, or the same through PgBouncer: tests/pg/test_pgbouncer.py)."""
+    per_project = nodes // STORM_PROJECTS
     t0 = time.monotonic()
     for i in range(STORM_PROJECTS):
         p = await ada.create_project(f"Storm {i}")
@@ -178,7 +186,7 @@ async def test_claim_storm(pg_dsn: str, ada: skift.LocalSkift) -> None:
     # guesses one row everywhere and ClaimNext's plan is several times slower
     await _sql(pg_dsn, "ANALYZE")
     node_ids = {r[0] for r in await _sql(pg_dsn, "SELECT id FROM nodes")}
-    assert len(node_ids) == STORM_NODES
+    assert len(node_ids) == nodes
 
     claimed: list[UUID] = []
     per_claimer: collections.Counter[str] = collections.Counter()
@@ -194,7 +202,7 @@ async def test_claim_storm(pg_dsn: str, ada: skift.LocalSkift) -> None:
             await sk.complete(c.node.ref, lease=c.lease.id, result=sk.spec.name)
 
     names = [f"w{i}" for i in range(STORM_CLAIMERS)]
-    async with _clients(pg_dsn, names, max_size=1) as claimers:
+    async with _clients(claim_dsn, names, max_size=1) as claimers:
         t1 = time.monotonic()
         await asyncio.gather(*(claimer(h) for h in claimers))
         t_drain = time.monotonic() - t1
@@ -206,21 +214,21 @@ async def test_claim_storm(pg_dsn: str, ada: skift.LocalSkift) -> None:
     lost = node_ids - set(times)
     assert (len(lost), len(duplicated)) == (0, 0), (sorted(lost)[:5], duplicated[:5])
     assert dict(await _sql(pg_dsn, "SELECT status, count(*) FROM nodes GROUP BY 1")) == {
-        "done": STORM_NODES
+        "done": nodes
     }
     leases = await _sql(
         pg_dsn,
         "SELECT count(*), count(DISTINCT node_id),"
         " count(*) FILTER (WHERE release_reason = 'complete') FROM leases",
     )
-    assert leases[0] == (STORM_NODES, STORM_NODES, STORM_NODES)
+    assert leases[0] == (nodes, nodes, nodes)
     ops = dict(await _sql(pg_dsn, "SELECT op, count(*) FROM events GROUP BY 1"))
-    assert (ops.get("claim"), ops.get("complete_node")) == (STORM_NODES, STORM_NODES)
+    assert (ops.get("claim"), ops.get("complete_node")) == (nodes, nodes)
     print(
-        f"\nclaim_storm: created {STORM_NODES} nodes in {t_create:.1f}s; "
+        f"\n{label}: created {nodes} nodes in {t_create:.1f}s; "
         f"{STORM_CLAIMERS} claimers drained them in {t_drain:.1f}s "
-        f"({1000 * t_drain / STORM_NODES:.1f} ms per claim+complete overall, "
-        f"{STORM_NODES / t_drain:.0f}/s); claims per claimer "
+        f"({1000 * t_drain / nodes:.1f} ms per claim+complete overall, "
+        f"{nodes / t_drain:.0f}/s); claims per claimer "
         f"{min(per_claimer.values())}..{max(per_claimer.values())}"
     )
 

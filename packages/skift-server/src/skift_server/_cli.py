@@ -62,6 +62,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve the in-memory store: NOTHING IS KEPT when the process stops",
     )
+    p.add_argument(
+        "--listen-dsn",
+        help="a direct connection to PostgreSQL for LISTEN (the ClaimNext wake-up) when --dsn "
+        "is a pooler in transaction mode such as PgBouncer; default: --dsn (behind a "
+        "pooler without it, waits poll once a second)",
+    )
     p.add_argument("--data-dir", type=Path, help="the embedded cluster's directory (without --dsn)")
     p.add_argument(
         "--blob-dir",
@@ -200,6 +206,7 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         limits = attrs.evolve(limits, webhook_allow_private=True)
     opts = ServeOptions(
         dsn=ns.dsn,
+        listen_dsn=ns.listen_dsn,
         memory=ns.memory,
         data_dir=ns.data_dir,
         blob_dir=ns.blob_dir,

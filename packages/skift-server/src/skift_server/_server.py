@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Generator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 from grpclib import const
@@ -73,6 +74,7 @@ class ServeOptions:
     """Everything ``skift serve`` is told (see ``skift serve --help``)."""
 
     dsn: str | None = None
+    listen_dsn: str | None = None
     memory: bool = False
     data_dir: Path | None = None
     blob_dir: Path | None = None
@@ -109,6 +111,16 @@ def split_host_port(value: str) -> tuple[str, int]:
         )
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port)
+
+
+def with_listen_dsn(dsn: str, listen_dsn: str | None) -> str:
+    """The store URL: ``dsn``, naming ``listen_dsn`` (skift_pg's ``listen_dsn`` query
+    parameter) when given."""
+    if listen_dsn is None:
+        return dsn
+    parts = urlsplit(dsn)
+    query = urlencode([*parse_qsl(parts.query, keep_blank_values=True), ("listen_dsn", listen_dsn)])
+    return urlunsplit(parts._replace(query=query))
 
 
 class SkiftServer:
@@ -231,7 +243,7 @@ class SkiftServer:
                 )
                 dsn = await asyncio.to_thread(self._cluster.start)
             await migrate(dsn)
-            self.store_url = dsn
+            self.store_url = with_listen_dsn(dsn, o.listen_dsn)
         base = skift.open(
             self.store_url,
             principal=skift.User(_os_user()),
@@ -560,7 +572,8 @@ def _os_user() -> str:
 
 
 def _redact(url: str) -> str:
-    """A DSN without its password, for logs."""
+    """A DSN without its password, for logs (nor its query: a listen_dsn may hold one)."""
+    url = url.split("?", 1)[0]
     if "@" not in url or "://" not in url:
         return url
     scheme, rest = url.split("://", 1)

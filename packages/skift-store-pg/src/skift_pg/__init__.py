@@ -4,16 +4,19 @@
 ``skift.stores`` entry point. Migrations are applied (under an advisory lock)
 when a store is opened with ``migrate=True``, the default for
 ``skift.open``; ``skift_pg.migrate(dsn)`` applies them on its own.
+
+Behind PgBouncer in transaction mode (docs/operations.md): the URL's ``pooler``
+query parameter says so (``pooler=transaction``; found out when absent, see
+:class:`PgStore`), and ``listen_dsn`` names a direct connection for LISTEN.
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from skift import FileBlobStore, Limits
+from skift import FileBlobStore, Invalid, Limits
 
-from ._migrate import migrate, migrations
+from ._migrate import migrate, migrations, split_params
 from ._partitions import ArchivedPartition, archive_events, attach_events
 from ._store import PgStore, PgTx
 
@@ -27,6 +30,7 @@ __all__ = [
     "migrate",
     "migrations",
     "open_store",
+    "split_params",
 ]
 
 
@@ -53,20 +57,18 @@ def open_store(
     Blob bytes go to ``blobs``, else the URL's ``blobs=DIR`` query parameter
     (removed before connecting), else ``skift.default_blob_dir()``.
     """
-    dsn, from_url = _split_blobs(url)
-    where = blobs or from_url
+    dsn, params = split_params(url)
+    where = blobs or params.get("blobs")
+    pooler = params.get("pooler")
+    if pooler not in (None, "transaction", "none"):
+        raise Invalid(
+            f"pooler={pooler!r} in the DSN", next="Use pooler=transaction (PgBouncer) or none."
+        )
     cls = MigratingPgStore if migrate else PgStore
-    return cls(dsn, limits=limits, blobs=FileBlobStore(where) if where else None)
-
-
-def _split_blobs(url: str) -> tuple[str, str | None]:
-    """The DSN without its ``blobs`` query parameter, and that parameter's value."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url, None
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    found = [v for k, v in pairs if k == "blobs"]
-    if not found:
-        return url, None
-    rest = urlencode([(k, v) for k, v in pairs if k != "blobs"])
-    return urlunsplit(parts._replace(query=rest)), found[-1] or None
+    return cls(
+        dsn,
+        limits=limits,
+        blobs=FileBlobStore(where) if where else None,
+        listen_dsn=params.get("listen_dsn"),
+        pooled=None if pooler is None else pooler == "transaction",
+    )

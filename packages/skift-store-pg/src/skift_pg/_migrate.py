@@ -2,7 +2,10 @@
 
 Each file in ``migrations/`` is applied once, in its own transaction, and
 recorded in ``skift_migrations``. Several servers starting at once over one
-database serialize on the lock, so exactly one applies each migration.
+database serialize on the lock, so exactly one applies each migration. The lock
+is a transaction's (taken again by each migration's transaction, which reads what
+was applied under it): a pooler in transaction mode (PgBouncer) may run each
+transaction on another server connection and keeps no session lock.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import re
 from collections.abc import Collection
 from datetime import timedelta
 from importlib import resources
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
@@ -19,6 +24,24 @@ from ._queries import q
 _FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # an arbitrary constant naming "skift's migration lock" among advisory locks
 _LOCK_KEY = 0x736B696674_01
+
+
+STORE_PARAMS: Final = ("blobs", "listen_dsn", "pooler")
+"""Query parameters of a store URL that are skift's, not libpq's (removed before connecting)."""
+
+
+def split_params(url: str) -> tuple[str, dict[str, str]]:
+    """The DSN without skift's query parameters (:data:`STORE_PARAMS`), and their values
+    (the last of each; empty ones left out)."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, {}
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    found = {k: v for k, v in pairs if k in STORE_PARAMS and v}
+    if not any(k in STORE_PARAMS for k, _ in pairs):
+        return url, found
+    rest = urlencode([(k, v) for k, v in pairs if k not in STORE_PARAMS])
+    return urlunsplit(parts._replace(query=rest)), found
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -42,25 +65,34 @@ async def migrate(dsn: str, *, upto: int | None = None, skip: Collection[int] = 
     For tests and benchmarks of one migration: ``upto`` stops after that one, ``skip``
     leaves some out (a later run applies them: each is applied once when not recorded).
     """
+    dsn, _ = split_params(dsn)
     applied: list[str] = []
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        await conn.execute(q("migration_lock"), {"key": _LOCK_KEY})
-        try:
+    # nothing prepared: behind a pooler the next statement may meet another session
+    async with await psycopg.AsyncConnection.connect(
+        dsn, autocommit=True, prepare_threshold=None
+    ) as conn:
+        async with conn.transaction():
+            await conn.execute(q("migration_lock"), {"key": _LOCK_KEY})
             await conn.execute(q("migrations_table"))
-            cur = await conn.execute(q("applied_migrations"))
-            done = {row[0] for row in await cur.fetchall()}
-            for version, name, sql in migrations():
-                if version in done or version in skip or (upto is not None and version > upto):
+            done = await _applied(conn)
+        for version, name, sql in migrations():
+            if version in done or version in skip or (upto is not None and version > upto):
+                continue
+            async with conn.transaction():
+                await conn.execute(q("migration_lock"), {"key": _LOCK_KEY})
+                if version in await _applied(conn):  # another migrator was first
                     continue
-                async with conn.transaction():
-                    await conn.execute(sql.encode())
-                    await conn.execute(q("record_migration"), {"version": version, "name": name})
-                applied.append(name)
-            # Partitions ahead of the present (migrations/0012): every migrate run extends them.
-            cur = await conn.execute(q("partitioned"))
-            row = await cur.fetchone()
-            if row is not None and row[0]:
-                await conn.execute(q("extend_event_partitions"), {"offset": timedelta()})
-        finally:
-            await conn.execute(q("migration_unlock"), {"key": _LOCK_KEY})
+                await conn.execute(sql.encode())
+                await conn.execute(q("record_migration"), {"version": version, "name": name})
+            applied.append(name)
+        # Partitions ahead of the present (migrations/0012): every migrate run extends them.
+        cur = await conn.execute(q("partitioned"))
+        row = await cur.fetchone()
+        if row is not None and row[0]:
+            await conn.execute(q("extend_event_partitions"), {"offset": timedelta()})
     return applied
+
+
+async def _applied(conn: psycopg.AsyncConnection[Any]) -> set[int]:
+    cur = await conn.execute(q("applied_migrations"))
+    return {row[0] for row in await cur.fetchall()}

@@ -91,8 +91,21 @@ class PgStore:
         listen: bool = True,
         blobs: BlobStore | None = None,
         pool_timeout: float = POOL_TIMEOUT,
+        listen_dsn: str | None = None,
+        pooled: bool | None = None,
     ) -> None:
         """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices).
+
+        ``listen_dsn``: where the LISTEN connection goes (default ``dsn``). Behind a
+        transaction-pooling PgBouncer a LISTEN must reach PostgreSQL directly: without
+        ``listen_dsn`` a pooled store does not LISTEN, and ClaimNext's waits poll.
+
+        ``pooled``: whether ``dsn`` is a pooler in transaction mode (PgBouncer), which
+        keeps nothing of a session between transactions: no statement is prepared, and
+        the settings the direct connection carries from its start (statement timeout,
+        no JIT) are set in each transaction instead. None: found out on the first
+        connection (PgBouncer refuses the startup parameter that carries the settings,
+        unless configured to ignore it: then say ``pooled=True``).
 
         ``blobs`` keeps blob bytes (default: files under ``skift.default_blob_dir()``);
         the database keeps only which organization holds which digest.
@@ -104,14 +117,37 @@ class PgStore:
         self._secrets: dict[str, bytes] = {}
         self.dsn = dsn
         self.listen = listen
+        self.listen_dsn = listen_dsn
+        self.pooled = pooled
         self.limits = limits or Limits()
-        timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
-        self._pool: AsyncConnectionPool[PgConn] = AsyncConnectionPool(
-            dsn,
-            min_size=min_size,
-            max_size=max_size,
-            open=False,
-            kwargs={
+        self._timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
+        self._pool_args = (min_size, max_size, pool_timeout)
+        self._pool: AsyncConnectionPool[PgConn] = self._make_pool()
+        self._probe: psycopg.AsyncConnection[TupleRow] | None = None
+        self._probe_failed = False
+        self._opened = False
+        self._open_lock = asyncio.Lock()
+        self._offset = timedelta()
+        self._waiters: dict[UUID, asyncio.Event] = {}
+        self._any_change = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
+        self._told_no_listen = False
+        self.signins = PgSignins(self)
+
+    def _make_pool(self) -> AsyncConnectionPool[PgConn]:
+        min_size, max_size, pool_timeout = self._pool_args
+        if self.pooled:
+            # Behind a pooler in transaction mode: the server connection changes between
+            # transactions, so no statement is prepared (PgBouncer before 1.21 keeps no
+            # prepared statement; see docs/operations.md) and no startup option is sent
+            # (PgBouncer refuses it): PgStore.transaction sets them per transaction.
+            kwargs: dict[str, object] = {
+                "row_factory": dict_row,
+                "autocommit": True,
+                "prepare_threshold": None,
+            }
+        else:
+            kwargs = {
                 "row_factory": dict_row,
                 "autocommit": True,
                 # Statements are prepared and may settle on a generic plan (planning
@@ -122,20 +158,18 @@ class PgStore:
                 # JIT compiles for plans it thinks are costly; the readiness queries'
                 # correlated probes look costly and run in well under a millisecond,
                 # and compiling them took 30 ms of a 60 ms Ready at 100k nodes.
-                "options": f"-c statement_timeout={timeout_ms} -c plan_cache_mode=auto -c jit=off",
-            },
+                "options": f"-c statement_timeout={self._timeout_ms} "
+                "-c plan_cache_mode=auto -c jit=off",
+            }
+        return AsyncConnectionPool(
+            self.dsn,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs=kwargs,
             connection_class=PgConn,
             timeout=pool_timeout,
         )
-        self._probe: psycopg.AsyncConnection[TupleRow] | None = None
-        self._probe_failed = False
-        self._opened = False
-        self._open_lock = asyncio.Lock()
-        self._offset = timedelta()
-        self._waiters: dict[UUID, asyncio.Event] = {}
-        self._any_change = asyncio.Event()
-        self._listener: asyncio.Task[None] | None = None
-        self.signins = PgSignins(self)
 
     def set_clock_offset(self, offset: timedelta) -> None:
         self._offset = offset
@@ -146,6 +180,13 @@ class PgStore:
         async with self._open_lock:
             if not self._opened:
                 try:
+                    if self.pooled is None:
+                        self.pooled = await behind_pooler(self.dsn, self._timeout_ms)
+                        if self.pooled:
+                            log.info(
+                                "the DSN is a pooler in transaction mode: no prepared statements"
+                            )
+                            self._pool = self._make_pool()
                     await self._pool.open(wait=True, timeout=10)
                 except Exception as exc:
                     raise Unavailable(
@@ -180,6 +221,8 @@ class PgStore:
                 tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                 await tx.begin()
                 try:
+                    if self.pooled:
+                        await tx.exec("transaction_settings", timeout=f"{self._timeout_ms}ms")
                     if graph_lock:
                         await tx.exec("graph_lock", key=org_lock_key(org_id))
                     yield tx
@@ -214,7 +257,10 @@ class PgStore:
             async with asyncio.timeout(timeout):
                 if self._probe is None or self._probe.closed:
                     self._probe = await psycopg.AsyncConnection.connect(
-                        self.dsn, autocommit=True, connect_timeout=max(1, int(timeout))
+                        self.dsn,
+                        autocommit=True,
+                        connect_timeout=max(1, int(timeout)),
+                        prepare_threshold=None,  # a pooler may hand it another session
                     )
                 await self._probe.execute(q("probe"))
         except (psycopg.Error, OSError, TimeoutError) as exc:
@@ -283,9 +329,23 @@ class PgStore:
         if self._listener is None or self._listener.done():
             self._listener = asyncio.create_task(self._listen())
 
+    def _listen_target(self) -> str | None:
+        """Where LISTEN goes: ``listen_dsn``, else ``dsn`` unless that is a pooler (a
+        LISTEN through one is forgotten with the transaction: waits poll instead)."""
+        if self.listen_dsn is not None:
+            return self.listen_dsn
+        return None if self.pooled else self.dsn
+
     async def _listen(self) -> None:
+        dsn = self._listen_target()
+        if dsn is None:
+            if not self._told_no_listen:
+                self._told_no_listen = True
+                log.warning("behind a pooler without --listen-dsn: no LISTEN, ClaimNext waits poll")
+            await asyncio.Event().wait()  # stays done-less: no task per wait
+            return
         try:
-            conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+            conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
         except psycopg.Error:
             log.warning("cannot LISTEN for changes; ClaimNext with wait falls back to polling")
             return
@@ -386,6 +446,22 @@ class PgStore:
         if self._opened:
             await self._pool.close()
             self._opened = False
+
+
+async def behind_pooler(dsn: str, timeout_ms: int) -> bool:
+    """Whether ``dsn`` is PgBouncer (or a pooler like it) rather than PostgreSQL: it
+    refuses the ``options`` startup parameter PostgreSQL takes. An unreachable server
+    raises as connecting does."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, options=f"-c statement_timeout={timeout_ms}"
+        )
+    except psycopg.OperationalError as exc:
+        if "unsupported startup parameter" in str(exc):
+            return True
+        raise
+    await conn.close()
+    return False
 
 
 @contextlib.contextmanager

@@ -2,12 +2,9 @@
 -- format as graph.sql: `-- name: NAME`, a one-line comment, the SQL.
 
 -- name: migration_lock
--- Serialize migrators: several servers starting at once apply each migration once.
-SELECT pg_advisory_lock(%(key)s)
-
--- name: migration_unlock
--- Let the next migrator in.
-SELECT pg_advisory_unlock(%(key)s)
+-- Serialize migrators, for one transaction (a pooler in transaction mode keeps no session
+-- lock): several servers starting at once apply each migration once.
+SELECT pg_advisory_xact_lock(%(key)s)
 
 -- name: migrations_table
 -- The record of applied migrations (it cannot be a migration itself).
@@ -28,6 +25,11 @@ INSERT INTO skift_migrations (version, name) VALUES (%(version)s, %(name)s)
 -- name: listen_changes
 -- The ClaimNext wake-up: notifications that something in an organization changed.
 LISTEN skift_changes
+
+-- name: transaction_settings
+-- Behind a pooler in transaction mode: what a direct connection carries from its start
+-- (the statement timeout, no JIT; skift_pg._store), for this transaction only.
+SELECT set_config('statement_timeout', %(timeout)s, true), set_config('jit', 'off', true)
 
 -- name: probe
 -- The health probe's question on its own connection: does the database answer?

@@ -1,0 +1,143 @@
+"""Run the distribution's PgBouncer, in transaction pooling mode, in front of the test
+PostgreSQL server: a real process on a free loopback port (issue 33).
+
+``PgBouncer.start(server_dsn)`` writes a configuration that routes every database name
+to the server behind ``server_dsn`` (``* = host=… port=…``), starts ``pgbouncer`` and
+waits until it answers; ``through(dsn)`` is the same DSN reached through it. PgBouncer
+refuses to run as root: as root it is started with ``-u nobody`` (uid 65534), so its
+directory is readable by everyone. ``stop`` ends the process it started, by its id.
+
+The settings are the distribution's defaults that matter to skift: ``pool_mode =
+transaction``, no ``ignore_startup_parameters`` beyond what psycopg sends, and
+PgBouncer 1.18's lack of protocol-level prepared statements (Debian 12's version). A
+server connection is handed to another client after each transaction, so anything a
+session keeps (a prepared statement, LISTEN, a session advisory lock, a ``SET``) is not
+there on the next one: what docs/operations.md ("Behind PgBouncer") tells operators.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+START_TIMEOUT = 15.0
+
+
+def binary() -> str | None:
+    """The pgbouncer executable (Debian puts it in /usr/sbin, often not on PATH)."""
+    return shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/bin")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PgBouncer:
+    """One PgBouncer process in transaction mode in front of one PostgreSQL server."""
+
+    def __init__(self, *, pool_size: int = 40) -> None:
+        self.pool_size = pool_size
+        self.port = 0
+        self.dir: Path | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, server_dsn: str) -> None:
+        exe = binary()
+        if exe is None:
+            raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
+        parts = urlsplit(server_dsn)
+        host, port = parts.hostname or "127.0.0.1", parts.port or 5432
+        user = parts.username or "postgres"
+        self.dir = Path(tempfile.mkdtemp(prefix="skift-pgbouncer-"))
+        self.dir.chmod(0o755)
+        (self.dir / "users.txt").write_text(f'"{user}" ""\n')
+        self.port = _free_port()
+        config = self.dir / "pgbouncer.ini"
+        config.write_text(
+            "[databases]\n"
+            f"* = host={host} port={port}\n"
+            "[pgbouncer]\n"
+            "listen_addr = 127.0.0.1\n"
+            f"listen_port = {self.port}\n"
+            "unix_socket_dir =\n"
+            "auth_type = trust\n"
+            f"auth_file = {self.dir / 'users.txt'}\n"
+            "pool_mode = transaction\n"
+            "max_client_conn = 2000\n"
+            f"default_pool_size = {self.pool_size}\n"
+            "server_reset_query =\n"
+            # what psycopg sends and PgBouncer does not track; `options` is NOT here:
+            # skift sends none behind a pooler, and a pooler that drops it silently
+            # would lose the settings the direct connection carries
+            "ignore_startup_parameters = extra_float_digits\n"
+            "log_connections = 0\n"
+            "log_disconnections = 0\n"
+        )
+        for f in self.dir.iterdir():
+            f.chmod(0o644)
+        args = [exe]
+        if os.geteuid() == 0:
+            args += ["-u", "nobody"]
+        args.append(str(config))
+        log = (self.dir / "log.txt").open("wb")
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        self._wait(user)
+
+    def _wait(self, user: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"pgbouncer exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with psycopg.connect(
+                    host="127.0.0.1", port=self.port, user=user, dbname="postgres",
+                    connect_timeout=2, prepare_threshold=None,
+                ) as conn:  # fmt: skip
+                    conn.execute("SELECT 1")
+                return
+            except psycopg.Error as exc:
+                last = exc
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"pgbouncer did not answer in {START_TIMEOUT}s: {last}\n{self.log()}")
+
+    def through(self, dsn: str) -> str:
+        """``dsn`` (a postgresql:// URL) reached through this PgBouncer."""
+        parts = urlsplit(dsn)
+        user = parts.username or "postgres"
+        auth = f"{user}:{parts.password}@" if parts.password else f"{user}@"
+        return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
+
+    def log(self) -> str:
+        if self.dir is None:
+            return ""
+        with contextlib.suppress(OSError):
+            return (self.dir / "log.txt").read_text(errors="replace")
+        return ""
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
