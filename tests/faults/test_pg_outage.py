@@ -70,7 +70,7 @@ async def test_pg_outage_is_unavailable_and_recovers_without_a_restart(
     servers: Callable[..., Awaitable[ServerProcess]],
 ) -> None:
     port = free_port()
-    server = await servers("--dsn", fault_dsn, "--http", f"127.0.0.1:{port}")
+    server = await servers("--dsn", fault_dsn, "--metrics", f"127.0.0.1:{port}")
     readyz = f"http://127.0.0.1:{port}/readyz"
     # As the server's owner, identified by uid on the socket: every call looks the
     # identity up in PostgreSQL first.

@@ -36,7 +36,7 @@ async def test_metrics_show_tables_partitions_deliveries_and_the_last_prune(
     serve: Serve, pg_dsn: str
 ) -> None:
     port = free_port()
-    server = await serve("--dsn", pg_dsn, "--http", f"127.0.0.1:{port}", "--test-hooks")
+    server = await serve("--dsn", pg_dsn, "--metrics", f"127.0.0.1:{port}", "--test-hooks")
     async with skift_server.connect(server.url, principal=skift.User("ada")) as sk:
         p = await sk.create_project("Grow")
         await sk.patch(p.slug, [skift.CreateNode(title=f"n{i}") for i in range(5)])

@@ -41,7 +41,7 @@ async def test_health_and_metrics(serve: Serve) -> None:
     """gRPC health says SERVING; /healthz and /readyz answer 200; /metrics counts calls by
     method and outcome, leases taken, and the pool."""
     port = free_port()
-    server = await serve("--memory", "--http", f"127.0.0.1:{port}", "--test-hooks")
+    server = await serve("--memory", "--metrics", f"127.0.0.1:{port}", "--test-hooks")
     channel = Channel(path=str(server.socket))
     try:
         health = HealthStub(channel)

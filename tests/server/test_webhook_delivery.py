@@ -414,7 +414,9 @@ async def test_metrics_count_deliveries_by_state(
     p = await ada.create_project("Metrics")
     await ada.add_webhook(p.slug, receiver.url)
     port = free_port()
-    await _start(serve, pg_dsn, *PRIVATE, "--http", f"127.0.0.1:{port}", "--webhook-workers", "0")
+    await _start(
+        serve, pg_dsn, *PRIVATE, "--metrics", f"127.0.0.1:{port}", "--webhook-workers", "0"
+    )
     await ada.create(p.slug, "one")
     async with httpx.AsyncClient() as client:
         text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text

@@ -324,6 +324,13 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             id=ulid_str(session.id) if session.id else "",
         )
 
+    async def signin_code_owner(self, code: str) -> tuple[str, str] | None:
+        """Whose a live sign-in code is (principal name, organization), without spending it;
+        None for a code that would not sign anyone in. The board's sign-in page asks, so a
+        link that would switch a browser to someone else's session takes a click."""
+        got = await self.store.signins.live(signin_digest(code), SigninKind.CODE)
+        return None if got is None else (got.principal.name, got.org)
+
     async def session(self, secret: str) -> LocalSkift:
         """A handle acting as the person a live board session belongs to."""
         got = await self.store.signins.live(signin_digest(secret), SigninKind.SESSION)

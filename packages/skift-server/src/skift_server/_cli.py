@@ -92,7 +92,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--http",
         metavar="HOST:PORT",
-        help="serve the web board, /healthz, /readyz and /metrics on HTTP",
+        help="serve the web board, /healthz, /readyz and /metrics (to a server admin's "
+        "bearer token) on HTTP",
+    )
+    p.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve /metrics (and /healthz, /readyz) without sign-in on a listener of its own "
+        "(bind it where only your monitoring reaches)",
     )
     p.add_argument(
         "--oidc-issuer",
@@ -216,6 +223,7 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         tls_cert=ns.tls_cert,
         tls_key=ns.tls_key,
         http=ns.http,
+        metrics=ns.metrics,
         board_url=ns.board_url,
         limits=limits,
         org=ns.org,

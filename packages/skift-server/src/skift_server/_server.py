@@ -7,7 +7,8 @@ the user's data directory, or ``--memory``), applies migrations, and serves:
   the kernel names the caller (SO_PEERCRED), and optionally on TCP
   (``--listen``) where a bearer token does, with TLS when given a
   certificate and key;
-- HTTP (``--http``): ``/healthz``, ``/readyz``, ``/metrics`` and the web board;
+- HTTP (``--http``): ``/healthz``, ``/readyz``, ``/metrics`` (a server admin's token) and
+  the web board; ``--metrics``: ``/metrics`` alone, unauthenticated, on a listener of its own;
 - the lease-expiry sweeper, every ``--sweep-every`` seconds;
 - pruning of what is not audit (``skift.prune``), every ``--prune-every`` seconds;
 - the webhook delivery worker (``_webhook_worker``; ``--webhook-workers 0``
@@ -84,6 +85,7 @@ class ServeOptions:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     http: str | None = None
+    metrics: str | None = None
     board_url: str | None = None
     limits: skift.Limits = skift.DEFAULT_LIMITS
     org: str = "default"
@@ -131,12 +133,14 @@ class SkiftServer:
         self.socket_path: Path | None = None
         self.tcp_address: tuple[str, int] | None = None
         self.http_address: tuple[str, int] | None = None
+        self.metrics_address: tuple[str, int] | None = None
         self.store_url = ""
         self._cluster: Any = None
         self._base: skift.LocalSkift | None = None
         self._grpc: list[Server] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._http: Any = None  # a uvicorn.Server, imported only with --http
+        self._metrics_http: Any = None  # the --metrics listener's
         self._store_ok = False
         self.health = Health()
         self.metrics = Metrics()
@@ -189,6 +193,8 @@ class SkiftServer:
             await self._listen_tcp(o.listen)
         if o.http:
             await self._serve_http(o.http)
+        if o.metrics:
+            await self._serve_http(o.metrics, metrics_only=True)
         await self._listen_unix()
         self._store_ok = True
         await self._set_health()
@@ -323,10 +329,10 @@ class SkiftServer:
         server._mapping = _AnswerUnknown(routes)  # pyright: ignore[reportPrivateUsage]
         return server
 
-    async def _serve_http(self, address: str) -> None:
+    async def _serve_http(self, address: str, *, metrics_only: bool = False) -> None:
         import uvicorn
 
-        from ._http import http_app
+        from ._http import http_app, metrics_app
 
         class _Uvicorn(uvicorn.Server):
             """uvicorn without its own signal handlers: the server owns SIGTERM and SIGINT."""
@@ -336,11 +342,15 @@ class SkiftServer:
                 yield
 
         host, port = split_host_port(address)
+        app = metrics_app(self) if metrics_only else http_app(self)
         config = uvicorn.Config(
-            http_app(self), host=host, port=port, log_config=None, lifespan="off", access_log=False
+            app, host=host, port=port, log_config=None, lifespan="off", access_log=False
         )
         server = _Uvicorn(config)
-        self._http = server
+        if metrics_only:
+            self._metrics_http = server
+        else:
+            self._http = server
         self._tasks.append(asyncio.create_task(server.serve(), name="skift-http"))
         while not server.started:
             if self._tasks[-1].done():
@@ -348,7 +358,10 @@ class SkiftServer:
                 raise skift.Unavailable(f"HTTP did not start on {address}")
             await asyncio.sleep(0.01)
         bound = server.servers[0].sockets[0].getsockname() if server.servers else (host, port)
-        self.http_address = (str(bound[0]), int(bound[1]))
+        if metrics_only:
+            self.metrics_address = (str(bound[0]), int(bound[1]))
+        else:
+            self.http_address = (str(bound[0]), int(bound[1]))
 
     # ------------------------------------------------------------ running
 
@@ -499,8 +512,9 @@ class SkiftServer:
                 await asyncio.wait_for(server.wait_closed(), 5)
         self._grpc.clear()
         self.board.closing.set()  # the board's live streams end, so HTTP can close
-        if self._http is not None:
-            self._http.should_exit = True
+        for http in (self._http, self._metrics_http):
+            if http is not None:
+                http.should_exit = True
         for task in self._tasks:
             if task.get_name() != "skift-http":
                 task.cancel()
@@ -605,11 +619,16 @@ def connect_hint(server: SkiftServer) -> str:
         lines.append(f"  and {scheme}://{server.tcp_address[0]}:{server.tcp_address[1]}")
     if server.http_address:
         lines.append(
-            f"  HTTP: http://{server.http_address[0]}:{server.http_address[1]}/healthz /readyz /metrics"
+            f"  HTTP: http://{server.http_address[0]}:{server.http_address[1]}/healthz /readyz"
+            " (/metrics with a server admin's token)"
         )
         lines.append(
             f"  the board: http://{server.http_address[0]}:{server.http_address[1]}/ "
             "('skift board' prints a sign-in link)"
+        )
+    if server.metrics_address:
+        lines.append(
+            f"  metrics: http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics"
         )
     lines.append("From a terminal (the command line finds this server by itself):")
     lines.append("  skift project create 'OAuth spike'; skift ready; skift --help")

@@ -286,10 +286,29 @@ class Board:
     # ------------------------------------------------------------ sign-in
 
     async def _signin_page(self, request: Request) -> Response:
+        """The page a sign-in link opens. It posts the code back by itself, unless this
+        browser already has a session for somebody else (or for another organization): then
+        it names both and waits for a click, so a link someone sent cannot switch a person
+        into the sender's session unseen (login CSRF). Only that POST spends the code."""
         code = request.query_params.get("code", "")
+        current: tuple[str, str] | None = None
+        switch_to: tuple[str, str] | None = None
+        secret = request.cookies.get(COOKIE, "")
+        if code and secret:
+            try:
+                open_session = await self._base().session(secret)
+            except skift.Unauthenticated:
+                pass
+            else:
+                current = (open_session.spec.name, open_session.org_name)
+                switch_to = await self._base().signin_code_owner(code)
+        confirm = current is not None and switch_to != current
         return self._html(
             "signin.html",
             code=code,
+            confirm=confirm,
+            current=current,
+            switch_to=switch_to,
             me=None,
             csrf="",
             nav="",
