@@ -31,6 +31,7 @@ check: sync npm
 	$(UV) run pyright
 	$(UV) run lint-imports
 	$(UV) run python packages/skift-server/tools/generate_proto.py --check
+	$(UV) run python packages/skift-core/tools/gen_surface.py --check
 	$(BUF) lint $(PROTO)
 	$(BUF) breaking $(PROTO) --against $(CONTRACT)
 

@@ -6,6 +6,6 @@ import skift_mcp
 
 
 def test_exported_names() -> None:
-    assert skift_mcp.__all__ == ["INSTRUCTIONS", "Api", "build_server", "main"]
+    assert skift_mcp.__all__ == ["INSTRUCTIONS", "build_server", "main"]
     for name in skift_mcp.__all__:
         assert hasattr(skift_mcp, name)

@@ -30,6 +30,7 @@ from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
 from ._memory import MemoryStore
 from ._models import IdentityScheme, Principal, PrincipalKind
+from ._ops import OpLike as OpLike
 from ._org_policy import reset_policy as policy_reset
 from ._org_policy import set_policy as policy_set
 from ._org_policy import show_policy as policy_show
@@ -38,6 +39,10 @@ from ._orgs import create_org as orgs_create
 from ._orgs import list_orgs as orgs_list
 from ._policy import Policy
 from ._policy_records import OrgPolicy
+from ._principal_spec import Agent as Agent
+from ._principal_spec import PrincipalSpec as PrincipalSpec
+from ._principal_spec import Service as Service
+from ._principal_spec import User as User
 from ._principals import check_uid
 from ._refs import ulid_str
 from ._signin import (
@@ -54,12 +59,7 @@ from ._signin import (
 from ._signin import digest_of as signin_digest
 from ._signin import new_secret as signin_secret
 from ._store import Store, Tx
-from ._surface import Agent as Agent
-from ._surface import OpLike as OpLike
-from ._surface import PrincipalSpec as PrincipalSpec
-from ._surface import Service as Service
 from ._surface import Skift as Skift
-from ._surface import User as User
 from ._views import PrincipalInfo, TokenInfo
 
 

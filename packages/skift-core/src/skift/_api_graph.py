@@ -14,11 +14,10 @@ from ._edges import edges as edges_around
 from ._engine import Actor, filter_from
 from ._errors import Invalid
 from ._models import Priority, ReleaseReason
-from ._ops import Cascade, CreateNode, DropNode, Op, ReopenNode, parse_op
+from ._ops import Cascade, CreateNode, DropNode, Op, OpLike, ReopenNode, parse_op
 from ._refs import new_id, ulid_str
 from ._session import Session, no_delegation
 from ._store import Tx
-from ._surface import OpLike
 from ._views import Explanation, NodeInfo, PatchResult, ProjectInfo, ReadyPage, Resolved
 
 

@@ -6,8 +6,9 @@ import contextlib
 import functools
 import gc
 import json
-from collections.abc import Awaitable, Callable, Generator, Iterable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Generator, Iterable
+from types import CoroutineType
+from typing import Any, ParamSpec, TypeVar
 
 from . import _beads
 from ._archive import ArchiveImport, blob_bytes, parse_archive
@@ -53,7 +54,7 @@ def _gc_paused() -> Generator[None]:
             gc.enable()
 
 
-def _bulk(call: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+def _bulk(call: Callable[P, CoroutineType[Any, Any, R]]) -> Callable[P, CoroutineType[Any, Any, R]]:
     """An import or export method, run with the garbage collector paused (:func:`_gc_paused`)."""
 
     @functools.wraps(call)

@@ -206,6 +206,9 @@ Op = (
     | AddComment
 )
 
+OpLike = Op | dict[str, Any]
+"""An operation, or its JSON form (what ``parse_op`` reads)."""
+
 OP_TYPES: dict[str, type[Op]] = {
     "create_node": CreateNode,
     "update_node": UpdateNode,

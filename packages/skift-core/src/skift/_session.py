@@ -20,8 +20,8 @@ from ._engine import Actor, Engine
 from ._errors import Conflict, Refused, Unauthenticated
 from ._limits import DEFAULT_LIMITS, Limits
 from ._policy import Policy
+from ._principal_spec import PrincipalSpec, User
 from ._store import Store, TransientError, Tx
-from ._surface import PrincipalSpec, User
 
 T = TypeVar("T")
 

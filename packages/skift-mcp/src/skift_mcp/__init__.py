@@ -18,13 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._api import Api
     from ._cli import main
     from ._server import INSTRUCTIONS, build_server
 
-__all__ = ["INSTRUCTIONS", "Api", "build_server", "main"]
+__all__ = ["INSTRUCTIONS", "build_server", "main"]
 
-_WHERE = {"INSTRUCTIONS": "_server", "Api": "_api", "build_server": "_server", "main": "_cli"}
+_WHERE = {"INSTRUCTIONS": "_server", "build_server": "_server", "main": "_cli"}
 
 
 def __getattr__(name: str) -> Any:

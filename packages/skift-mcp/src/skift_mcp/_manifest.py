@@ -22,7 +22,8 @@ import anyio.streams.memory
 from mcp.server.stdio import stdio_server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from ._api import Api
+import skift
+
 from ._server import build_server
 from ._stdio import MANIFEST, ClientLines
 
@@ -45,7 +46,7 @@ class _Collect:
 
 async def _answers(version: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The SDK server's initialize result and tool list when a client asks for ``version``."""
-    server = build_server(cast(Api, object()))  # the tools only call it when run
+    server = build_server(cast(skift.Skift, object()))  # the tools only call it when run
     lowlevel = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
     send, receive = anyio.create_memory_object_stream[str](math.inf)
     hello = {

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 
-from ._api import Api
+import skift
+
 from ._tools import content, graph, work
 from ._version import server_version
 
@@ -39,14 +40,14 @@ compact ones (more tokens). The filters of `ready`, `list` and `claim`:
 `min_priority` (p0 is the most urgent), `parent` (its direct children)."""
 
 
-TOOL_MODULES: tuple[Callable[[Api], list[Tool]], ...] = (
+TOOL_MODULES: tuple[Callable[[skift.Skift], list[Tool]], ...] = (
     work.tools,
     graph.tools,
     content.tools,
 )
 
 
-def build_server(sk: Api, *, name: str = "skift") -> MCPServer:
+def build_server(sk: skift.Skift, *, name: str = "skift") -> MCPServer:
     """An MCP server whose tools act on ``sk`` (a ``LocalSkift`` or a ``RemoteSkift``).
 
     The principal is whoever ``sk`` acts as: over the unix socket, the uid of

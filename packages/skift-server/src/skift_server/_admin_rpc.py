@@ -4,8 +4,6 @@ call the API, encode; the rules are the engine's, skift._org_policy and skift._o
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 import skift
 
 from . import _paging as paging
@@ -42,11 +40,11 @@ def org_created_view(m: v1.CreateOrgResponse) -> skift.OrgCreated:
     return skift.OrgCreated(org=m.org, admin=m.admin, token=m.token, token_id=m.token_id, uid=m.uid)
 
 
-async def _get_policy(sk: skift.LocalSkift, r: v1.GetPolicyRequest) -> v1.GetPolicyResponse:
+async def get_policy(sk: skift.LocalSkift, r: v1.GetPolicyRequest) -> v1.GetPolicyResponse:
     return v1.GetPolicyResponse(policy=org_policy_pb(await sk.policy()))
 
 
-async def _set_policy(sk: skift.LocalSkift, r: v1.SetPolicyRequest) -> v1.SetPolicyResponse:
+async def set_policy(sk: skift.LocalSkift, r: v1.SetPolicyRequest) -> v1.SetPolicyResponse:
     modules = [(m.name, m.source) for m in r.modules]
     names = [n for n, _ in modules]
     if len(set(names)) != len(names):  # a dict would quietly keep the last of two
@@ -58,30 +56,20 @@ async def _set_policy(sk: skift.LocalSkift, r: v1.SetPolicyRequest) -> v1.SetPol
     return v1.SetPolicyResponse(policy=org_policy_pb(got))
 
 
-async def _reset_policy(sk: skift.LocalSkift, r: v1.ResetPolicyRequest) -> v1.ResetPolicyResponse:
+async def reset_policy(sk: skift.LocalSkift, r: v1.ResetPolicyRequest) -> v1.ResetPolicyResponse:
     return v1.ResetPolicyResponse(policy=org_policy_pb(await sk.reset_policy(reason=r.reason)))
 
 
-async def _create_org(sk: skift.LocalSkift, r: v1.CreateOrgRequest) -> v1.CreateOrgResponse:
+async def create_org(sk: skift.LocalSkift, r: v1.CreateOrgRequest) -> v1.CreateOrgResponse:
     got = await sk.create_org(r.name, admin=r.admin, uid=r.uid)
     return v1.CreateOrgResponse(
         org=got.org, admin=got.admin, token=got.token, token_id=got.token_id, uid=got.uid
     )
 
 
-async def _list_orgs(sk: skift.LocalSkift, r: v1.ListOrgsRequest) -> v1.ListOrgsResponse:
+async def list_orgs(sk: skift.LocalSkift, r: v1.ListOrgsRequest) -> v1.ListOrgsResponse:
     token = paging.decode("ListOrgs", r.page_token)
     got = [org_pb(o) for o in await sk.list_orgs()]
     size = sk.engine.page_size(r.page_size or None)
     items, nxt = paging.slice_page("ListOrgs", got, token, size)
     return v1.ListOrgsResponse(orgs=items, next_page_token=nxt)
-
-
-HANDLERS: Final[dict[str, Any]] = {
-    "GetPolicy": _get_policy,
-    "SetPolicy": _set_policy,
-    "ResetPolicy": _reset_policy,
-    "CreateOrg": _create_org,
-    "ListOrgs": _list_orgs,
-}
-"""The organization RPCs, by their proto names."""

@@ -16,7 +16,7 @@ class AdminCalls(RemoteBase):
     """The organization's policy and the server's organizations, over gRPC."""
 
     async def policy(self) -> skift.OrgPolicy:
-        got = await self._call("GetPolicy", v1.GetPolicyRequest(), v1.GetPolicyResponse, safe=True)
+        got = await self._call("GetPolicy", v1.GetPolicyRequest(), v1.GetPolicyResponse)
         return ad.org_policy_view(got.policy)
 
     async def set_policy(
@@ -27,19 +27,19 @@ class AdminCalls(RemoteBase):
             reason=reason or "",
         )
         # setting the same modules twice changes nothing the second time
-        got = await self._call("SetPolicy", req, v1.SetPolicyResponse, safe=True)
+        got = await self._call("SetPolicy", req, v1.SetPolicyResponse)
         return ad.org_policy_view(got.policy)
 
     async def reset_policy(self, *, reason: str | None = None) -> skift.OrgPolicy:
         req = v1.ResetPolicyRequest(reason=reason or "")
-        got = await self._call("ResetPolicy", req, v1.ResetPolicyResponse, safe=True)
+        got = await self._call("ResetPolicy", req, v1.ResetPolicyResponse)
         return ad.org_policy_view(got.policy)
 
     async def create_org(
         self, name: str, *, admin: str, uid: int | None = None
     ) -> skift.OrgCreated:
         req = v1.CreateOrgRequest(name=name, admin=admin, uid=uid)
-        got = await self._call("CreateOrg", req, v1.CreateOrgResponse, safe=False)
+        got = await self._call("CreateOrg", req, v1.CreateOrgResponse)
         return ad.org_created_view(got)
 
     async def list_orgs(self) -> list[skift.OrgInfo]:
@@ -47,7 +47,7 @@ class AdminCalls(RemoteBase):
         token = ""
         while True:
             req = v1.ListOrgsRequest(page_token=token)
-            got = await self._call("ListOrgs", req, v1.ListOrgsResponse, safe=True)
+            got = await self._call("ListOrgs", req, v1.ListOrgsResponse)
             out += [ad.org_view(o) for o in got.orgs]
             if not (token := got.next_page_token):
                 return out

@@ -213,13 +213,13 @@ class RemoteBase:
         request: betterproto2.Message,
         reply: type[T],
         *,
-        safe: bool,
         timeout: float | None = None,
     ) -> T:
         """One unary call with a deadline, retried when that cannot do anything twice.
 
-        A call that is ``safe`` (a read, a heartbeat, a write carrying a request id made
-        before the first attempt) is retried on Unavailable and on a broken connection;
+        A call that is safe to retry (``skift.OPERATIONS`` says so of its RPC: a read, a
+        write carrying a request id made before the first attempt, or one idempotent by
+        nature) is retried on Unavailable and on a broken connection;
         any call is retried while the connection cannot be opened (nothing was sent).
         Retries back off (jittered, doubling up to MAX_BACKOFF) over ``retry_window``
         seconds, which outlasts a server restart; a connection that has never reached its
@@ -231,6 +231,7 @@ class RemoteBase:
                 "this skift connection is closed", next="Connect again with skift_server.connect."
             )
         route = f"/skift.v1.SkiftService/{method}"
+        safe = skift.OPERATIONS_BY_RPC[method].retry.safe
         last: skift.SkiftError | None = None
         start = time.monotonic()
         attempt = 0
@@ -281,7 +282,7 @@ class RemoteBase:
         token = ""
         while True:
             req = v1.ListArtifactsRequest(ref=ref, project=project, page_token=token)
-            got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse, safe=True)
+            got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse)
             out += [o.artifact_info_view(a) for a in got.artifacts]
             if not (token := got.next_page_token):
                 return out

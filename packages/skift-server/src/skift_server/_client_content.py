@@ -45,18 +45,18 @@ class ContentCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("AddComment", req, v1.AddCommentResponse, safe=True)
+        got = await self._call("AddComment", req, v1.AddCommentResponse)
         return rc.comment_view(got.comment)
 
     async def edit_comment(self, comment_id: str, body: str) -> skift.CommentInfo:
         req = v1.EditCommentRequest(id=comment_id, body=body)
-        got = await self._call("EditComment", req, v1.EditCommentResponse, safe=False)
+        got = await self._call("EditComment", req, v1.EditCommentResponse)
         return rc.comment_view(got.comment)
 
     async def resolve_comment(self, comment_id: str) -> skift.CommentInfo:
         # resolving a resolved comment changes nothing, so a retry is harmless
         req = v1.ResolveCommentRequest(id=comment_id)
-        got = await self._call("ResolveComment", req, v1.ResolveCommentResponse, safe=True)
+        got = await self._call("ResolveComment", req, v1.ResolveCommentResponse)
         return rc.comment_view(got.comment)
 
     async def comments(self, ref: str, *, project: str | None = None) -> list[skift.CommentInfo]:
@@ -64,7 +64,7 @@ class ContentCalls(RemoteBase):
         token = ""
         while True:
             req = v1.ListCommentsRequest(ref=ref, project=project, page_token=token)
-            got = await self._call("ListComments", req, v1.ListCommentsResponse, safe=True)
+            got = await self._call("ListComments", req, v1.ListCommentsResponse)
             out += [rc.comment_view(x) for x in got.comments]
             if not (token := got.next_page_token):
                 return out
@@ -89,7 +89,7 @@ class ContentCalls(RemoteBase):
                 include_archived=include_archived,
                 page_token=token,
             )
-            got = await self._call("Search", req, v1.SearchResponse, safe=True)
+            got = await self._call("Search", req, v1.SearchResponse)
             out += [rc.search_hit_view(h) for h in got.hits]
             token = got.next_page_token
             # a page holds `limit` hits unless bytes cut it short: read on only then
@@ -125,19 +125,19 @@ class ContentCalls(RemoteBase):
             lease=lease,
         )
         # not retried: a second attempt could append a second record
-        got = await self._call("RecordUsage", req, v1.RecordUsageResponse, safe=False)
+        got = await self._call("RecordUsage", req, v1.RecordUsageResponse)
         return rc.usage_view(got.record)
 
     async def usage(
         self, ref: str, *, subtree: bool = False, project: str | None = None
     ) -> skift.UsageReport:
         req = v1.GetUsageRequest(ref=ref, project=project, subtree=subtree)
-        got = await self._call("GetUsage", req, v1.GetUsageResponse, safe=True)
+        got = await self._call("GetUsage", req, v1.GetUsageResponse)
         return rc.report_view(got.report)
 
     async def project_usage(self, project: str) -> skift.UsageReport:
         req = v1.GetProjectUsageRequest(project=project)
-        got = await self._call("GetProjectUsage", req, v1.GetProjectUsageResponse, safe=True)
+        got = await self._call("GetProjectUsage", req, v1.GetProjectUsageResponse)
         return rc.report_view(got.report)
 
     async def set_rate(
@@ -158,7 +158,7 @@ class ContentCalls(RemoteBase):
             cache_write=str(cache_write),
             currency=currency,
         )
-        got = await self._call("SetRate", req, v1.SetRateResponse, safe=True)
+        got = await self._call("SetRate", req, v1.SetRateResponse)
         return rc.rate_view(got.rate)
 
     async def rates(self) -> list[skift.RateInfo]:
@@ -166,7 +166,7 @@ class ContentCalls(RemoteBase):
         token = ""
         while True:
             req = v1.ListRatesRequest(page_token=token)
-            got = await self._call("ListRates", req, v1.ListRatesResponse, safe=True)
+            got = await self._call("ListRates", req, v1.ListRatesResponse)
             out += [rc.rate_view(r) for r in got.rates]
             if not (token := got.next_page_token):
                 return out
@@ -176,12 +176,12 @@ class ContentCalls(RemoteBase):
             set={k: v for k, v in sizes.items() if v is not None},
             unset=[k for k, v in sizes.items() if v is None],
         )
-        got = await self._call("SetOrgLimits", req, v1.SetOrgLimitsResponse, safe=True)
+        got = await self._call("SetOrgLimits", req, v1.SetOrgLimitsResponse)
         return rc.org_limits_view(got.limits)
 
     async def org_limits(self) -> skift.OrgLimits:
         req = v1.GetOrgLimitsRequest()
-        got = await self._call("GetOrgLimits", req, v1.GetOrgLimitsResponse, safe=True)
+        got = await self._call("GetOrgLimits", req, v1.GetOrgLimitsResponse)
         return rc.org_limits_view(got.limits)
 
     # ------------------------------------------------------------ webhooks
@@ -190,7 +190,7 @@ class ContentCalls(RemoteBase):
         self, project: str, url: str, *, events: Sequence[str] | None = None
     ) -> skift.WebhookInfo:
         req = v1.AddWebhookRequest(project=project, url=url, events=list(events or ()))
-        got = await self._call("AddWebhook", req, v1.AddWebhookResponse, safe=False)
+        got = await self._call("AddWebhook", req, v1.AddWebhookResponse)
         return wh.webhook_view(got.webhook, got.secret)
 
     async def webhooks(self, *, project: str | None = None) -> list[skift.WebhookInfo]:
@@ -198,26 +198,24 @@ class ContentCalls(RemoteBase):
         token = ""
         while True:
             req = v1.ListWebhooksRequest(project=project, page_token=token)
-            got = await self._call("ListWebhooks", req, v1.ListWebhooksResponse, safe=True)
+            got = await self._call("ListWebhooks", req, v1.ListWebhooksResponse)
             out += [wh.webhook_view(w) for w in got.webhooks]
             if not (token := got.next_page_token):
                 return out
 
     async def rotate_webhook_secret(self, webhook: str) -> skift.WebhookInfo:
         req = v1.RotateWebhookSecretRequest(webhook=webhook)
-        got = await self._call(
-            "RotateWebhookSecret", req, v1.RotateWebhookSecretResponse, safe=False
-        )
+        got = await self._call("RotateWebhookSecret", req, v1.RotateWebhookSecretResponse)
         return wh.webhook_view(got.webhook, got.secret)
 
     async def disable_webhook(self, webhook: str) -> skift.WebhookInfo:
         req = v1.DisableWebhookRequest(webhook=webhook)
-        got = await self._call("DisableWebhook", req, v1.DisableWebhookResponse, safe=True)
+        got = await self._call("DisableWebhook", req, v1.DisableWebhookResponse)
         return wh.webhook_view(got.webhook)
 
     async def enable_webhook(self, webhook: str) -> skift.WebhookInfo:
         req = v1.EnableWebhookRequest(webhook=webhook)
-        got = await self._call("EnableWebhook", req, v1.EnableWebhookResponse, safe=True)
+        got = await self._call("EnableWebhook", req, v1.EnableWebhookResponse)
         return wh.webhook_view(got.webhook)
 
     async def webhook_deliveries(
@@ -238,9 +236,7 @@ class ContentCalls(RemoteBase):
                 page_size=limit or 0,
                 page_token=token,
             )
-            got = await self._call(
-                "ListWebhookDeliveries", req, v1.ListWebhookDeliveriesResponse, safe=True
-            )
+            got = await self._call("ListWebhookDeliveries", req, v1.ListWebhookDeliveriesResponse)
             out += [wh.delivery_view(d) for d in got.deliveries]
             if limit is None:  # the server's default page, as in process
                 return out
@@ -249,12 +245,12 @@ class ContentCalls(RemoteBase):
 
     async def redeliver(self, delivery: str) -> skift.DeliveryInfo:
         req = v1.RedeliverWebhookRequest(delivery=delivery)
-        got = await self._call("RedeliverWebhook", req, v1.RedeliverWebhookResponse, safe=False)
+        got = await self._call("RedeliverWebhook", req, v1.RedeliverWebhookResponse)
         return wh.delivery_view(got.delivery)
 
     async def test_webhook(self, webhook: str) -> skift.DeliveryInfo:
         req = v1.TestWebhookRequest(webhook=webhook)
-        got = await self._call("TestWebhook", req, v1.TestWebhookResponse, safe=False)
+        got = await self._call("TestWebhook", req, v1.TestWebhookResponse)
         return wh.delivery_view(got.delivery)
 
     # ------------------------------------------------------------ artifacts and blobs
@@ -264,11 +260,11 @@ class ContentCalls(RemoteBase):
     ) -> skift.BlobInfo:
         req = v1.PutBlobRequest(data=bytes(data), media_type=media_type, digest=digest)
         # content-addressed: sending the same bytes twice stores them once
-        return o.blob_view((await self._call("PutBlob", req, v1.PutBlobResponse, safe=True)).blob)
+        return o.blob_view((await self._call("PutBlob", req, v1.PutBlobResponse)).blob)
 
     async def get_blob(self, digest: str) -> bytes:
         req = v1.GetBlobRequest(digest=digest)
-        return (await self._call("GetBlob", req, v1.GetBlobResponse, safe=True)).data
+        return (await self._call("GetBlob", req, v1.GetBlobResponse)).data
 
     async def attach_artifact(
         self,
@@ -286,7 +282,7 @@ class ContentCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("AttachArtifact", req, v1.AttachArtifactResponse, safe=True)
+        got = await self._call("AttachArtifact", req, v1.AttachArtifactResponse)
         return g.patch_result_view(got.result)
 
     async def add_principal(
@@ -298,7 +294,7 @@ class ContentCalls(RemoteBase):
     ) -> skift.PrincipalInfo:
         """Register a principal (admin), with a unix identity when ``uid`` is given."""
         req = v1.AddPrincipalRequest(name=name, kind=enum_pb(v1.PrincipalKind, kind), uid=uid)
-        got = await self._call("AddPrincipal", req, v1.AddPrincipalResponse, safe=False)
+        got = await self._call("AddPrincipal", req, v1.AddPrincipalResponse)
         return rc.principal_view(got.principal)
 
     async def list_principals(self) -> list[skift.PrincipalInfo]:
@@ -306,7 +302,7 @@ class ContentCalls(RemoteBase):
         token = ""
         while True:
             req = v1.ListPrincipalsRequest(page_token=token)
-            got = await self._call("ListPrincipals", req, v1.ListPrincipalsResponse, safe=True)
+            got = await self._call("ListPrincipals", req, v1.ListPrincipalsResponse)
             out += [rc.principal_view(p) for p in got.principals]
             if not (token := got.next_page_token):
                 return out
@@ -314,25 +310,23 @@ class ContentCalls(RemoteBase):
     async def attach_identity(self, principal: str, scheme: str, value: str) -> skift.PrincipalInfo:
         """Give a principal another way in (unix uid, oidc subject, tailscale node)."""
         req = v1.AttachIdentityRequest(principal=principal, scheme=scheme, value=value)
-        got = await self._call("AttachIdentity", req, v1.AttachIdentityResponse, safe=False)
+        got = await self._call("AttachIdentity", req, v1.AttachIdentityResponse)
         return rc.principal_view(got.principal)
 
     async def create_token(self, principal: str) -> skift.TokenInfo:
         """A new bearer token for a principal; its secret is in the result and nowhere else."""
         req = v1.CreateTokenRequest(principal=principal)
-        return rc.token_view(
-            await self._call("CreateToken", req, v1.CreateTokenResponse, safe=False)
-        )
+        return rc.token_view(await self._call("CreateToken", req, v1.CreateTokenResponse))
 
     async def revoke_token(self, token_id: str) -> None:
         req = v1.RevokeTokenRequest(token_id=token_id)
-        await self._call("RevokeToken", req, v1.RevokeTokenResponse, safe=False)
+        await self._call("RevokeToken", req, v1.RevokeTokenResponse)
 
     async def mint_signin_code(self) -> skift.SigninCode:
         """A one-time code (ten minutes, one use) that signs you in to the web board; ``url``
         is the link when the server serves the board."""
         m = await self._call(
-            "MintSigninCode", v1.MintSigninCodeRequest(), v1.MintSigninCodeResponse, safe=False
+            "MintSigninCode", v1.MintSigninCodeRequest(), v1.MintSigninCodeResponse
         )
         assert m.expires_at is not None
         return skift.SigninCode(

@@ -38,12 +38,12 @@ class GraphCalls(RemoteBase):
         req = v1.CreateProjectRequest(
             title=title, slug=slug, priority=enum_pb(v1.Priority, priority), vcs_url=vcs_url
         )
-        got = await self._call("CreateProject", req, v1.CreateProjectResponse, safe=False)
+        got = await self._call("CreateProject", req, v1.CreateProjectResponse)
         return g.project_view(got.project)
 
     async def get_project(self, ref: str) -> skift.ProjectInfo:
         req = v1.GetProjectRequest(ref=ref)
-        got = await self._call("GetProject", req, v1.GetProjectResponse, safe=True)
+        got = await self._call("GetProject", req, v1.GetProjectResponse)
         return g.project_view(got.project)
 
     async def list_projects(
@@ -57,7 +57,7 @@ class GraphCalls(RemoteBase):
             req = v1.ListProjectsRequest(
                 show_archived=archived, page_size=page_size(limit), page_token=token
             )
-            got = await self._call("ListProjects", req, v1.ListProjectsResponse, safe=True)
+            got = await self._call("ListProjects", req, v1.ListProjectsResponse)
             out += [g.project_view(p) for p in got.projects]
             token = got.next_page_token
             # one page, as the local API answers; more only where bytes cut it short
@@ -82,7 +82,7 @@ class GraphCalls(RemoteBase):
             vcs_url=vcs_url,
             budget=str(budget) if budget is not None else None,
         )
-        got = await self._call("UpdateProject", req, v1.UpdateProjectResponse, safe=False)
+        got = await self._call("UpdateProject", req, v1.UpdateProjectResponse)
         return g.project_view(got.project)
 
     async def rename_project(
@@ -92,7 +92,7 @@ class GraphCalls(RemoteBase):
 
     async def archive_project(self, ref: str, *, reason: str = "archived") -> skift.ProjectInfo:
         req = v1.ArchiveProjectRequest(ref=ref, reason=reason)
-        got = await self._call("ArchiveProject", req, v1.ArchiveProjectResponse, safe=False)
+        got = await self._call("ArchiveProject", req, v1.ArchiveProjectResponse)
         return g.project_view(got.project)
 
     async def restrict_project(
@@ -100,22 +100,22 @@ class GraphCalls(RemoteBase):
     ) -> skift.ProjectInfo:
         names = [readers] if isinstance(readers, str) else list(readers)
         req = v1.RestrictProjectRequest(ref=ref, readers=names, reason=reason)
-        got = await self._call("RestrictProject", req, v1.RestrictProjectResponse, safe=False)
+        got = await self._call("RestrictProject", req, v1.RestrictProjectResponse)
         return g.project_view(got.project)
 
     async def unrestrict_project(self, ref: str, *, reason: str) -> skift.ProjectInfo:
         req = v1.UnrestrictProjectRequest(ref=ref, reason=reason)
-        got = await self._call("UnrestrictProject", req, v1.UnrestrictProjectResponse, safe=False)
+        got = await self._call("UnrestrictProject", req, v1.UnrestrictProjectResponse)
         return g.project_view(got.project)
 
     async def hold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
         req = v1.HoldProjectRequest(ref=ref, reason=reason, request_id=request_id_of(request_id))
-        got = await self._call("HoldProject", req, v1.HoldProjectResponse, safe=True)
+        got = await self._call("HoldProject", req, v1.HoldProjectResponse)
         return got.parked
 
     async def unhold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
         req = v1.UnholdProjectRequest(ref=ref, reason=reason, request_id=request_id_of(request_id))
-        got = await self._call("UnholdProject", req, v1.UnholdProjectResponse, safe=True)
+        got = await self._call("UnholdProject", req, v1.UnholdProjectResponse)
         return got.released
 
     # ------------------------------------------------------------ graph
@@ -141,15 +141,13 @@ class GraphCalls(RemoteBase):
             lease=lease,
             on_behalf_of=on_behalf_of,
         )
-        got = await self._call("Patch", req, v1.PatchResponse, safe=True)
+        got = await self._call("Patch", req, v1.PatchResponse)
         return g.patch_result_view(got.result)
 
     async def check_ops_count(self, count: int) -> None:
         """Refuse a patch of ``count`` operations that the server's limit refuses, by
         asking the limit (one small read) instead of sending the patch."""
-        got = await self._call(
-            "GetOrgLimits", v1.GetOrgLimitsRequest(), v1.GetOrgLimitsResponse, safe=True
-        )
+        got = await self._call("GetOrgLimits", v1.GetOrgLimitsRequest(), v1.GetOrgLimitsResponse)
         bound = (got.limits or v1.OrgLimits()).ops_per_patch
         if bound and count > bound:
             raise skift.LimitExceeded(
@@ -166,12 +164,12 @@ class GraphCalls(RemoteBase):
 
     async def get(self, ref: str, *, project: str | None = None) -> skift.NodeInfo:
         req = v1.GetNodeRequest(ref=ref, project=project)
-        got = await self._call("GetNode", req, v1.GetNodeResponse, safe=True)
+        got = await self._call("GetNode", req, v1.GetNodeResponse)
         return g.node_view(got.node or v1.Node())
 
     async def resolve(self, ref: str, *, project: str | None = None) -> skift.Resolved:
         req = v1.ResolveNodeRequest(ref=ref, project=project)
-        got = await self._call("ResolveNode", req, v1.ResolveNodeResponse, safe=True)
+        got = await self._call("ResolveNode", req, v1.ResolveNodeResponse)
         return skift.Resolved(ref=got.ref, id=got.id, title=got.title)
 
     async def ready(
@@ -180,7 +178,7 @@ class GraphCalls(RemoteBase):
         req = v1.ReadyRequest(
             filter=filter_of(filters), page_size=page_size(limit), page_token=page or ""
         )
-        got = await self._call("Ready", req, v1.ReadyResponse, safe=True)
+        got = await self._call("Ready", req, v1.ReadyResponse)
         return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
 
     async def list_nodes(
@@ -197,7 +195,7 @@ class GraphCalls(RemoteBase):
             page_token=page or "",
             attributed=attributed,
         )
-        got = await self._call("ListNodes", req, v1.ListNodesResponse, safe=True)
+        got = await self._call("ListNodes", req, v1.ListNodesResponse)
         return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
 
     async def edges(
@@ -208,14 +206,14 @@ class GraphCalls(RemoteBase):
         token = ""
         while True:
             req = v1.ListEdgesRequest(nodes=list(nodes), project=project, page_token=token)
-            got = await self._call("ListEdges", req, v1.ListEdgesResponse, safe=True)
+            got = await self._call("ListEdges", req, v1.ListEdgesResponse)
             out += [g.edge_view(x) for x in got.edges]
             if not (token := got.next_page_token):
                 return out
 
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:
         req = v1.ExplainRequest(ref=ref, project=project)
-        return g.explanation_view(await self._call("Explain", req, v1.ExplainResponse, safe=True))
+        return g.explanation_view(await self._call("Explain", req, v1.ExplainResponse))
 
     async def drop(
         self,
@@ -235,7 +233,7 @@ class GraphCalls(RemoteBase):
             lease=lease,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("DropNode", req, v1.DropNodeResponse, safe=True)
+        got = await self._call("DropNode", req, v1.DropNodeResponse)
         return g.patch_result_view(got.result)
 
     async def reopen(
@@ -254,7 +252,7 @@ class GraphCalls(RemoteBase):
             lease=lease,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("ReopenNode", req, v1.ReopenNodeResponse, safe=True)
+        got = await self._call("ReopenNode", req, v1.ReopenNodeResponse)
         return g.patch_result_view(got.result)
 
     # hold, unhold, focus and clearing one carry a request id (made before the first
@@ -272,7 +270,7 @@ class GraphCalls(RemoteBase):
         req = v1.HoldNodeRequest(
             ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("HoldNode", req, v1.HoldNodeResponse, safe=True)
+        got = await self._call("HoldNode", req, v1.HoldNodeResponse)
         return g.patch_result_view(got.result)
 
     async def unhold(
@@ -286,7 +284,7 @@ class GraphCalls(RemoteBase):
         req = v1.UnholdNodeRequest(
             ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("UnholdNode", req, v1.UnholdNodeResponse, safe=True)
+        got = await self._call("UnholdNode", req, v1.UnholdNodeResponse)
         return g.patch_result_view(got.result)
 
     async def focus(
@@ -300,7 +298,7 @@ class GraphCalls(RemoteBase):
         req = v1.FocusRequest(
             keep=list(keep), reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("Focus", req, v1.FocusResponse, safe=True)
+        got = await self._call("Focus", req, v1.FocusResponse)
         return g.focus_view(got.result)
 
     async def clear_focus(
@@ -309,5 +307,5 @@ class GraphCalls(RemoteBase):
         req = v1.ClearFocusRequest(
             reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("ClearFocus", req, v1.ClearFocusResponse, safe=True)
+        got = await self._call("ClearFocus", req, v1.ClearFocusResponse)
         return g.focus_view(got.result)

@@ -49,7 +49,7 @@ class WorkCalls(RemoteBase):
             session_ref=session_ref,
             on_behalf_of=on_behalf_of,
         )
-        got = await self._call("Claim", req, v1.ClaimResponse, safe=False)
+        got = await self._call("Claim", req, v1.ClaimResponse)
         return await self._whole(got.claim or v1.Claim())
 
     async def claim_next(
@@ -73,7 +73,7 @@ class WorkCalls(RemoteBase):
             on_behalf_of=on_behalf_of,
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
-        got = await self._call("ClaimNext", req, v1.ClaimNextResponse, safe=False, timeout=timeout)
+        got = await self._call("ClaimNext", req, v1.ClaimNextResponse, timeout=timeout)
         return await self._whole(got.claim or v1.Claim())
 
     async def _whole(self, claim: v1.Claim) -> skift.Claim:
@@ -90,7 +90,7 @@ class WorkCalls(RemoteBase):
         out: list[v1.Input] = []
         while True:
             req = v1.ListInputsRequest(ref=ref, project=project, page_token=token)
-            got = await self._call("ListInputs", req, v1.ListInputsResponse, safe=True)
+            got = await self._call("ListInputs", req, v1.ListInputsResponse)
             out += got.inputs
             if not (token := got.next_page_token):
                 return out
@@ -118,7 +118,7 @@ class WorkCalls(RemoteBase):
     ) -> skift.LeaseInfo:
         # Renewing twice sets the same kind of expiry: safe to retry.
         req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
-        got = await self._call("Heartbeat", req, v1.HeartbeatResponse, safe=True)
+        got = await self._call("Heartbeat", req, v1.HeartbeatResponse)
         return g.lease_view(got.lease)
 
     async def complete(
@@ -139,7 +139,7 @@ class WorkCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("Complete", req, v1.CompleteResponse, safe=True)
+        got = await self._call("Complete", req, v1.CompleteResponse)
         return g.patch_result_view(got.result)
 
     async def release(
@@ -163,7 +163,7 @@ class WorkCalls(RemoteBase):
                 reason=enum_pb(v1.ReleaseReason, reason),
                 project=project,
             )
-        got = await self._call("Release", req, v1.ReleaseResponse, safe=False)
+        got = await self._call("Release", req, v1.ReleaseResponse)
         return g.node_view(got.node or v1.Node())
 
     async def gate(
@@ -184,7 +184,7 @@ class WorkCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("Gate", req, v1.GateResponse, safe=True)
+        got = await self._call("Gate", req, v1.GateResponse)
         return g.patch_result_view(got.result)
 
     async def leases(
@@ -204,22 +204,20 @@ class WorkCalls(RemoteBase):
                 live = v1.ListLiveLeasesRequest(
                     projects=list(projects), mine=mine, page_token=token
                 )
-                page = await self._call(
-                    "ListLiveLeases", live, v1.ListLiveLeasesResponse, safe=True
-                )
+                page = await self._call("ListLiveLeases", live, v1.ListLiveLeasesResponse)
                 out += [g.lease_view(x) for x in page.leases]
                 if not (token := page.next_page_token):
                     return out
         while True:
             req = v1.ListLeasesRequest(ref=ref, project=project, page_token=token)
-            got = await self._call("ListLeases", req, v1.ListLeasesResponse, safe=True)
+            got = await self._call("ListLeases", req, v1.ListLeasesResponse)
             out += [g.lease_view(x) for x in got.leases]
             if not (token := got.next_page_token):
                 return out
 
     async def sweep_expired(self, limit: int = 500) -> int:
         req = v1.SweepExpiredRequest(limit=limit)
-        got = await self._call("SweepExpired", req, v1.SweepExpiredResponse, safe=False)
+        got = await self._call("SweepExpired", req, v1.SweepExpiredResponse)
         return got.expired
 
     # ------------------------------------------------------------ events
@@ -236,7 +234,7 @@ class WorkCalls(RemoteBase):
                 ref=ref, project=project, page_size=min(limit - got_count, most), page_token=token
             )
             try:
-                got = await self._call("ListEvents", req, v1.ListEventsResponse, safe=True)
+                got = await self._call("ListEvents", req, v1.ListEventsResponse)
             except skift.LimitExceeded as exc:
                 bound = exc.details.get("bound")
                 if exc.details.get("limit") != "page_size" or not isinstance(bound, int):
@@ -267,9 +265,7 @@ class WorkCalls(RemoteBase):
             wait=wait,
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
-        got = await self._call(
-            "WatchEvents", req, v1.WatchEventsResponse, safe=True, timeout=timeout
-        )
+        got = await self._call("WatchEvents", req, v1.WatchEventsResponse, timeout=timeout)
         return skift.EventPage(
             events=tuple(rc.event_view(e) for e in got.events), cursor=got.next_page_token
         )

@@ -10,14 +10,13 @@ and by bytes so that no response outgrows a default client's 4 MiB.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 import betterproto2
 
 import skift
 
 from . import _paging as paging
-from ._admin_rpc import HANDLERS as ADMIN_HANDLERS
 from ._convert import enum_word
 from ._convert_graph import (
     claim_pb,
@@ -44,7 +43,6 @@ from ._convert_records import (
     usage_pb,
 )
 from ._proto.skift import v1
-from ._webhooks_wire import HANDLERS as WEBHOOK_HANDLERS
 
 Handler = Callable[[skift.LocalSkift, Any], Awaitable[betterproto2.Message]]
 
@@ -66,7 +64,7 @@ def _size(sk: skift.LocalSkift, page_size: int) -> int:
 # ------------------------------------------------------------------ projects
 
 
-async def _create_project(
+async def create_project(
     sk: skift.LocalSkift, r: v1.CreateProjectRequest
 ) -> v1.CreateProjectResponse:
     priority = enum_word(r.priority, v1.Priority, "priority")
@@ -74,13 +72,11 @@ async def _create_project(
     return v1.CreateProjectResponse(project=project_pb(p))
 
 
-async def _get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetProjectResponse:
+async def get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetProjectResponse:
     return v1.GetProjectResponse(project=project_pb(await sk.get_project(r.ref)))
 
 
-async def _list_projects(
-    sk: skift.LocalSkift, r: v1.ListProjectsRequest
-) -> v1.ListProjectsResponse:
+async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.ListProjectsResponse:
     token = paging.decode("ListProjects", r.page_token)
     size = token.size if token and token.size else _size(sk, r.page_size)
     offset = token.offset if token else 0
@@ -92,7 +88,7 @@ async def _list_projects(
     return v1.ListProjectsResponse(projects=items[:k], next_page_token=nxt)
 
 
-async def _update_project(
+async def update_project(
     sk: skift.LocalSkift, r: v1.UpdateProjectRequest
 ) -> v1.UpdateProjectResponse:
     p = await sk.update_project(
@@ -106,34 +102,34 @@ async def _update_project(
     return v1.UpdateProjectResponse(project=project_pb(p))
 
 
-async def _restrict_project(
+async def restrict_project(
     sk: skift.LocalSkift, r: v1.RestrictProjectRequest
 ) -> v1.RestrictProjectResponse:
     p = await sk.restrict_project(r.ref, readers=list(r.readers), reason=r.reason)
     return v1.RestrictProjectResponse(project=project_pb(p))
 
 
-async def _unrestrict_project(
+async def unrestrict_project(
     sk: skift.LocalSkift, r: v1.UnrestrictProjectRequest
 ) -> v1.UnrestrictProjectResponse:
     p = await sk.unrestrict_project(r.ref, reason=r.reason)
     return v1.UnrestrictProjectResponse(project=project_pb(p))
 
 
-async def _archive_project(
+async def archive_project(
     sk: skift.LocalSkift, r: v1.ArchiveProjectRequest
 ) -> v1.ArchiveProjectResponse:
     p = await sk.archive_project(r.ref, reason=r.reason or "archived")
     return v1.ArchiveProjectResponse(project=project_pb(p))
 
 
-async def _hold_project(sk: skift.LocalSkift, r: v1.HoldProjectRequest) -> v1.HoldProjectResponse:
+async def hold_project(sk: skift.LocalSkift, r: v1.HoldProjectRequest) -> v1.HoldProjectResponse:
     return v1.HoldProjectResponse(
         parked=await sk.hold_project(r.ref, reason=r.reason, request_id=r.request_id or None)
     )
 
 
-async def _unhold_project(
+async def unhold_project(
     sk: skift.LocalSkift, r: v1.UnholdProjectRequest
 ) -> v1.UnholdProjectResponse:
     return v1.UnholdProjectResponse(
@@ -144,7 +140,7 @@ async def _unhold_project(
 # ------------------------------------------------------------------ graph
 
 
-async def _patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
+async def patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
     sk.engine.check_ops_count(len(r.ops))  # before a single operation is converted
     ops = [op_doc(op, i) for i, op in enumerate(r.ops)]
     res = await sk.patch(
@@ -157,11 +153,11 @@ async def _patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
     return v1.PatchResponse(result=patch_result_pb(res))
 
 
-async def _get_node(sk: skift.LocalSkift, r: v1.GetNodeRequest) -> v1.GetNodeResponse:
+async def get_node(sk: skift.LocalSkift, r: v1.GetNodeRequest) -> v1.GetNodeResponse:
     return v1.GetNodeResponse(node=node_pb(await sk.get(r.ref, project=r.project)))
 
 
-async def _resolve_node(sk: skift.LocalSkift, r: v1.ResolveNodeRequest) -> v1.ResolveNodeResponse:
+async def resolve_node(sk: skift.LocalSkift, r: v1.ResolveNodeRequest) -> v1.ResolveNodeResponse:
     got = await sk.resolve(r.ref, project=r.project)
     return v1.ResolveNodeResponse(ref=got.ref, id=got.id, title=got.title)
 
@@ -192,7 +188,7 @@ async def _node_page(
     return nodes[:k], page, nxt
 
 
-async def _ready(sk: skift.LocalSkift, r: v1.ReadyRequest) -> v1.ReadyResponse:
+async def ready(sk: skift.LocalSkift, r: v1.ReadyRequest) -> v1.ReadyResponse:
     flt = filter_kwargs(r.filter)
     nodes, page, nxt = await _node_page(
         "Ready", r, lambda size, core: sk.ready(limit=size, page=core, **flt)
@@ -205,7 +201,7 @@ async def _ready(sk: skift.LocalSkift, r: v1.ReadyRequest) -> v1.ReadyResponse:
     )
 
 
-async def _list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNodesResponse:
+async def list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNodesResponse:
     flt = filter_kwargs(r.filter)
     nodes, page, nxt = await _node_page(
         "ListNodes",
@@ -220,19 +216,19 @@ async def _list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNo
     )
 
 
-async def _list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdgesResponse:
+async def list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdgesResponse:
     token = paging.decode("ListEdges", r.page_token)
     got = [edge_pb(x) for x in await sk.edges(list(r.nodes), project=r.project)]
     items, nxt = paging.slice_page("ListEdges", got, token, _size(sk, r.page_size))
     return v1.ListEdgesResponse(edges=items, next_page_token=nxt)
 
 
-async def _explain(sk: skift.LocalSkift, r: v1.ExplainRequest) -> v1.ExplainResponse:
+async def explain(sk: skift.LocalSkift, r: v1.ExplainRequest) -> v1.ExplainResponse:
     e = await sk.explain(r.ref, project=r.project)
     return v1.ExplainResponse(ref=e.ref, title=e.title, ready=e.ready, reasons=reasons_pb(e))
 
 
-async def _drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNodeResponse:
+async def drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNodeResponse:
     res = await sk.drop(
         r.ref,
         reason=r.reason,
@@ -244,33 +240,33 @@ async def _drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNode
     return v1.DropNodeResponse(result=patch_result_pb(res))
 
 
-async def _reopen_node(sk: skift.LocalSkift, r: v1.ReopenNodeRequest) -> v1.ReopenNodeResponse:
+async def reopen_node(sk: skift.LocalSkift, r: v1.ReopenNodeRequest) -> v1.ReopenNodeResponse:
     res = await sk.reopen(
         r.ref, reason=r.reason, project=r.project, lease=r.lease, request_id=r.request_id or None
     )
     return v1.ReopenNodeResponse(result=patch_result_pb(res))
 
 
-async def _hold_node(sk: skift.LocalSkift, r: v1.HoldNodeRequest) -> v1.HoldNodeResponse:
+async def hold_node(sk: skift.LocalSkift, r: v1.HoldNodeRequest) -> v1.HoldNodeResponse:
     res = await sk.hold(r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None)
     return v1.HoldNodeResponse(result=patch_result_pb(res))
 
 
-async def _unhold_node(sk: skift.LocalSkift, r: v1.UnholdNodeRequest) -> v1.UnholdNodeResponse:
+async def unhold_node(sk: skift.LocalSkift, r: v1.UnholdNodeRequest) -> v1.UnholdNodeResponse:
     res = await sk.unhold(
         r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None
     )
     return v1.UnholdNodeResponse(result=patch_result_pb(res))
 
 
-async def _focus(sk: skift.LocalSkift, r: v1.FocusRequest) -> v1.FocusResponse:
+async def focus(sk: skift.LocalSkift, r: v1.FocusRequest) -> v1.FocusResponse:
     got = await sk.focus(
         list(r.keep), reason=r.reason, project=r.project, request_id=r.request_id or None
     )
     return v1.FocusResponse(result=focus_pb(got))
 
 
-async def _clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.ClearFocusResponse:
+async def clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.ClearFocusResponse:
     got = await sk.clear_focus(reason=r.reason, project=r.project, request_id=r.request_id or None)
     return v1.ClearFocusResponse(result=focus_pb(got))
 
@@ -292,7 +288,7 @@ def _bounded(claim: skift.Claim) -> v1.Claim:
     return m
 
 
-async def _claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.ClaimResponse:
+async def claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.ClaimResponse:
     got = await sk.claim(
         r.ref,
         project=r.project,
@@ -305,7 +301,7 @@ async def _claim(sk: skift.LocalSkift, r: v1.ClaimRequest) -> v1.ClaimResponse:
     return v1.ClaimResponse(claim=_bounded(got))
 
 
-async def _claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimNextResponse:
+async def claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimNextResponse:
     got = await sk.claim_next(
         ttl=r.ttl,
         wait=r.wait,
@@ -318,7 +314,7 @@ async def _claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimN
     return v1.ClaimNextResponse(claim=_bounded(got))
 
 
-async def _list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListInputsResponse:
+async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListInputsResponse:
     token = paging.decode("ListInputs", r.page_token)
     size = _size(sk, r.page_size)
     start = token.offset if token else 0
@@ -331,12 +327,12 @@ async def _list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.List
     return v1.ListInputsResponse(inputs=kept, next_page_token=nxt)
 
 
-async def _heartbeat(sk: skift.LocalSkift, r: v1.HeartbeatRequest) -> v1.HeartbeatResponse:
+async def heartbeat(sk: skift.LocalSkift, r: v1.HeartbeatRequest) -> v1.HeartbeatResponse:
     got = await sk.heartbeat(r.ref, lease=r.lease, ttl=r.ttl, project=r.project)
     return v1.HeartbeatResponse(lease=lease_pb(got))
 
 
-async def _complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteResponse:
+async def complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteResponse:
     res = await sk.complete(
         r.ref,
         lease=r.lease,
@@ -348,7 +344,7 @@ async def _complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteR
     return v1.CompleteResponse(result=patch_result_pb(res))
 
 
-async def _release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:
+async def release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:
     if r.preempt:
         got = await sk.release(r.ref, preempt=True, reason=r.preempt_reason, project=r.project)
         return v1.ReleaseResponse(node=node_pb(got))
@@ -357,7 +353,7 @@ async def _release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResp
     return v1.ReleaseResponse(node=node_pb(got))
 
 
-async def _gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
+async def gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
     res = await sk.gate(
         r.ref,
         lease=r.lease,
@@ -369,14 +365,14 @@ async def _gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
     return v1.GateResponse(result=patch_result_pb(res))
 
 
-async def _list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
+async def list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
     token = paging.decode("ListLeases", r.page_token)
     got = [lease_pb(x) for x in await sk.leases(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size))
     return v1.ListLeasesResponse(leases=items, next_page_token=nxt)
 
 
-async def _list_live_leases(
+async def list_live_leases(
     sk: skift.LocalSkift, r: v1.ListLiveLeasesRequest
 ) -> v1.ListLiveLeasesResponse:
     token = paging.decode("ListLiveLeases", r.page_token)
@@ -385,9 +381,7 @@ async def _list_live_leases(
     return v1.ListLiveLeasesResponse(leases=items, next_page_token=nxt)
 
 
-async def _sweep_expired(
-    sk: skift.LocalSkift, r: v1.SweepExpiredRequest
-) -> v1.SweepExpiredResponse:
+async def sweep_expired(sk: skift.LocalSkift, r: v1.SweepExpiredRequest) -> v1.SweepExpiredResponse:
     n = await sk.sweep_expired(**_opt(limit=_int(r.limit)))
     return v1.SweepExpiredResponse(expired=n)
 
@@ -395,7 +389,7 @@ async def _sweep_expired(
 # ------------------------------------------------------------------ events
 
 
-async def _list_events(sk: skift.LocalSkift, r: v1.ListEventsRequest) -> v1.ListEventsResponse:
+async def list_events(sk: skift.LocalSkift, r: v1.ListEventsRequest) -> v1.ListEventsResponse:
     """Pages walk back from the newest event; each page is oldest first."""
     token = paging.decode("ListEvents", r.page_token)
     size = token.size if token and token.size else _size(sk, r.page_size)
@@ -409,7 +403,7 @@ async def _list_events(sk: skift.LocalSkift, r: v1.ListEventsRequest) -> v1.List
     return v1.ListEventsResponse(events=window[len(window) - k :], next_page_token=nxt)
 
 
-async def _watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.WatchEventsResponse:
+async def watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.WatchEventsResponse:
     page = await sk.watch_events(
         after=r.page_token or None,
         projects=list(r.projects),
@@ -426,15 +420,13 @@ async def _watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.Wa
 # ------------------------------------------------------------------ principals and tokens
 
 
-async def _add_principal(
-    sk: skift.LocalSkift, r: v1.AddPrincipalRequest
-) -> v1.AddPrincipalResponse:
+async def add_principal(sk: skift.LocalSkift, r: v1.AddPrincipalRequest) -> v1.AddPrincipalResponse:
     kind = enum_word(r.kind, v1.PrincipalKind, "kind") or skift.PrincipalKind.AGENT
     got = await sk.add_principal(r.name, kind, uid=_int(r.uid))
     return v1.AddPrincipalResponse(principal=principal_pb(got))
 
 
-async def _list_principals(
+async def list_principals(
     sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
 ) -> v1.ListPrincipalsResponse:
     token = paging.decode("ListPrincipals", r.page_token)
@@ -443,18 +435,18 @@ async def _list_principals(
     return v1.ListPrincipalsResponse(principals=items, next_page_token=nxt)
 
 
-async def _attach_identity(
+async def attach_identity(
     sk: skift.LocalSkift, r: v1.AttachIdentityRequest
 ) -> v1.AttachIdentityResponse:
     got = await sk.attach_identity(r.principal, r.scheme, r.value)
     return v1.AttachIdentityResponse(principal=principal_pb(got))
 
 
-async def _create_token(sk: skift.LocalSkift, r: v1.CreateTokenRequest) -> v1.CreateTokenResponse:
+async def create_token(sk: skift.LocalSkift, r: v1.CreateTokenRequest) -> v1.CreateTokenResponse:
     return token_pb(await sk.create_token(r.principal))
 
 
-async def _revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.RevokeTokenResponse:
+async def revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.RevokeTokenResponse:
     await sk.revoke_token(r.token_id)
     return v1.RevokeTokenResponse()
 
@@ -462,7 +454,7 @@ async def _revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.Re
 # ------------------------------------------------------------------ comments and search
 
 
-async def _add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.AddCommentResponse:
+async def add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.AddCommentResponse:
     got = await sk.add_comment(
         r.ref,
         r.body,
@@ -473,26 +465,24 @@ async def _add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.AddC
     return v1.AddCommentResponse(comment=comment_pb(got))
 
 
-async def _edit_comment(sk: skift.LocalSkift, r: v1.EditCommentRequest) -> v1.EditCommentResponse:
+async def edit_comment(sk: skift.LocalSkift, r: v1.EditCommentRequest) -> v1.EditCommentResponse:
     return v1.EditCommentResponse(comment=comment_pb(await sk.edit_comment(r.id, r.body)))
 
 
-async def _resolve_comment(
+async def resolve_comment(
     sk: skift.LocalSkift, r: v1.ResolveCommentRequest
 ) -> v1.ResolveCommentResponse:
     return v1.ResolveCommentResponse(comment=comment_pb(await sk.resolve_comment(r.id)))
 
 
-async def _list_comments(
-    sk: skift.LocalSkift, r: v1.ListCommentsRequest
-) -> v1.ListCommentsResponse:
+async def list_comments(sk: skift.LocalSkift, r: v1.ListCommentsRequest) -> v1.ListCommentsResponse:
     token = paging.decode("ListComments", r.page_token)
     got = [comment_pb(x) for x in await sk.comments(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListComments", got, token, _size(sk, r.page_size))
     return v1.ListCommentsResponse(comments=items, next_page_token=nxt)
 
 
-async def _search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse:
+async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse:
     """Pages of the best hits; a search reaches at most the engine's page-size limit."""
     token = paging.decode("Search", r.page_token)
     size = token.size if token and token.size else _size(sk, r.page_size or 20)
@@ -511,7 +501,7 @@ async def _search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchRespons
 # ------------------------------------------------------------------ usage and cost
 
 
-async def _record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.RecordUsageResponse:
+async def record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.RecordUsageResponse:
     got = await sk.record_usage(
         r.ref,
         project=r.project,
@@ -527,18 +517,18 @@ async def _record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.Re
     return v1.RecordUsageResponse(record=usage_pb(got))
 
 
-async def _get_usage(sk: skift.LocalSkift, r: v1.GetUsageRequest) -> v1.GetUsageResponse:
+async def get_usage(sk: skift.LocalSkift, r: v1.GetUsageRequest) -> v1.GetUsageResponse:
     got = await sk.usage(r.ref, subtree=r.subtree, project=r.project)
     return v1.GetUsageResponse(report=report_pb(got))
 
 
-async def _get_project_usage(
+async def get_project_usage(
     sk: skift.LocalSkift, r: v1.GetProjectUsageRequest
 ) -> v1.GetProjectUsageResponse:
     return v1.GetProjectUsageResponse(report=report_pb(await sk.project_usage(r.project)))
 
 
-async def _set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResponse:
+async def set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResponse:
     got = await sk.set_rate(
         r.model,
         input=r.input,
@@ -550,21 +540,21 @@ async def _set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateRes
     return v1.SetRateResponse(rate=rate_pb(got))
 
 
-async def _list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
+async def list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
     token = paging.decode("ListRates", r.page_token)
     got = [rate_pb(x) for x in await sk.rates()]
     items, nxt = paging.slice_page("ListRates", got, token, _size(sk, r.page_size))
     return v1.ListRatesResponse(rates=items, next_page_token=nxt)
 
 
-async def _set_org_limits(
+async def set_org_limits(
     sk: skift.LocalSkift, r: v1.SetOrgLimitsRequest
 ) -> v1.SetOrgLimitsResponse:
     sizes: dict[str, int | None] = {**dict(r.set), **dict.fromkeys(r.unset)}
     return v1.SetOrgLimitsResponse(limits=org_limits_pb(await sk.set_org_limits(**sizes)))
 
 
-async def _get_org_limits(
+async def get_org_limits(
     sk: skift.LocalSkift, r: v1.GetOrgLimitsRequest
 ) -> v1.GetOrgLimitsResponse:
     return v1.GetOrgLimitsResponse(limits=org_limits_pb(await sk.org_limits()))
@@ -573,16 +563,16 @@ async def _get_org_limits(
 # ------------------------------------------------------------------ artifacts and blobs
 
 
-async def _put_blob(sk: skift.LocalSkift, r: v1.PutBlobRequest) -> v1.PutBlobResponse:
+async def put_blob(sk: skift.LocalSkift, r: v1.PutBlobRequest) -> v1.PutBlobResponse:
     got = await sk.put_blob(r.data, media_type=r.media_type, digest=r.digest)
     return v1.PutBlobResponse(blob=blob_pb(got))
 
 
-async def _get_blob(sk: skift.LocalSkift, r: v1.GetBlobRequest) -> v1.GetBlobResponse:
+async def get_blob(sk: skift.LocalSkift, r: v1.GetBlobRequest) -> v1.GetBlobResponse:
     return v1.GetBlobResponse(data=await sk.get_blob(r.digest))
 
 
-async def _attach_artifact(
+async def attach_artifact(
     sk: skift.LocalSkift, r: v1.AttachArtifactRequest
 ) -> v1.AttachArtifactResponse:
     res = await sk.attach_artifact(
@@ -595,75 +585,10 @@ async def _attach_artifact(
     return v1.AttachArtifactResponse(result=patch_result_pb(res))
 
 
-async def _list_artifacts(
+async def list_artifacts(
     sk: skift.LocalSkift, r: v1.ListArtifactsRequest
 ) -> v1.ListArtifactsResponse:
     token = paging.decode("ListArtifacts", r.page_token)
     got = [artifact_info_pb(a) for a in await sk.artifacts(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListArtifacts", got, token, _size(sk, r.page_size))
     return v1.ListArtifactsResponse(artifacts=items, next_page_token=nxt)
-
-
-HANDLERS: Final[dict[str, Handler]] = {
-    "CreateProject": _create_project,
-    "GetProject": _get_project,
-    "ListProjects": _list_projects,
-    "UpdateProject": _update_project,
-    "ArchiveProject": _archive_project,
-    "RestrictProject": _restrict_project,
-    "UnrestrictProject": _unrestrict_project,
-    "HoldProject": _hold_project,
-    "UnholdProject": _unhold_project,
-    "Patch": _patch,
-    "GetNode": _get_node,
-    "ResolveNode": _resolve_node,
-    "Ready": _ready,
-    "ListNodes": _list_nodes,
-    "Explain": _explain,
-    "ListEdges": _list_edges,
-    "DropNode": _drop_node,
-    "ReopenNode": _reopen_node,
-    "HoldNode": _hold_node,
-    "UnholdNode": _unhold_node,
-    "Focus": _focus,
-    "ClearFocus": _clear_focus,
-    "Claim": _claim,
-    "ClaimNext": _claim_next,
-    "ListInputs": _list_inputs,
-    "Heartbeat": _heartbeat,
-    "Complete": _complete,
-    "Release": _release,
-    "Gate": _gate,
-    "ListLeases": _list_leases,
-    "ListLiveLeases": _list_live_leases,
-    "SweepExpired": _sweep_expired,
-    "ListEvents": _list_events,
-    "WatchEvents": _watch_events,
-    "AddPrincipal": _add_principal,
-    "ListPrincipals": _list_principals,
-    "AttachIdentity": _attach_identity,
-    "CreateToken": _create_token,
-    "RevokeToken": _revoke_token,
-    "AddComment": _add_comment,
-    "EditComment": _edit_comment,
-    "ResolveComment": _resolve_comment,
-    "ListComments": _list_comments,
-    "Search": _search,
-    "RecordUsage": _record_usage,
-    "GetUsage": _get_usage,
-    "GetProjectUsage": _get_project_usage,
-    "SetRate": _set_rate,
-    "ListRates": _list_rates,
-    "SetOrgLimits": _set_org_limits,
-    "GetOrgLimits": _get_org_limits,
-    "PutBlob": _put_blob,
-    "GetBlob": _get_blob,
-    "AttachArtifact": _attach_artifact,
-    "ListArtifacts": _list_artifacts,
-    **WEBHOOK_HANDLERS,
-    **ADMIN_HANDLERS,
-}
-"""Every RPC of skift.v1.SkiftService, by its proto name."""
-
-LONG_POLLS: Final = frozenset({"ClaimNext", "WatchEvents"})
-"""RPCs that may wait for something to happen: drained at once on shutdown."""

@@ -109,7 +109,7 @@ async def _send_map(
     pairs.update(part)
 
 
-async def _import_beads(
+async def import_beads(
     sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportBeadsRequest], send: Send
 ) -> None:
     first, data = await _upload(requests)
@@ -127,7 +127,7 @@ async def _import_beads(
     await send(v1.ImportBeadsResponse(nodes=rest, summary=summary_pb(res)))
 
 
-async def _export_beads(
+async def export_beads(
     sk: skift.LocalSkift, requests: AsyncIterator[v1.ExportBeadsRequest], send: Send
 ) -> None:
     r = await anext(requests)
@@ -180,7 +180,7 @@ def archive_view(ids: dict[str, str], s: v1.ImportArchiveSummary | None) -> skif
     )
 
 
-async def _import_archive(
+async def import_archive(
     sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportArchiveRequest], send: Send
 ) -> None:
     first, data = await _upload(requests)
@@ -192,7 +192,7 @@ async def _import_archive(
     await send(v1.ImportArchiveResponse(ids=rest, summary=archive_summary_pb(res)))
 
 
-async def _export_archive(
+async def export_archive(
     sk: skift.LocalSkift, requests: AsyncIterator[v1.ExportArchiveRequest], send: Send
 ) -> None:
     r = await anext(requests)
@@ -201,12 +201,3 @@ async def _export_archive(
     for k in range(0, max(total, 1), CHUNK_BYTES):
         chunk = data[k : k + CHUNK_BYTES]
         await send(v1.ExportArchiveResponse(data=chunk, done=k + len(chunk), total=total))
-
-
-STREAM_HANDLERS: Final[dict[str, StreamHandler]] = {
-    "ImportBeads": _import_beads,
-    "ExportBeads": _export_beads,
-    "ImportArchive": _import_archive,
-    "ExportArchive": _export_archive,
-}
-"""The streaming RPCs: each handler reads its requests and sends its answers itself."""

@@ -12,7 +12,9 @@ waiting in ClaimNext or WatchEvents are woken and answered UNAVAILABLE too.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+import re
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,10 +27,11 @@ from grpclib.exceptions import GRPCError
 
 import skift
 
+from . import _admin_rpc, _handlers, _import_wire, _webhooks_wire
 from ._auth import Authenticator
 from ._errors import describe, invalid, to_grpc
-from ._handlers import HANDLERS, LONG_POLLS, Handler
-from ._import_wire import STREAM_HANDLERS, StreamHandler
+from ._handlers import Handler
+from ._import_wire import StreamHandler
 from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
@@ -42,28 +45,44 @@ DEFAULT_MAX_MESSAGE_BYTES: Final = 4 * 1024 * 1024
 SERVICE: Final = "skift.v1.SkiftService"
 
 
-_ENDS_LEASE: Final = frozenset({"Complete", "Release", "Gate"})
-
-SERVER_ADMIN: Final = "server_admin"
-"""Not a policy action: the caller must administer the server (a person of its first
-organization); ``LocalSkift.check_action`` knows it."""
-
 ADMIN_ACTIONS: Final[dict[str, str]] = {
-    "AddPrincipal": "admin",
-    "ListPrincipals": "admin",
-    "AttachIdentity": "admin",
-    "CreateToken": "admin",
-    "RevokeToken": "admin",
-    "SweepExpired": "admin",
-    "SetOrgLimits": "set_org_limits",
-    "SetRate": "set_rate",
-    "SetPolicy": "set_policy",
-    "ResetPolicy": "set_policy",
-    "CreateOrg": SERVER_ADMIN,
-    "ListOrgs": SERVER_ADMIN,
+    rpc: op.admin for rpc, op in skift.OPERATIONS_BY_RPC.items() if op.admin is not None
 }
-"""Administrative RPCs and the policy action each needs: checked for the caller as soon as
-it is authenticated, before the call does any work (the seed's coarse method checks)."""
+"""Administrative RPCs and the policy action each needs (``skift.OPERATIONS``): checked for
+the caller as soon as it is authenticated, before the call does any work (the seed's coarse
+method checks)."""
+
+LONG_POLLS: Final = frozenset(rpc for rpc, op in skift.OPERATIONS_BY_RPC.items() if op.long_poll)
+"""RPCs that may wait for something to happen: drained at once on shutdown."""
+
+_CARDINALITY: Final = {
+    skift.RpcStream.UNARY: grpclib.const.Cardinality.UNARY_UNARY,
+    skift.RpcStream.SERVER: grpclib.const.Cardinality.UNARY_STREAM,
+    skift.RpcStream.BIDI: grpclib.const.Cardinality.STREAM_STREAM,
+}
+
+HANDLER_MODULES: Final = (_handlers, _admin_rpc, _webhooks_wire, _import_wire)
+"""Where the handlers live: RPC ``CreateProject`` is served by the function ``create_project``
+of one of them (a unary handler, or a streaming one for a streamed RPC)."""
+
+
+def snake(rpc: str) -> str:
+    """An RPC's name as its handler's: ``ListWebhookDeliveries`` is ``list_webhook_deliveries``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", rpc).lower()
+
+
+def find_handlers() -> dict[str, Any]:
+    """The handler of every RPC of ``skift.OPERATIONS`` that has one in :data:`HANDLER_MODULES`."""
+    out: dict[str, Any] = {}
+    for rpc in skift.OPERATIONS_BY_RPC:
+        for module in HANDLER_MODULES:
+            fn = getattr(module, snake(rpc), None)
+            if not inspect.iscoroutinefunction(fn):
+                continue
+            if rpc in out:
+                raise RuntimeError(f"{rpc} has two handlers: {out[rpc].__module__} and {module}")
+            out[rpc] = fn
+    return out
 
 
 async def recv_request(
@@ -140,8 +159,8 @@ class SkiftService:
     ) -> None:
         """``board_link``: the sign-in link for a code (the server's; none: no board)."""
         self.auth = auth
-        self.handlers: dict[str, Handler] = {
-            **HANDLERS,
+        self.handlers: dict[str, Any] = {
+            **find_handlers(),
             "MintSigninCode": mint_signin_code(board_link or (lambda code: "")),
         }
         self.metrics = metrics
@@ -193,29 +212,39 @@ class SkiftService:
             self._long_polls.discard(task)
 
     def __mapping__(self) -> dict[str, grpclib.const.Handler]:
+        """The routes of every RPC, from ``skift.OPERATIONS``: an RPC the proto declares
+        and the table does not, or one without a handler, stops the server from starting."""
         generated = v1.SkiftServiceBase().__mapping__()
         out: dict[str, grpclib.const.Handler] = {}
+        served: set[str] = set()
         for route, h in generated.items():
             name = route.rsplit("/", 1)[1]
             handler: Any = h
-            streamed = STREAM_HANDLERS.get(name)
-            if streamed is not None:
-                out[route] = grpclib.const.Handler(
-                    self._bind_stream(name, streamed, handler.request_type),
-                    handler.cardinality,
-                    handler.request_type,
-                    handler.reply_type,
+            op = skift.OPERATIONS_BY_RPC.get(name)
+            if op is None:
+                raise RuntimeError(
+                    f"the proto's RPC {name} is declared by no operation of skift.OPERATIONS "
+                    "(CONTRIBUTING.md: Adding an operation)"
                 )
-                continue
+            if _CARDINALITY[op.stream] != handler.cardinality:
+                raise RuntimeError(
+                    f"{name} streams {handler.cardinality}, its operation says {op.stream}"
+                )
             fn = self.handlers.get(name)
-            if fn is None:  # an RPC the proto declares and this build does not serve
-                continue
+            if fn is None:
+                raise RuntimeError(
+                    f"no handler serves {name}: define {snake(name)} in skift_server._handlers"
+                )
+            bind = self._bind if op.stream is skift.RpcStream.UNARY else self._bind_stream
             out[route] = grpclib.const.Handler(
-                self._bind(name, fn, handler.request_type),
+                bind(name, fn, handler.request_type),
                 handler.cardinality,
                 handler.request_type,
                 handler.reply_type,
             )
+            served.add(name)
+        if missing := sorted(set(skift.OPERATIONS_BY_RPC) - served):
+            raise RuntimeError(f"skift.OPERATIONS declares RPCs the proto lacks: {missing}")
         return out
 
     def _bind(
@@ -315,9 +344,10 @@ class SkiftService:
     def _count_leases(self, name: str, request: Any) -> None:
         if self.metrics is None:
             return
-        if name in ("Claim", "ClaimNext"):
+        effect = skift.OPERATIONS_BY_RPC[name].lease
+        if effect is skift.LeaseEffect.TAKES:
             self.metrics.lease_taken()
-        elif name in _ENDS_LEASE and getattr(request, "lease", None):
+        elif effect is skift.LeaseEffect.ENDS and getattr(request, "lease", None):
             self.metrics.lease_ended()
 
 

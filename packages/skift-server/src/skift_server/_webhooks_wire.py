@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 import skift
 
 from . import _paging as paging
@@ -82,34 +80,38 @@ def _size(sk: skift.LocalSkift, page_size: int) -> int:
     return sk.engine.page_size(page_size or None)
 
 
-async def _add(sk: skift.LocalSkift, r: v1.AddWebhookRequest) -> v1.AddWebhookResponse:
+async def add_webhook(sk: skift.LocalSkift, r: v1.AddWebhookRequest) -> v1.AddWebhookResponse:
     got = await sk.add_webhook(r.project, r.url, events=list(r.events) or None)
     return v1.AddWebhookResponse(webhook=webhook_pb(got), secret=got.secret or "")
 
 
-async def _list(sk: skift.LocalSkift, r: v1.ListWebhooksRequest) -> v1.ListWebhooksResponse:
+async def list_webhooks(sk: skift.LocalSkift, r: v1.ListWebhooksRequest) -> v1.ListWebhooksResponse:
     token = paging.decode("ListWebhooks", r.page_token)
     got = [webhook_pb(w) for w in await sk.webhooks(project=r.project)]
     items, nxt = paging.slice_page("ListWebhooks", got, token, _size(sk, r.page_size))
     return v1.ListWebhooksResponse(webhooks=items, next_page_token=nxt)
 
 
-async def _rotate(
+async def rotate_webhook_secret(
     sk: skift.LocalSkift, r: v1.RotateWebhookSecretRequest
 ) -> v1.RotateWebhookSecretResponse:
     got = await sk.rotate_webhook_secret(r.webhook)
     return v1.RotateWebhookSecretResponse(webhook=webhook_pb(got), secret=got.secret or "")
 
 
-async def _disable(sk: skift.LocalSkift, r: v1.DisableWebhookRequest) -> v1.DisableWebhookResponse:
+async def disable_webhook(
+    sk: skift.LocalSkift, r: v1.DisableWebhookRequest
+) -> v1.DisableWebhookResponse:
     return v1.DisableWebhookResponse(webhook=webhook_pb(await sk.disable_webhook(r.webhook)))
 
 
-async def _enable(sk: skift.LocalSkift, r: v1.EnableWebhookRequest) -> v1.EnableWebhookResponse:
+async def enable_webhook(
+    sk: skift.LocalSkift, r: v1.EnableWebhookRequest
+) -> v1.EnableWebhookResponse:
     return v1.EnableWebhookResponse(webhook=webhook_pb(await sk.enable_webhook(r.webhook)))
 
 
-async def _deliveries(
+async def list_webhook_deliveries(
     sk: skift.LocalSkift, r: v1.ListWebhookDeliveriesRequest
 ) -> v1.ListWebhookDeliveriesResponse:
     """Pages of the newest deliveries; a listing reaches at most the engine's page-size limit."""
@@ -129,24 +131,11 @@ async def _deliveries(
     return v1.ListWebhookDeliveriesResponse(deliveries=window[:k], next_page_token=nxt)
 
 
-async def _redeliver(
+async def redeliver_webhook(
     sk: skift.LocalSkift, r: v1.RedeliverWebhookRequest
 ) -> v1.RedeliverWebhookResponse:
     return v1.RedeliverWebhookResponse(delivery=delivery_pb(await sk.redeliver(r.delivery)))
 
 
-async def _test(sk: skift.LocalSkift, r: v1.TestWebhookRequest) -> v1.TestWebhookResponse:
+async def test_webhook(sk: skift.LocalSkift, r: v1.TestWebhookRequest) -> v1.TestWebhookResponse:
     return v1.TestWebhookResponse(delivery=delivery_pb(await sk.test_webhook(r.webhook)))
-
-
-HANDLERS: Final[dict[str, Any]] = {
-    "AddWebhook": _add,
-    "ListWebhooks": _list,
-    "RotateWebhookSecret": _rotate,
-    "DisableWebhook": _disable,
-    "EnableWebhook": _enable,
-    "ListWebhookDeliveries": _deliveries,
-    "RedeliverWebhook": _redeliver,
-    "TestWebhook": _test,
-}
-"""The webhook RPCs of skift.v1.SkiftService, by proto name (registered in ``_handlers``)."""

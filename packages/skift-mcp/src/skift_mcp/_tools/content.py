@@ -8,8 +8,9 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
+import skift
+
 from .. import _render as r
-from .._api import Api
 from .._render import ContentOut
 from .._tooling import (
     Limit,
@@ -52,7 +53,7 @@ class UsageOut(BaseModel):
     report: dict[str, Any] | None = None
 
 
-def tools(sk: Api) -> list[Tool]:
+def tools(sk: skift.Skift) -> list[Tool]:
     """The content tools, acting on ``sk``."""
     tool = ToolSet()
 

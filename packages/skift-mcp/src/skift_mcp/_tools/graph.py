@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 import skift
 
 from .. import _render as r
-from .._api import Api
 from .._render import NodeOut, PatchOut
 from .._tooling import (
     Project,
@@ -30,7 +29,7 @@ class ExplainOut(BaseModel):
     reasons: list[dict[str, Any]]
 
 
-def tools(sk: Api) -> list[Tool]:
+def tools(sk: skift.Skift) -> list[Tool]:
     """The graph's tools, acting on ``sk``."""
     tool = ToolSet()
 

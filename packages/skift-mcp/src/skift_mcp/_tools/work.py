@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 import skift
 
 from .. import _render as r
-from .._api import Api
 from .._render import ContentOut, NodeOut, PatchOut
 from .._tooling import (
     AnyLabels,
@@ -75,7 +74,7 @@ class ReleaseOut(BaseModel):
     node: NodeOut
 
 
-def tools(sk: Api) -> list[Tool]:
+def tools(sk: skift.Skift) -> list[Tool]:
     """The work loop's tools, acting on ``sk``."""
     tool = ToolSet()
 
