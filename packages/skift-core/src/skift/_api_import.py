@@ -141,10 +141,17 @@ class ImportApi(Session):
         *,
         project: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        map_authors: bool = False,
     ) -> ArchiveImport:
         """Write a skift archive as a new project of this organization (slug: ``project``,
         else the archive's), in one transaction, every id new; the answer maps old ids to new.
-        A person's call (policy action ``import``)."""
+        A person's call (policy action ``import``).
+
+        The imported history is the importer's: its events, results, comments, artifacts,
+        leases and usage record the caller as the actor, and keep the author the archive
+        names as imported text. ``map_authors`` (an admin's call) maps the archive's authors
+        to this organization's principals of the same names instead, and says so in the
+        import's event (docs/archive.md)."""
         lines = data.split("\n") if isinstance(data, str) else data
         manifest, records = parse_archive(lines)
         blobs = blob_bytes(records)
@@ -156,7 +163,14 @@ class ImportApi(Session):
                 await tx.lock_blob(digest)
                 await self.store.blobs.put(digest, raw)  # bytes first: a row never lacks them
             return await archive_import(
-                self.engine, tx, a, manifest, records, slug=project, progress=progress
+                self.engine,
+                tx,
+                a,
+                manifest,
+                records,
+                slug=project,
+                progress=progress,
+                map_authors=map_authors,
             )
 
         return await self._run(go, graph_lock=True)

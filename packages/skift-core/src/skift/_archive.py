@@ -26,7 +26,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final, cast
 from uuid import UUID
@@ -42,6 +42,7 @@ from ._models import (
     Comment,
     Edge,
     Event,
+    Hold,
     Lease,
     Node,
     NodeOrigin,
@@ -305,6 +306,89 @@ class _Ids:
         return value
 
 
+class _Authors:
+    """Whose the imported history is: the importer's, or (``mapped``, an admin's import) the
+    organization's principals the archive's principal records were mapped to by name. A
+    principal id the archive does not list is always the importer's, so no archive names an
+    identity it was not given."""
+
+    def __init__(self, actor: Actor, now: datetime, *, mapped: bool) -> None:
+        self.actor = actor
+        self.now = now
+        self.mapped = mapped
+        self._allowed: set[UUID] = {actor.id}
+        self._kinds: dict[UUID, PrincipalKind] = {actor.id: actor.kind}
+        self._names: dict[str, str] = {}
+
+    def named(self, old: Any, name: str) -> None:
+        if isinstance(old, str) and old:
+            self._names[old] = name
+            with contextlib.suppress(ValueError):
+                self._names[ulid_str(UUID(old))] = name
+
+    def allow(self, p: Principal) -> None:
+        self._allowed.add(p.id)
+        self._kinds[p.id] = p.kind
+
+    def names_seen(self) -> set[str]:
+        return set(self._names.values())
+
+    def id(self, value: UUID) -> UUID:
+        return value if self.mapped and value in self._allowed else self.actor.id
+
+    def name(self, old: Any) -> str:
+        return self._names.get(str(old), "an unlisted principal")
+
+    def hold(self, hold: Hold | None) -> Hold | None:
+        return None if hold is None else attrs.evolve(hold, by=self.id(hold.by))
+
+    def readers(self, readers: tuple[UUID, ...] | None) -> tuple[UUID, ...] | None:
+        if readers is None:
+            return None
+        return tuple(dict.fromkeys([*(self.id(r) for r in readers), self.actor.id]))
+
+    def comment(self, c: Comment, doc: Mapping[str, Any]) -> Comment:
+        author = self.id(c.author_id)
+        body = c.body
+        if author != c.author_id:
+            when = str(doc.get("created_at", ""))
+            body = f"*Imported: written by {self.name(doc.get('author_id'))} at {when}.*\n\n{body}"
+        return attrs.evolve(
+            c,
+            author_id=author,
+            body=body,
+            resolved_by=self.id(c.resolved_by) if c.resolved_by is not None else None,
+            revisions=tuple(attrs.evolve(r, author_id=self.id(r.author_id)) for r in c.revisions),
+        )
+
+    def artifact(self, a: ArtifactRecord, doc: Mapping[str, Any]) -> ArtifactRecord:
+        author = self.id(a.author_id)
+        if author == a.author_id:
+            return a
+        meta = {**a.metadata, "imported_author": self.name(doc.get("author_id"))}
+        return attrs.evolve(a, author_id=author, metadata=meta)
+
+    def event(self, ev: Event, doc: Mapping[str, Any]) -> Event:
+        actor = self.id(ev.principal_id)
+        if actor == ev.principal_id:
+            return attrs.evolve(ev, on_behalf_of=None)
+        imported = {
+            "principal": self.name(doc.get("principal_id")),
+            "principal_kind": ev.principal_kind.value,
+            "identity_scheme": ev.identity_scheme,
+            "occurred_at": ev.occurred_at.isoformat(),
+        }
+        return attrs.evolve(
+            ev,
+            principal_id=actor,
+            principal_kind=self._kinds.get(actor, self.actor.kind),
+            on_behalf_of=None,
+            identity_scheme=self.actor.identity_scheme,
+            occurred_at=self.now,
+            after={**(ev.after or {}), "imported": imported},
+        )
+
+
 async def import_archive(
     e: Projects,
     tx: Tx,
@@ -314,10 +398,24 @@ async def import_archive(
     *,
     slug: str | None = None,
     progress: Progress | None = None,
+    map_authors: bool = False,
 ) -> ArchiveImport:
     """Write a parsed archive (:func:`parse_archive`) as a new project; blobs' bytes must be in
-    the store's blob store already (the API puts them first)."""
+    the store's blob store already (the API puts them first).
+
+    The import acts as the importer: every event, comment, artifact, lease, usage record,
+    hold and blob of the archive is the importer's, and the author the archive names is
+    kept as imported text (an event's ``after.imported``, a comment's first line, an
+    artifact's ``imported_author`` metadata), never as an identity. With ``map_authors``
+    (an admin's call: the lossless move between servers) the archive's principals are the
+    organization's principals of the same names (added when absent), and the import's own
+    event says so. An author with the importer's own name is the importer either way (their
+    own history moves as it was). A reference to a principal the archive does not list is
+    always the importer's.
+    """
     await e.authorize(tx, actor, [intent("import")])
+    if map_authors:
+        await e.authorize(tx, actor, [intent("admin")])
     by_type: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for line, doc in records:
         by_type.setdefault(doc["type"], []).append((line, doc))
@@ -338,8 +436,15 @@ async def import_archive(
     ids = _Ids()
     ids.same(str(manifest.get("org", "")) or str(UUID(int=0)), tx.org_id)
     now = await tx.now()
+    who = _Authors(actor, now, mapped=map_authors)
     for line, doc in by_type.get("principal", []):
         name, kind = str(doc.get("name", "")), str(doc.get("kind", "user"))
+        who.named(doc.get("id"), name)
+        if not map_authors:
+            if name == actor.principal.name:  # the importer's own history: theirs as it was
+                ids.same(str(doc["id"]), actor.id)
+            # any other maps to nothing: every reference to it is the importer's (_Authors)
+            continue
         found = await tx.principal_by_name(name)
         if found is None:
             try:
@@ -349,6 +454,7 @@ async def import_archive(
             found = Principal(id=new_id(), org_id=tx.org_id, name=name, kind=pk, created_at=now)
             await tx.insert_principal(found)
         ids.same(str(doc["id"]), found.id)
+        who.allow(found)
     for kind in ("project", "node", "comment", "artifact", "lease", "usage", "event"):
         for _, doc in by_type.get(kind, []):
             ids.new(doc.get("id"))
@@ -361,9 +467,18 @@ async def import_archive(
         return [_struct(cls, ids.walk(doc), line) for line, doc in by_type.get(kind, [])]
 
     project: Project = _struct(Project, ids.walk(p_doc), p_line)
-    project = attrs.evolve(project, slug=wanted, archived_at=None)
+    project = attrs.evolve(
+        project,
+        slug=wanted,
+        archived_at=None,
+        hold=who.hold(project.hold),
+        readers=who.readers(project.readers),
+    )
     await tx.insert_project(project)
-    nodes: list[Node] = build("node", Node)
+    nodes: list[Node] = [
+        attrs.evolve(n, created_by=who.id(n.created_by), hold=who.hold(n.hold))
+        for n in build("node", Node)
+    ]
     from ._importer import _parents_first  # pyright: ignore[reportPrivateUsage]
 
     await tx.insert_nodes(_parents_first(nodes))
@@ -371,7 +486,10 @@ async def import_archive(
         progress(1, 4)
     edges: list[Edge] = build("edge", Edge)
     await tx.insert_edges(edges)
-    comments: list[Comment] = build("comment", Comment)
+    comments: list[Comment] = [
+        who.comment(c, doc)
+        for c, (_, doc) in zip(build("comment", Comment), by_type.get("comment", []), strict=True)
+    ]
     # a reply after what it answers: the archive lists comments oldest first
     await tx.insert_comments([attrs.evolve(c, revisions=()) for c in comments])
     for c in comments:
@@ -379,6 +497,7 @@ async def import_archive(
             await tx.update_comment(c, revision=rev)
     for line, doc in by_type.get("blob", []):
         rec: BlobRecord = _struct(BlobRecord, ids.walk({**doc, "data": None}), line)
+        rec = attrs.evolve(rec, created_by=who.id(rec.created_by))
         if await tx.blob(rec.digest) is None:
             await tx.insert_blob(rec)
     artifacts: list[ArtifactRecord] = []
@@ -386,14 +505,18 @@ async def import_archive(
         walked = ids.walk(doc)
         parts = tuple(part_from_dict(p) for p in walked.get("parts", []))
         art: ArtifactRecord = _struct(ArtifactRecord, {**walked, "parts": []}, line)
-        artifacts.append(attrs.evolve(art, parts=parts))
+        artifacts.append(who.artifact(attrs.evolve(art, parts=parts), doc))
     await tx.insert_artifacts(artifacts)
     if progress is not None:
         progress(2, 4)
-    leases: list[Lease] = build("lease", Lease)
+    leases: list[Lease] = [
+        attrs.evolve(x, holder=who.id(x.holder), on_behalf_of=None) for x in build("lease", Lease)
+    ]
     for lease in leases:
         await tx.insert_lease(lease)
-    usage: list[UsageRecord] = build("usage", UsageRecord)
+    usage: list[UsageRecord] = [
+        attrs.evolve(u, principal_id=who.id(u.principal_id)) for u in build("usage", UsageRecord)
+    ]
     for u in usage:
         await tx.insert_usage(u)
     for b in build("budget", Budget):
@@ -402,7 +525,10 @@ async def import_archive(
     await tx.upsert_origins(origins)
     if progress is not None:
         progress(3, 4)
-    events: list[Event] = build("event", Event)
+    events: list[Event] = [
+        who.event(ev, doc)
+        for ev, (_, doc) in zip(build("event", Event), by_type.get("event", []), strict=True)
+    ]
     events.append(
         await e._event(  # pyright: ignore[reportPrivateUsage]
             tx,
@@ -410,7 +536,14 @@ async def import_archive(
             "import_archive",
             project_id=project.id,
             reason=f"import of {manifest.get('project')} exported at {manifest.get('exported_at')}",
-            after={"nodes": len(nodes), "from_org": manifest.get("org")},
+            after={
+                "nodes": len(nodes),
+                "from_org": manifest.get("org"),
+                # whose names the history carries: the archive's principals mapped to
+                # those of the same names (an admin's lossless move), or the importer's
+                "authors": "mapped by name" if map_authors else "the importer",
+                "principals": sorted(who.names_seen()),
+            },
         )
     )
     await tx.append_events(events)
