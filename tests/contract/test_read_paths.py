@@ -180,4 +180,4 @@ async def test_a_hidden_projects_webhooks_answer_as_ids_nobody_made(
     with pytest.raises(skift.NotFound) as exc:
         await bob.rotate_webhook_secret(hook.id)
     assert project_id not in str(exc.value)
-    assert "project" not in str(exc.value)
+    assert "no project" not in str(exc.value)
