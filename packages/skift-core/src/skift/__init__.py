@@ -122,10 +122,12 @@ if TYPE_CHECKING:
         SigninStore,
     )
     from ._store import (
+        NOT_SIMPLE,
         Authors,
         Derived,
         EventBatch,
         EventPosition,
+        NotSimple,
         ReadyQuery,
         Restriction,
         SearchQuery,
@@ -328,6 +330,8 @@ _LAZY: dict[str, str] = {
     "SearchQuery": "_store",
     "Store": "_store",
     "StoredRequest": "_store",
+    "NOT_SIMPLE": "_store",
+    "NotSimple": "_store",
     "TransientError": "_store",
     "Tx": "_store",
     "Writer": "_store",
@@ -382,6 +386,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "DEFAULT_LIMITS",
     "DEFAULT_RETRY_SCHEDULE",
+    "NOT_SIMPLE",
     "OPERATIONS",
     "OPERATIONS_BY_METHOD",
     "OPERATIONS_BY_RPC",
@@ -458,6 +463,7 @@ __all__ = [
     "NodeInfo",
     "NodeOrigin",
     "NotFound",
+    "NotSimple",
     "NothingReady",
     "Op",
     "Operation",

@@ -42,10 +42,12 @@ from ._refs import new_id, ulid_str
 from ._retention import PruneReport
 from ._signin import MemorySignins
 from ._store import (
+    NOT_SIMPLE,
     Authors,
     Derived,
     EventBatch,
     EventPosition,
+    NotSimple,
     ReadyQuery,
     Restriction,
     StoredRequest,
@@ -680,6 +682,11 @@ class MemoryTx(MemoryContentTx):
     async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
         found = await self.ready(attrs.evolve(query, offset=0, limit=1))
         return found[0] if found else None
+
+    async def take_next_ready(
+        self, principal_id: UUID, filter_hash: str, query: ReadyQuery
+    ) -> Node | NotSimple | None:
+        return NOT_SIMPLE  # the reference takes the long way: cursor, filter, lock
 
     # claim cursors
     async def get_cursor(self, principal_id: UUID, filter_hash: str) -> UUID | None:

@@ -90,6 +90,11 @@ class Policy:
         if strict:
             self._engine()
 
+    @property
+    def is_default(self) -> bool:
+        """Whether this is the default policy (which hides no project unless one is restricted)."""
+        return self.digest == default_digest()
+
     @classmethod
     def default(cls) -> Policy:
         """The domain model's default policy."""

@@ -34,8 +34,11 @@ class Reads(Context):
         return (await self.attributed(tx, [node]))[0]
 
     async def resolve_filter(
-        self, tx: Tx, actor: Actor, flt: NodeFilter, *, for_work: bool
+        self, tx: Tx, actor: Actor, flt: NodeFilter, *, for_work: bool, hide: bool = True
     ) -> tuple[ReadyQuery, list[Project]]:
+        """The store's query for ``flt``. ``hide=False`` leaves the projects hidden from
+        the caller out of it (no read): for a store that takes the claim only where none
+        can be (:meth:`Tx.take_next_ready`)."""
         if for_work and (flt.status is not None or flt.held is not None):
             raise Invalid(
                 "status and held filter listings only",
@@ -59,7 +62,7 @@ class Reads(Context):
             parent=parent,
             # the projects the caller may not read; a filter naming projects has
             # resolved each already (an unreadable one is not found)
-            hidden=() if projects else tuple(await self.hidden(tx)),
+            hidden=() if projects or not hide else tuple(await self.hidden(tx)),
         )
         return q, projects
 

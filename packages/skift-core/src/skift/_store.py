@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from enum import Enum
+from typing import Any, Final, Protocol
 from uuid import UUID
 
 import attrs
@@ -205,6 +206,16 @@ class Restriction:
     names: tuple[str, ...] = ()
 
 
+class NotSimple(Enum):
+    """:meth:`Tx.take_next_ready`'s answer when it took nothing because the filter has
+    something the engine must work out first (restricted projects, a stored policy, caps)."""
+
+    NOT_SIMPLE = "not_simple"
+
+
+NOT_SIMPLE: Final = NotSimple.NOT_SIMPLE
+
+
 @attrs.frozen(kw_only=True)
 class StoredRequest:
     fingerprint: str
@@ -362,6 +373,21 @@ class Tx(Protocol):
 
         That is the top ready node (priority, age, number) of the first project
         after ``query.after_project`` that has one, wrapping around.
+        """
+        ...
+
+    async def take_next_ready(
+        self, principal_id: UUID, filter_hash: str, query: ReadyQuery
+    ) -> Node | NotSimple | None:
+        """ClaimNext's take in one step where nothing needs deciding first: the caller's
+        cursor for ``filter_hash`` read, and :meth:`lock_next_ready` of ``query`` after it.
+
+        Only when nothing in the organization makes ``query.hidden`` or ``query.exclude``
+        other than empty (no restricted project, no stored policy, no cap; the caller
+        sends them empty): otherwise nothing is locked and the answer is ``NOT_SIMPLE``,
+        and the caller reads the cursor, works the filter out and calls lock_next_ready.
+        A store may always answer ``NOT_SIMPLE`` (the in-memory store, the reference,
+        does): it is a shortcut of the same rule, never another rule.
         """
         ...
 

@@ -25,7 +25,7 @@ from ._intent import intent
 from ._models import Event, Lease, Node, Project, ReleaseReason, Status
 from ._reads import Reads
 from ._refs import format_ref, new_id, ulid_str
-from ._store import Authors, TransientError, Tx
+from ._store import NOT_SIMPLE, Authors, NotSimple, ReadyQuery, TransientError, Tx
 from ._usage import capped_out, check_cap
 from ._views import Claim, CommentsHint, Input, LeaseInfo, NodeInfo, Reason
 
@@ -100,13 +100,22 @@ class Work(Reads):
     ) -> Claim:
         span = self.ttl(ttl)
         scope = flt.scope_hash()
-        cursor = await tx.get_cursor(actor.id, scope)  # first: see Reads.ready
-        q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
-        # nodes under a spent cap are skipped, never handed out (_usage.capped_out)
-        node = await tx.lock_next_ready(
-            attrs.evolve(q, after_project=cursor, exclude=await capped_out(tx))
-        )
-        if node is not None:
+        node: Node | NotSimple | None = NOT_SIMPLE
+        q: ReadyQuery | None = None
+        if not flt.projects and flt.parent is None and self.base_policy.is_default:
+            # Nothing to resolve, and the base policy hides nothing by itself: the store may
+            # take the node in one step, where nothing else hides a project or caps a node
+            # (Tx.take_next_ready; a store that cannot tell answers NOT_SIMPLE).
+            q, _ = await self.resolve_filter(tx, actor, flt, for_work=True, hide=False)
+            node = await tx.take_next_ready(actor.id, scope, q)
+        if node is NOT_SIMPLE or q is None:
+            cursor = await tx.get_cursor(actor.id, scope)  # first: see Reads.ready
+            q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
+            # nodes under a spent cap are skipped, never handed out (_usage.capped_out)
+            node = await tx.lock_next_ready(
+                attrs.evolve(q, after_project=cursor, exclude=await capped_out(tx))
+            )
+        if isinstance(node, Node):
             owner = await tx.project_by_id(node.project_id)
             assert owner is not None
             await self.authorize(
@@ -139,13 +148,28 @@ class Work(Reads):
         now = await tx.now()
         stale = await tx.unreleased_lease(node.id)
         events: list[Event] = []
+        if stale is not None and stale.live(now):
+            # Another claimer committed a lease after our snapshot was taken
+            # but before we locked the row; the whole claim is retried.
+            raise TransientError(
+                f"{format_ref(project.slug, node.number)} was claimed concurrently"
+            )
+        # What the claim hands over is read before its writes (a store sends these reads
+        # with the lock: Tx.take_next_ready, lock_next_ready): the node's predecessors,
+        # who wrote them, its derived facts and comments hint. None of them is changed by
+        # the writes below but the node's own derived facts, set here as the writes make
+        # them: it is claimed (so not ready), and written by a person if a person claims.
+        edges = await tx.edges_into([node.id])
+        sources = await tx.nodes_by_id({e.from_id for e in edges})
+        # who wrote the node and its predecessors: one read for all of them
+        authors = await tx.authors([node.id, *sources])
+        seen = (await self.infos(tx, [node], authors=authors))[0]
+        info = attrs.evolve(
+            seen, claimed=True, ready=False, human_written=seen.human_written or actor.is_user
+        )
+        inputs = tuple(await self.inputs(tx, list(sources.values()), authors))
+        comments = await _comments_hint(tx, node.id)
         if stale is not None:
-            if stale.live(now):
-                # Another claimer committed a lease after our snapshot was taken
-                # but before we locked the row; the whole claim is retried.
-                raise TransientError(
-                    f"{format_ref(project.slug, node.number)} was claimed concurrently"
-                )
             await tx.update_lease(
                 attrs.evolve(stale, released_at=now, release_reason=ReleaseReason.EXPIRED)
             )
@@ -189,16 +213,11 @@ class Work(Reads):
             )
         )
         await tx.append_events(events)
-        edges = await tx.edges_into([node.id])
-        sources = await tx.nodes_by_id({e.from_id for e in edges})
-        # who wrote the node and its predecessors: one read for all of them
-        authors = await tx.authors([node.id, *sources])
-        info = (await self.infos(tx, [node], authors=authors))[0]
         return Claim(
             node=info,
             lease=self.lease_info(lease, info.ref, actor.principal.name),
-            inputs=tuple(await self.inputs(tx, list(sources.values()), authors)),
-            comments=await _comments_hint(tx, node.id),
+            inputs=inputs,
+            comments=comments,
         )
 
     def lease_info(self, lease: Lease, ref: str, holder: str) -> LeaseInfo:

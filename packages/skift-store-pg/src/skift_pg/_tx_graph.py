@@ -12,6 +12,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from skift import (
+    NOT_SIMPLE,
     Authors,
     Conflict,
     Derived,
@@ -19,6 +20,7 @@ from skift import (
     Identity,
     Lease,
     Node,
+    NotSimple,
     Principal,
     PrincipalKind,
     Project,
@@ -44,6 +46,15 @@ from ._rows import (
     project_params,
 )
 from ._tx import NO_CAPS, TxBase
+
+_CLAIM_READS: tuple[tuple[str, str], ...] = (
+    ("unreleased", "unreleased_lease_of_claimed"),
+    ("edges", "edges_into_claimed"),
+    ("authors", "authors_of_claim"),
+    ("derive", "derive_claimed"),
+    ("hint", "comment_hint_claimed"),
+)
+"""What a claim reads of the node it locked (Work._take), sent right behind the lock."""
 
 
 class GraphTx(TxBase):
@@ -257,16 +268,19 @@ class GraphTx(TxBase):
         claimed = self._claimed
         if claimed is None or list(ids) != [claimed]:
             return [edge_from_row(r) for r in await self.rows("edges_into", ids=list(ids))]
-        # A claim, after its writes, reads the edges into the node it took, then who wrote
-        # it and their sources, its derived facts and its comments hint (Work._take): all
-        # sent now, one round trip.
-        cur = await self._conn.execute(q("edges_into"), {"org": self._org, "ids": [claimed]})
-        await self._read_ahead(("authors", claimed), "authors_of_claim", id=claimed)
-        await self._read_ahead(
-            ("derive", frozenset([claimed])), "derive", ids=[claimed], now=await self.now()
-        )
-        await self._read_ahead(("hint", claimed), "comment_hint", id=claimed)
-        edges = [edge_from_row(r) for r in await cur.fetchall()]
+        rows = await self._ahead_rows(("edges", claimed))  # sent with take_next_ready
+        if rows is None:
+            # A claim reads the edges into the node it took, then who wrote it and their
+            # sources, its derived facts and its comments hint (Work._take): all sent
+            # now, one round trip.
+            cur = await self._conn.execute(q("edges_into"), {"org": self._org, "ids": [claimed]})
+            await self._read_ahead(("authors", claimed), "authors_of_claim")
+            await self._read_ahead(
+                ("derive", frozenset([claimed])), "derive", ids=[claimed], now=await self.now()
+            )
+            await self._read_ahead(("hint", claimed), "comment_hint", id=claimed)
+            rows = await cur.fetchall()
+        edges = [edge_from_row(r) for r in rows]
         if ("authors", claimed) in self._ahead:
             sources = frozenset([claimed, *(e.from_id for e in edges)])
             self._ahead[("authors", sources)] = self._ahead.pop(("authors", claimed))
@@ -346,6 +360,10 @@ class GraphTx(TxBase):
 
     # derived state
     async def _query_params(self, query: ReadyQuery) -> Row:
+        return {**self._filter_params(query), "now": await self.now()}
+
+    @staticmethod
+    def _filter_params(query: ReadyQuery) -> Row:
         return {
             "projects": list(query.projects),
             "kinds": list(query.kinds),
@@ -357,7 +375,6 @@ class GraphTx(TxBase):
             "parent": query.parent,
             "exclude": list(query.exclude),
             "hidden": list(query.hidden),
-            "now": await self.now(),
         }
 
     async def derive(self, ids: Collection[UUID]) -> dict[UUID, Derived]:
@@ -444,9 +461,50 @@ class GraphTx(TxBase):
         ahead = self._ahead.pop(("unreleased",), None)
         if row is None:
             return None
-        self._claimed = row["id"]
         if ahead is not None:
             self._ahead[("unreleased", row["id"])] = ahead
+        return self._take_row(row)
+
+    async def take_next_ready(
+        self, principal_id: UUID, filter_hash: str, query: ReadyQuery
+    ) -> Node | NotSimple | None:
+        """One round trip, BEGIN included: take_next_ready (the cursor, the clock and the
+        lock), and behind it what the claim reads of the node it locked, each a statement
+        of its own so that its snapshot follows the lock (Work._take): its unreleased
+        lease, the edges into it, their sources' authors and its own, its derived facts
+        and its comments hint."""
+        cur = await self._conn.execute(
+            q("take_next_ready"),
+            {
+                "org": self._org,
+                **self._filter_params(query),
+                "principal": principal_id,
+                "hash": filter_hash,
+                "offset": self._offset,
+            },
+        )
+        behind: list[tuple[str, Any]] = []
+        if self._pipe is not None:
+            for key, name in _CLAIM_READS:
+                sent = await self._conn.execute(q(name), {"org": self._org, "offset": self._offset})
+                behind.append((key, sent))
+        row = await cur.fetchone()
+        assert row is not None
+        self._keep(row)
+        if not row["has_caps"]:
+            self._ahead[NO_CAPS] = True
+        if not row["simple"]:
+            return NOT_SIMPLE
+        if row["id"] is None:
+            return None
+        node = self._take_row(row)
+        for key, sent in behind:
+            self._ahead[(key, frozenset([node.id])) if key == "derive" else (key, node.id)] = sent
+        return node
+
+    def _take_row(self, row: Row) -> Node:
+        """The node a claim's lock returned, with its project (p_*) remembered."""
+        self._claimed = row["id"]
         self._remember(
             project_from_row(
                 {"id": row["project_id"], "org_id": row["org_id"]}

@@ -186,6 +186,87 @@ SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_count
        set_config('skift.claimed', x.id::text, true) AS claimed_mark
 FROM picked x JOIN projects p ON p.id = x.project_id
 
+-- name: take_next_ready
+-- ClaimNext's first statement when nothing about the filter needs working out in Python:
+-- the caller's rotation cursor (read here, not sent), the transaction's clock, and the
+-- next ready node of the filter in turn order, locked as lock_next_ready locks it; taken
+-- only when the organization has no restricted project, no stored policy and no cap
+-- (simple: the projects hidden from the caller and the nodes under a spent cap are then
+-- none, which the caller states by sending empty hidden and exclude). Otherwise nothing
+-- is locked and the caller works them out and calls lock_next_ready. One row either way,
+-- with the clock, restricted projects, policy digest and caps as `get_cursor` has them.
+-- The live-lease test reads the clock of this statement (the fragment _claimed reads
+-- a parameter). Planned for each call's values (an optional filter).
+WITH c AS MATERIALIZED (
+SELECT (SELECT project_id FROM claim_cursors WHERE org_id = %(org)s
+AND principal_id = %(principal)s AND filter_hash = %(hash)s) AS project_id,
+now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
+/*:_policy_digest*/ AS policy_digest,
+EXISTS (SELECT 1 FROM budgets WHERE org_id = %(org)s AND cap IS NOT NULL) AS has_caps
+), ok AS MATERIALIZED (
+SELECT c.project_id AS after, c.now FROM c
+WHERE c.restricted = '[]'::jsonb AND c.policy_digest = '' AND NOT c.has_caps
+), first AS (
+SELECT n.* FROM ok, nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_take_ready*/
+AND (ok.after IS NULL OR n.project_id > ok.after)
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), wrapped AS (
+SELECT n.* FROM ok, nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_take_ready*/
+AND ok.after IS NOT NULL AND n.project_id <= ok.after
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), picked AS (
+SELECT * FROM first
+UNION ALL
+SELECT * FROM wrapped WHERE NOT EXISTS (SELECT 1 FROM first)
+LIMIT 1
+)
+SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
+p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
+p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
+p.hold_group AS p_hold_group, p.created_at AS p_created_at, p.readers AS p_readers,
+set_config('skift.claimed', x.id::text, true) AS claimed_mark,
+c.project_id AS cursor, c.now, c.restricted, c.policy_digest, c.has_caps,
+EXISTS (SELECT 1 FROM ok) AS simple
+FROM c LEFT JOIN (picked x JOIN projects p ON p.id = x.project_id) ON true
+
+-- name: _take_ready
+-- _ready_unheld and not held, the live lease judged by the clock of ok (take_next_ready).
+n.status = 'open' AND p.archived_at IS NULL
+AND NOT /*:_blocked*/ AND NOT /*:_open_children*/
+AND NOT EXISTS (SELECT 1 FROM leases l
+WHERE l.node_id = n.id AND l.released_at IS NULL AND l.expires_at > ok.now)
+AND NOT /*:_held_one*/
+
+-- name: _claimed_id
+-- The node this transaction's lock_next_ready or take_next_ready locked (its
+-- transaction-local setting skift.claimed; null when none).
+nullif(current_setting('skift.claimed', true), '')::uuid
+
+-- name: edges_into_claimed
+-- edges_into of the node just locked, sent with the statement that locks it.
+SELECT * FROM edges WHERE org_id = %(org)s AND to_id = /*:_claimed_id*/
+
+-- name: derive_claimed
+-- derive of the node just locked, by the statement's clock, sent with the lock.
+SELECT n.id,
+       /*:_blocked*/ AS blocked,
+       /*:_held_one*/ AS held,
+       EXISTS (
+           SELECT 1 FROM leases l WHERE l.node_id = n.id AND l.released_at IS NULL
+             AND l.expires_at > now() + %(offset)s::interval
+       ) AS claimed,
+       /*:_open_children*/ AS open_children,
+       p.archived_at IS NOT NULL AS archived,
+       EXISTS (
+           SELECT 1 FROM events e WHERE e.node_id = n.id AND e.principal_kind = 'user'
+       ) AS human_written
+FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE n.org_id = %(org)s AND n.id = /*:_claimed_id*/
+
 -- name: unreleased_lease_of_claimed
 -- unreleased_lease of the node lock_next_ready just locked (named by the transaction's
 -- skift.claimed setting), sent in the same round trip right behind it: a statement of its
@@ -193,7 +274,7 @@ FROM picked x JOIN projects p ON p.id = x.project_id
 -- meanwhile needs (Work._take).
 SELECT * FROM leases
 WHERE org_id = %(org)s AND released_at IS NULL
-  AND node_id = nullif(current_setting('skift.claimed', true), '')::uuid
+  AND node_id = /*:_claimed_id*/
 
 -- name: derive
 -- The derived facts of some nodes: blocked, held, claimed, open children, archived.
@@ -606,11 +687,11 @@ FROM unnest(%(ids)s::uuid[]) AS i (id)
 /*:_authors_of*/
 
 -- name: authors_of_claim
--- authors of a claimed node and of the sources of the edges into it: what the claim asks
--- once it has read those edges, sent with them (one round trip for both).
+-- authors of the node just locked (lock_next_ready, take_next_ready) and of the sources of
+-- the edges into it: what the claim asks once it has read those edges, sent with them.
 /*:_authors_columns*/
-FROM (SELECT %(id)s::uuid
-      UNION SELECT e.from_id FROM edges e WHERE e.org_id = %(org)s AND e.to_id = %(id)s) AS i (id)
+FROM (SELECT /*:_claimed_id*/
+      UNION SELECT e.from_id FROM edges e WHERE e.org_id = %(org)s AND e.to_id = /*:_claimed_id*/) AS i (id)
 /*:_authors_of*/
 
 -- name: _authors_columns
