@@ -110,7 +110,7 @@ if TYPE_CHECKING:
     )
     from ._policy import Policy
     from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
-    from ._refs import format_ref, new_id, parse_node_ref, slugify, ulid_str
+    from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, slugify, ulid_str
     from ._retention import PruneReport, prune
     from ._seal import CursorSeal, cursor_seal
     from ._signin import (
@@ -313,6 +313,7 @@ _LAZY: dict[str, str] = {
     "format_ref": "_refs",
     "new_id": "_refs",
     "parse_node_ref": "_refs",
+    "parse_ulid": "_refs",
     "slugify": "_refs",
     "ulid_str": "_refs",
     "PruneReport": "_retention",
@@ -551,6 +552,7 @@ __all__ = [
     "parse_node_ref",
     "parse_op",
     "parse_ops",
+    "parse_ulid",
     "part_from_dict",
     "part_to_dict",
     "prune",

@@ -14,7 +14,7 @@ from ._edges import edges as edges_around
 from ._engine import Actor, filter_from
 from ._errors import Invalid
 from ._models import Priority, ReleaseReason
-from ._ops import Cascade, CreateNode, DropNode, Op, OpLike, ReopenNode, parse_op
+from ._ops import Cascade, CompleteNode, CreateNode, DropNode, Op, OpLike, ReopenNode, parse_op
 from ._refs import new_id, ulid_str
 from ._session import Session, no_delegation
 from ._store import Tx
@@ -272,6 +272,10 @@ class GraphApi(Session):
         rid = request_id_or_new(request_id)
 
         async def go(tx: Tx, a: Actor) -> PatchResult:
+            if project is None and len(ops) == 1 and isinstance(ops[0], CompleteNode):
+                tx.expect_complete(
+                    ref, lease=lease, principal_id=a.id, request_id=rid, sized=bool(ops[0].result)
+                )
             proj = await self.engine.resolve_project(tx, project) if project else None
             node = await self.engine.resolve_node(tx, ref, proj)
             fixed = [

@@ -38,7 +38,7 @@ from ._models import (
 from ._origins import node_by_external_id
 from ._policy import Policy, default_digest
 from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, ulid_str
-from ._store import Authors, Tx
+from ._store import Authors, Derived, Tx
 from ._views import EventInfo, NodeInfo, Resolved
 
 
@@ -463,14 +463,17 @@ class Context:
         nodes: Sequence[Node],
         *,
         authors: Mapping[UUID, Authors] | None = None,
+        derived: Mapping[UUID, Derived] | None = None,
     ) -> list[NodeInfo]:
-        """The nodes as callers see them; attributed when ``authors`` (``tx.authors``) is given."""
+        """The nodes as callers see them; attributed when ``authors`` (``tx.authors``) is
+        given; with ``derived``, their derived facts as the caller worked them out."""
         if not nodes:
             return []
         projects = await tx.projects_by_id({n.project_id for n in nodes})
         parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
         parents = await tx.nodes_by_id(parent_ids) if parent_ids else {}
-        derived = await tx.derive([n.id for n in nodes])
+        if derived is None:
+            derived = await tx.derive([n.id for n in nodes])
         out: list[NodeInfo] = []
         for n in nodes:
             slug = projects[n.project_id].slug

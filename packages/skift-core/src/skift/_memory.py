@@ -683,6 +683,11 @@ class MemoryTx(MemoryContentTx):
         found = await self.ready(attrs.evolve(query, offset=0, limit=1))
         return found[0] if found else None
 
+    def expect_complete(
+        self, ref: str, *, lease: str | None, principal_id: UUID, request_id: str, sized: bool
+    ) -> None:
+        pass  # nothing to send ahead: every read is a dictionary lookup
+
     async def take_next_ready(
         self, principal_id: UUID, filter_hash: str, query: ReadyQuery
     ) -> Node | NotSimple | None:

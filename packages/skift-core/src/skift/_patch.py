@@ -51,7 +51,7 @@ from ._ops import (
 from ._patch_state import PatchState
 from ._refs import format_ref, new_id, parse_ulid, ulid_str
 from ._retention import refuse_pruned_request
-from ._store import Tx
+from ._store import Derived, Tx
 from ._usage import set_budget
 from ._views import PatchResult
 
@@ -136,6 +136,8 @@ class Patching(Context):
             return from_json(stored.response, PatchResult)
         await refuse_pruned_request(tx, actor.id, request_id, self.limits.request_retention)
         ctx = _Patch(self, tx, actor, project, request_id)
+        if len(ops) == 1 and isinstance(ops[0], CompleteNode):
+            ctx.derived_before = {}
         if lease is not None:
             await ctx.use_lease(lease)
         count = sum(1 for o in ops if isinstance(o, CreateNode))
@@ -165,7 +167,11 @@ class Patching(Context):
             request_id=request_id,
             created={alias: ctx.refs[nid] for alias, nid in ctx.aliases.items()},
             dropped=tuple(ctx.refs[n] for n in ctx.dropped),
-            nodes=tuple(await self.infos(tx, [ctx.nodes[n] for n in ctx.touched])),
+            nodes=tuple(
+                await self.infos(
+                    tx, [ctx.nodes[n] for n in ctx.touched], derived=ctx.derived_after()
+                )
+            ),
             parked=ctx.parked,
         )
         await tx.save_response(actor.id, request_id, to_json(result))
@@ -175,6 +181,21 @@ class Patching(Context):
 class _Patch(PatchState):
     """The operations of a patch: create (aliases), update, edges, drop (cascade), complete,
     attach, comment, reopen, hold."""
+
+    def derived_after(self) -> dict[UUID, Derived] | None:
+        """The derived facts of a patch that is one complete_node, from those read before its
+        writes (None for any other patch: its nodes' facts are read after its writes).
+
+        Completing a node changes none of its derived facts but two: its lease is released
+        (it is claimed by nobody: a live lease on it is this patch's, or the write is refused)
+        and, when a person completes it, it is written by a person. Whether it is blocked,
+        held, has open children or is archived follows from other rows."""
+        if self.derived_before is None:
+            return None
+        return {
+            nid: attrs.evolve(d, claimed=False, human_written=d.human_written or self.actor.is_user)
+            for nid, d in self.derived_before.items()
+        }
 
     async def apply(self, op: Op) -> None:
         if not isinstance(op, CreateNode):
@@ -568,6 +589,8 @@ class _Patch(PatchState):
                 next=f"Reopen {self.refs[node.id]} first (with a reason) to complete it again.",
                 move={"do": "reopen", "ref": self.refs[node.id]},
             )
+        if self.derived_before is not None:
+            self.derived_before.update(await self.tx.derive([node.id]))
         await self.guard(node)
         self.intend("complete", node=await self.facts(node))
         await self._attach(node, op.artifacts)

@@ -21,7 +21,7 @@ from ._errors import Conflict, CycleError, FencingError
 from ._intent import intent
 from ._models import Edge, Event, Lease, Node, Project, ReleaseReason
 from ._refs import format_ref, parse_ulid, ulid_str
-from ._store import Tx
+from ._store import Derived, Tx
 
 
 class PatchState:
@@ -54,6 +54,10 @@ class PatchState:
         # 1,000-node decomposition instead of a thousand): flushed before anything reads
         # the store (any operation but create_node, a reference by number, an ancestor
         # walk) and before the cycle check.
+        # A patch that is one complete_node reads its node's derived facts before its
+        # writes (a store sends that read with the patch's first ones): see
+        # _Patch.complete and Patching.patch.
+        self.derived_before: dict[UUID, Derived] | None = None
         self.pending_nodes: list[Node] = []
         self.pending_edges: list[Edge] = []
         self.new_edges: set[tuple[UUID, UUID]] = set()

@@ -376,6 +376,17 @@ class Tx(Protocol):
         """
         ...
 
+    def expect_complete(
+        self, ref: str, *, lease: str | None, principal_id: UUID, request_id: str, sized: bool
+    ) -> None:
+        """A hint, before anything is read: this transaction is a patch of one complete_node
+        on ``ref``, under ``lease``, by ``principal_id`` with ``request_id`` (``sized``: its
+        result is checked against the organization's sizes). A store may send the reads the
+        engine will ask next with its first read (PostgreSQL: one round trip for the project,
+        the request's reservation, the node, the lease and the node's derived facts); the
+        answers are the same either way. The in-memory store ignores it."""
+        ...
+
     async def take_next_ready(
         self, principal_id: UUID, filter_hash: str, query: ReadyQuery
     ) -> Node | NotSimple | None:

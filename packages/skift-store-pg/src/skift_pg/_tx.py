@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, cast
 from uuid import UUID
 
+import attrs
 import psycopg
 from psycopg import AsyncPipeline, pq, sql
 from psycopg.abc import Params, Query, QueryNoTemplate
@@ -38,6 +39,18 @@ timeout however large the batch (100,000 nodes are 50 statements)."""
 
 NO_CAPS: Final = ("no_caps",)
 """The read-ahead key of "no node carries a cap" (get_cursor brings it along)."""
+
+
+@attrs.frozen(kw_only=True)
+class Expected:
+    """A complete this transaction was told to expect (GraphTx.expect_complete)."""
+
+    slug: str
+    number: int
+    lease: UUID | None
+    principal: UUID
+    rid: str
+    sized: bool
 
 
 class PgConn(psycopg.AsyncConnection[Row]):
@@ -106,6 +119,11 @@ class TxBase:
         self._ahead: dict[tuple[Any, ...], Any] = {}
         # the node lock_next_ready took (ClaimNext's reads of it are sent ahead)
         self._claimed: UUID | None = None
+        # a complete's reads to send with the first (GraphTx.expect_complete), the request
+        # reservation they made, and for whom (principal, request id, lease)
+        self._expected: Expected | None = None
+        self._reserved: Row | None = None
+        self._reserving: tuple[UUID, str, UUID | None] | None = None
         self._pipe_cm: AbstractAsyncContextManager[AsyncPipeline] | None = None
         self._pipe: AsyncPipeline | None = None
 

@@ -218,7 +218,8 @@ class ContentTx(TxBase, PgWebhooksTx):
         )
 
     async def org_limits(self) -> dict[str, int]:
-        r = await self.row("org_limits")
+        rows = await self._rows_ahead(("org_limits",), "org_limits")  # a complete's: ahead
+        r = rows[0] if rows else None
         own: dict[str, int] = r["limits"] if r else {}
         return dict(own)
 

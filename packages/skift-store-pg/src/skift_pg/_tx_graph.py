@@ -18,6 +18,7 @@ from skift import (
     Derived,
     Edge,
     Identity,
+    Invalid,
     Lease,
     Node,
     NotSimple,
@@ -29,6 +30,8 @@ from skift import (
     StoredRequest,
     UpstreamCone,
     Writer,
+    parse_node_ref,
+    parse_ulid,
     ulid_str,
 )
 
@@ -45,7 +48,18 @@ from ._rows import (
     project_from_row,
     project_params,
 )
-from ._tx import NO_CAPS, TxBase
+from ._tx import NO_CAPS, Expected, TxBase
+
+
+class _Fetched:
+    """Rows already read, kept where a cursor sent ahead would be (TxBase._ahead)."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self._rows = rows
+
+    async def fetchall(self) -> list[Row]:
+        return self._rows
+
 
 _CLAIM_READS: tuple[tuple[str, str], ...] = (
     ("unreleased", "unreleased_lease_of_claimed"),
@@ -157,9 +171,15 @@ class GraphTx(TxBase):
         if known is not None and known in self._projects:
             return self._projects[known]
         if self._now is None:  # the transaction's first read: the clock comes along
-            row = await self.row("project_by_slug_primed", slug=slug, offset=self._offset)
+            cur = await self._conn.execute(
+                q("project_by_slug_primed"),
+                {"org": self._org, "slug": slug, "offset": self._offset},
+            )
+            sent = await self._send_expected(slug)
+            row = await cur.fetchone()
             assert row is not None
             self._keep(row)
+            await self._keep_expected(sent)
             if row["id"] is None:
                 return None
         else:
@@ -168,6 +188,72 @@ class GraphTx(TxBase):
                 return None
         self._slugs[slug] = row["id"]
         return self._remember(project_from_row(row))
+
+    def expect_complete(
+        self, ref: str, *, lease: str | None, principal_id: UUID, request_id: str, sized: bool
+    ) -> None:
+        try:
+            parsed = parse_node_ref(ref)
+        except Invalid:
+            return
+        if parsed.project is None or parsed.number is None or parsed.org is not None:
+            return  # only slug#N: what the first read (the project by slug) can bring along
+        self._expected = Expected(
+            slug=parsed.project,
+            number=parsed.number,
+            lease=parse_ulid(lease.strip()) if lease else None,
+            principal=principal_id,
+            rid=request_id,
+            sized=sized,
+        )
+
+    async def _send_expected(self, slug: str) -> list[tuple[str, Any]]:
+        """Behind a complete's first read (its project by slug), what the engine asks next,
+        in its order (Patching.patch): the request's reservation, the lease and the node,
+        each locked, the node's derived facts, and the organization's sizes if its result
+        is checked. One round trip for all of them."""
+        e, self._expected = self._expected, None
+        if e is None or e.slug != slug or self._pipe is None:
+            return []
+        at = {"org": self._org, "slug": slug, "number": e.number, "offset": self._offset}
+        sends: list[tuple[str, str, dict[str, Any]]] = [
+            ("reserve", "reserve_request_ahead", {"principal": e.principal, "rid": e.rid}),
+        ]
+        if e.lease is not None:
+            sends.append(("lease", "lease_by_id_locked", {"id": e.lease}))
+        sends.append(("node", "node_by_number_locked_ahead", at))
+        sends.append(("derive", "derive_by_number", at))
+        if e.sized:
+            sends.append(("limits", "org_limits", {}))
+        out: list[tuple[str, Any]] = []
+        for kind, name, params in sends:
+            cur = await self._conn.execute(
+                q(name), {"org": self._org, "offset": self._offset, **params}
+            )
+            out.append((kind, cur))
+        self._reserving = (e.principal, e.rid, e.lease)
+        return out
+
+    async def _keep_expected(self, sent: list[tuple[str, Any]]) -> None:
+        """Keep what _send_expected brought, by the keys the engine's reads will ask."""
+        node_id: UUID | None = None
+        for kind, cur in sent:
+            if kind == "reserve":
+                self._reserved = await cur.fetchone()
+            elif kind == "lease":
+                assert self._reserving is not None
+                self._ahead[("lease_locked", self._reserving[2])] = cur
+            elif kind == "node":
+                rows = await cur.fetchall()
+                if rows:
+                    r = rows[0]
+                    node_id = r["id"]
+                    self._ahead[("node_no", r["project_id"], r["number"])] = _Fetched(rows)
+                    self._ahead[("node_locked", node_id)] = _Fetched(rows)
+            elif kind == "derive" and node_id is not None:
+                self._ahead[("derive", frozenset([node_id]))] = cur
+            elif kind == "limits":
+                self._ahead[("org_limits",)] = cur
 
     async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
         if not ids:
@@ -220,12 +306,19 @@ class GraphTx(TxBase):
     async def nodes_by_id(self, ids: Collection[UUID], *, lock: bool = False) -> dict[UUID, Node]:
         if not ids:
             return {}
-        rows = await self.rows("nodes_by_id_locked" if lock else "nodes_by_id", ids=list(ids))
+        rows = None
+        if len(ids) == 1:  # a complete's node, read ahead locked (expect_complete)
+            rows = await self._ahead_rows(("node_locked", next(iter(ids))))
+        if rows is None:
+            rows = await self.rows("nodes_by_id_locked" if lock else "nodes_by_id", ids=list(ids))
         return {r["id"]: node_from_row(r) for r in rows}
 
     async def node_by_number(
         self, project_id: UUID, number: int, *, lock: bool = False
     ) -> Node | None:
+        rows = await self._ahead_rows(("node_no", project_id, number))
+        if rows:
+            return node_from_row(rows[0])
         row = await self.row(
             "node_by_number_locked" if lock else "node_by_number", project=project_id, number=number
         )
@@ -324,6 +417,9 @@ class GraphTx(TxBase):
         return {r["node_id"]: lease_from_row(r) for r in rows}
 
     async def lease_by_id(self, lease_id: UUID, *, lock: bool = False) -> Lease | None:
+        rows = await self._ahead_rows(("lease_locked", lease_id)) if lock else None
+        if rows is not None:
+            return lease_from_row(rows[0]) if rows else None
         row = await self.row("lease_by_id_locked" if lock else "lease_by_id", id=lease_id)
         return lease_from_row(row) if row else None
 
@@ -537,6 +633,22 @@ class GraphTx(TxBase):
     async def reserve_request(
         self, principal_id: UUID, request_id: str, fingerprint: str
     ) -> StoredRequest | None:
+        ahead, self._reserved = self._reserved, None
+        if (
+            ahead is not None
+            and self._reserving is not None
+            and self._reserving[:2] == (principal_id, request_id)
+            and ahead["request_id"]
+        ):
+            # reserved with the first read (expect_complete): now its fingerprint
+            await self.send_keeping_ahead(
+                "set_fingerprint",
+                principal=principal_id,
+                rid=request_id,
+                fingerprint=fingerprint,
+            )
+            self._ahead[("applied", principal_id, request_id)] = ahead["applied_at"]
+            return None
         row = await self.row(
             "reserve_request",
             principal=principal_id,

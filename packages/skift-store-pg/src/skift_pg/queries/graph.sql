@@ -252,18 +252,7 @@ SELECT * FROM edges WHERE org_id = %(org)s AND to_id = /*:_claimed_id*/
 
 -- name: derive_claimed
 -- derive of the node just locked, by the statement's clock, sent with the lock.
-SELECT n.id,
-       /*:_blocked*/ AS blocked,
-       /*:_held_one*/ AS held,
-       EXISTS (
-           SELECT 1 FROM leases l WHERE l.node_id = n.id AND l.released_at IS NULL
-             AND l.expires_at > now() + %(offset)s::interval
-       ) AS claimed,
-       /*:_open_children*/ AS open_children,
-       p.archived_at IS NOT NULL AS archived,
-       EXISTS (
-           SELECT 1 FROM events e WHERE e.node_id = n.id AND e.principal_kind = 'user'
-       ) AS human_written
+SELECT /*:_derived*/, /*:_claimed_now*/ AS claimed
 FROM nodes n JOIN projects p ON p.id = n.project_id
 WHERE n.org_id = %(org)s AND n.id = /*:_claimed_id*/
 
@@ -278,17 +267,57 @@ WHERE org_id = %(org)s AND released_at IS NULL
 
 -- name: derive
 -- The derived facts of some nodes: blocked, held, claimed, open children, archived.
-SELECT n.id,
-       /*:_blocked*/ AS blocked,
-       /*:_held_one*/ AS held,
-       /*:_claimed*/ AS claimed,
-       /*:_open_children*/ AS open_children,
-       p.archived_at IS NOT NULL AS archived,
-       EXISTS (
-           SELECT 1 FROM events e WHERE e.node_id = n.id AND e.principal_kind = 'user'
-       ) AS human_written
+SELECT /*:_derived*/, /*:_claimed*/ AS claimed
 FROM nodes n JOIN projects p ON p.id = n.project_id
 WHERE n.org_id = %(org)s AND n.id = ANY (%(ids)s::uuid[])
+
+-- name: _derived
+-- derive's columns but claimed (which reads a clock).
+n.id, /*:_blocked*/ AS blocked, /*:_held_one*/ AS held,
+/*:_open_children*/ AS open_children, p.archived_at IS NOT NULL AS archived,
+EXISTS (
+    SELECT 1 FROM events e WHERE e.node_id = n.id AND e.principal_kind = 'user'
+) AS human_written
+
+-- name: _claimed_now
+-- _claimed by the statement's clock (for reads sent before the transaction knows it).
+EXISTS (
+    SELECT 1 FROM leases l WHERE l.node_id = n.id AND l.released_at IS NULL
+      AND l.expires_at > now() + %(offset)s::interval
+)
+
+-- name: derive_by_number
+-- derive of a node by its project's slug and number, by the statement's clock: a
+-- complete's, sent behind its lock with the transaction's first read (expect_complete).
+SELECT /*:_derived*/, /*:_claimed_now*/ AS claimed
+FROM project_slugs s JOIN nodes n ON n.project_id = s.project_id
+JOIN projects p ON p.id = n.project_id
+WHERE s.org_id = %(org)s AND s.slug = %(slug)s AND n.org_id = %(org)s AND n.number = %(number)s
+
+-- name: node_by_number_locked_ahead
+-- A node by its project's slug and number, locked: a complete's, sent with the
+-- transaction's first read (expect_complete).
+SELECT n.* FROM project_slugs s JOIN nodes n ON n.project_id = s.project_id
+WHERE s.org_id = %(org)s AND s.slug = %(slug)s AND n.org_id = %(org)s AND n.number = %(number)s
+FOR UPDATE OF n
+
+-- name: reserve_request_ahead
+-- reserve_request sent before the patch's fingerprint can be worked out (it names the
+-- node, read in the same round trip): reserved with an empty fingerprint, which
+-- set_fingerprint fills when the engine reserves, in the same transaction (nobody sees
+-- the row before COMMIT: a concurrent request with the id waits on the insert).
+WITH ins AS (
+    INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
+    VALUES (%(org)s, %(principal)s, %(rid)s, '', now() + %(offset)s::interval)
+    ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
+    RETURNING request_id
+)
+SELECT (SELECT request_id FROM ins) AS request_id, (/*:_request_applied_at*/) AS applied_at
+
+-- name: set_fingerprint
+-- The fingerprint of a request reserved by reserve_request_ahead.
+UPDATE requests SET fingerprint = %(fingerprint)s
+WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: list_nodes
 -- ListNodes: nodes matching the filter in any state, by project then number.
