@@ -11,6 +11,7 @@ def test_the_queries_with_optional_filters_are_planned_for_their_values() -> Non
     by_text = {sql.encode(): name for name, sql in queries().items()}
     custom = {by_text[text] for text in custom_planned()}
     assert {"ready_heads", "lock_next_ready", "list_nodes", "held_count", "search"} <= custom
+    assert "take_next_ready" in custom
     assert {"events_after", "deliveries", "endpoints"} <= custom
 
 
@@ -20,4 +21,7 @@ def test_the_simple_statements_are_prepared() -> None:
     by_text = {sql.encode(): name for name, sql in queries().items()}
     custom = {by_text[text] for text in custom_planned()}
     hot = {"insert_event_announced", "derive", "get_cursor", "insert_lease", "node_by_number"}
+    # a ClaimNext of any work and a complete's reads sent ahead (issue 31)
+    hot |= {"take_next_ready_any", "derive_claimed", "derive_by_number", "reserve_request_ahead"}
+    hot |= {"node_by_number_locked_ahead", "unreleased_lease_of_claimed", "authors_of_claim"}
     assert not hot & custom

@@ -51,6 +51,23 @@ from ._rows import (
 from ._tx import NO_CAPS, Expected, TxBase
 
 
+def _takes_any(params: Row) -> bool:
+    """Whether a filter's parameters ask for nothing but whether gates are left out."""
+    return params["max_rank"] == 4 and not any(
+        params[k]
+        for k in (
+            "projects",
+            "kinds",
+            "labels",
+            "any_labels",
+            "assignee_kind",
+            "parent",
+            "exclude",
+            "hidden",
+        )
+    )
+
+
 class _Fetched:
     """Rows already read, kept where a cursor sent ahead would be (TxBase._ahead)."""
 
@@ -569,11 +586,12 @@ class GraphTx(TxBase):
         of its own so that its snapshot follows the lock (Work._take): its unreleased
         lease, the edges into it, their sources' authors and its own, its derived facts
         and its comments hint."""
+        params = self._filter_params(query)
         cur = await self._conn.execute(
-            q("take_next_ready"),
+            q("take_next_ready_any" if _takes_any(params) else "take_next_ready"),
             {
                 "org": self._org,
-                **self._filter_params(query),
+                **params,
                 "principal": principal_id,
                 "hash": filter_hash,
                 "offset": self._offset,

@@ -195,9 +195,42 @@ FROM picked x JOIN projects p ON p.id = x.project_id
 -- none, which the caller states by sending empty hidden and exclude). Otherwise nothing
 -- is locked and the caller works them out and calls lock_next_ready. One row either way,
 -- with the clock, restricted projects, policy digest and caps as `get_cursor` has them.
--- The live-lease test reads the clock of this statement (the fragment _claimed reads
--- a parameter). Planned for each call's values (an optional filter).
-WITH c AS MATERIALIZED (
+-- Planned for each call's values (an optional filter); take_next_ready_any, for a filter
+-- of nothing, is prepared.
+WITH /*:_take_cursor*/, first AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_take_ready*/ AND /*:_take_after*/
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), wrapped AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE /*:_filter*/ AND /*:_take_ready*/ AND /*:_take_upto*/
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), /*:_take_picked*/
+
+-- name: take_next_ready_any
+-- take_next_ready for a filter of nothing (every project, kind, label and priority, an
+-- agent or a person): no optional filter, so prepared and planned once per connection
+-- (its planning cost as much as its execution, per claim).
+WITH /*:_take_cursor*/, first AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE n.org_id = %(org)s AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND /*:_take_ready*/ AND /*:_take_after*/
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), wrapped AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+WHERE n.org_id = %(org)s AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND /*:_take_ready*/ AND /*:_take_upto*/
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), /*:_take_picked*/
+
+-- name: _take_cursor
+-- take_next_ready's first CTEs: the cursor, clock, restricted projects, policy digest and
+-- caps (c), and the cursor and clock when none of those needs the engine (ok).
+c AS MATERIALIZED (
 SELECT (SELECT project_id FROM claim_cursors WHERE org_id = %(org)s
 AND principal_id = %(principal)s AND filter_hash = %(hash)s) AS project_id,
 now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
@@ -206,19 +239,19 @@ EXISTS (SELECT 1 FROM budgets WHERE org_id = %(org)s AND cap IS NOT NULL) AS has
 ), ok AS MATERIALIZED (
 SELECT c.project_id AS after, c.now FROM c
 WHERE c.restricted = '[]'::jsonb AND c.policy_digest = '' AND NOT c.has_caps
-), first AS (
-SELECT n.* FROM ok, nodes n JOIN projects p ON p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_take_ready*/
-AND (ok.after IS NULL OR n.project_id > ok.after)
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), wrapped AS (
-SELECT n.* FROM ok, nodes n JOIN projects p ON p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_take_ready*/
-AND ok.after IS NOT NULL AND n.project_id <= ok.after
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), picked AS (
+)
+
+-- name: _take_after
+-- take_next_ready's first range: the projects after the cursor (all when there is none).
+n.project_id > coalesce((SELECT after FROM ok), '00000000-0000-0000-0000-000000000000')
+
+-- name: _take_upto
+-- take_next_ready's wrapped range: the projects up to the cursor.
+n.project_id <= (SELECT after FROM ok)
+
+-- name: _take_picked
+-- take_next_ready's pick (the first range's node, else the wrapped range's) and its row.
+picked AS (
 SELECT * FROM first
 UNION ALL
 SELECT * FROM wrapped WHERE NOT EXISTS (SELECT 1 FROM first)
@@ -234,11 +267,13 @@ EXISTS (SELECT 1 FROM ok) AS simple
 FROM c LEFT JOIN (picked x JOIN projects p ON p.id = x.project_id) ON true
 
 -- name: _take_ready
--- _ready_unheld and not held, the live lease judged by the clock of ok (take_next_ready).
-n.status = 'open' AND p.archived_at IS NULL
+-- _ready_unheld and not held, the live lease judged by the clock of ok, and only when ok
+-- has its row (take_next_ready). The values of ok are scalar subqueries, each worked out
+-- once: the walk of nodes_open_order starts after the cursor, as lock_next_ready's.
+EXISTS (SELECT 1 FROM ok) AND n.status = 'open' AND p.archived_at IS NULL
 AND NOT /*:_blocked*/ AND NOT /*:_open_children*/
 AND NOT EXISTS (SELECT 1 FROM leases l
-WHERE l.node_id = n.id AND l.released_at IS NULL AND l.expires_at > ok.now)
+WHERE l.node_id = n.id AND l.released_at IS NULL AND l.expires_at > (SELECT now FROM ok))
 AND NOT /*:_held_one*/
 
 -- name: _claimed_id
