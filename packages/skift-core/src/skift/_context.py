@@ -189,6 +189,8 @@ class Context:
         self._hidden: weakref.WeakKeyDictionary[Tx, frozenset[UUID]] = weakref.WeakKeyDictionary()
         # the policy in force, read once per transaction (see policy_in)
         self._policies: weakref.WeakKeyDictionary[Tx, Policy] = weakref.WeakKeyDictionary()
+        # why the organization's policy tripped its budget, not yet recorded (see take_trips)
+        self._trips: list[str] = []
 
     async def sizes(self, tx: Tx) -> Limits:
         """The limits with the organization's size limits in force (the server's, lowered).
@@ -257,7 +259,11 @@ class Context:
         }
         by_id = {ulid_str(p.project_id): p.project_id for p in restricted}
         out: set[UUID] = set()
-        for item in policy.unreadable(request):
+        try:
+            items = policy.unreadable(request, tx.org_id)
+        finally:
+            self._note_trip(policy, tx)
+        for item in items:
             if item in by_id:
                 out.add(by_id[item])
                 continue
@@ -379,7 +385,23 @@ class Context:
     ) -> None:
         """Ask the policy in force (:meth:`policy_in`) about a resolved request; one denial
         refuses all of it."""
-        self._decide(await self.policy_in(tx), actor, intents, lease)
+        policy = await self.policy_in(tx)
+        try:
+            self._decide(policy, actor, intents, lease, tx.org_id)
+        finally:
+            self._note_trip(policy, tx)
+
+    def _note_trip(self, policy: Policy, tx: Tx) -> None:
+        why = policy.take_trip(tx.org_id)
+        if why is not None:
+            self._trips.append(why)
+
+    def take_trips(self) -> list[str]:
+        """Why the organization's policy tripped its evaluation budget in this context's
+        requests since last asked (each trip once): the caller records an event for each,
+        in a transaction of its own, since the request that tripped it is refused."""
+        out, self._trips = self._trips, []
+        return out
 
     def authorize_base(self, actor: Actor, intents: Sequence[dict[str, Any]]) -> None:
         """Ask the base policy alone: the coarse check a transport makes before any work, and
@@ -392,6 +414,7 @@ class Context:
         actor: Actor,
         intents: Sequence[dict[str, Any]],
         lease: Lease | None,
+        tenant: object = None,
     ) -> None:
         request = {
             "principal": {
@@ -402,7 +425,7 @@ class Context:
             "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
             "intents": list(intents),
         }
-        denials = policy.deny(request)
+        denials = policy.deny(request, tenant)
         if denials:
             first = denials[0]
             raise Refused(first["msg"], next=first["next"], denials=denials)

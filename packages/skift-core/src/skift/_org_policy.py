@@ -10,7 +10,9 @@ alone. Both are events carrying the reason.
 - A set is refused before it takes effect (Invalid, naming the error) when a
   module does not compile, when none of them is in package ``skift.authz``
   (they would decide nothing), or when the base with them on top does not
-  evaluate every decision the engine asks for as a set.
+  evaluate every decision the engine asks for as a set, or when it takes longer
+  than the evaluation budget on a benchmark set of requests (run in a child
+  process, killed past the budget: skift._policy.benchmark).
 - The engine reads the stored digest in each transaction that asks the policy
   (:meth:`Context.policy_in`), so every server over the database applies a
   change from its next transaction; the compiled policy is kept per digest.
@@ -31,7 +33,7 @@ import regorus
 
 from ._errors import Invalid
 from ._intent import intent
-from ._policy import STORED_PREFIX, Policy, rego_error
+from ._policy import STORED_PREFIX, Policy, benchmark, rego_error
 from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
 
 if TYPE_CHECKING:
@@ -96,8 +98,9 @@ def _modules(modules: Mapping[str, str] | Sequence[tuple[str, str]]) -> tuple[tu
     return tuple(out)
 
 
-def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> None:
-    """Refuse modules that do not compile, decide nothing, or break a decision (Invalid)."""
+async def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> None:
+    """Refuse modules that do not compile, decide nothing, break a decision, or take longer
+    than the evaluation budget on the benchmark requests (Invalid; see skift._policy)."""
     scratch = regorus.Engine()  # dropped by this thread, which made it
     packages: set[str] = set()
     for name, source in modules:
@@ -117,8 +120,10 @@ def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> None:
             next="Start the module with 'package skift.authz' and add denials to 'deny'.",
             field="modules",
         )
-    candidate = Policy([*base.modules, *((STORED_PREFIX + n, s) for n, s in modules)])
-    candidate.check()
+    candidate = Policy(
+        [*base.modules, *((STORED_PREFIX + n, s) for n, s in modules)], budgeted=True
+    )
+    await benchmark(candidate)
 
 
 def view(stored: StoredPolicy | None, names: Mapping[UUID, str]) -> OrgPolicy:
@@ -154,7 +159,7 @@ async def set_policy(
     e.authorize_base(actor, [intent("set_policy")])
     why = e._reason(reason, "policy change")  # pyright: ignore[reportPrivateUsage]
     wanted = _modules(modules)
-    check_modules(e.base_policy, wanted)
+    await check_modules(e.base_policy, wanted)
     return await _store(e, tx, actor, wanted, why, "set_policy")
 
 
@@ -181,6 +186,8 @@ async def _store(
         modules=modules, digest=digest, updated_at=await tx.now(), updated_by=actor.id
     )
     await tx.set_org_policy(stored)
+    if (layer := e.base_policy.cached_layer(digest)) is not None:
+        layer.clear_trip(tx.org_id)  # set anew: evaluated again (and held to the budget)
     old: dict[str, Any] = {"modules": [n for n, _ in before.modules] if before else []}
     new: dict[str, Any] = {"modules": [{"name": n, "source": s} for n, s in modules]}
     await tx.append_events(

@@ -18,14 +18,30 @@ An organization's stored modules (``skift policy set``, ``skift._org_policy``)
 are layered on the process's base policy with :meth:`Policy.layered`; the
 layered policies are kept by the digests of both, so a change (a new digest,
 read in the transaction) is applied from the next transaction on.
+
+A layered policy (an organization's stored modules) evaluates within a budget
+of CPU time (:func:`budget_for`: :data:`EVAL_BUDGET` plus
+:data:`EVAL_BUDGET_PER_ITEM` per intent and per restricted project). regorus'
+Python engine offers no time or instruction limit, holds the GIL while it
+evaluates and cannot be interrupted, so the budget is kept two ways: a stored
+set is benchmarked before it takes effect (:func:`benchmark`, in a child
+process that is killed past the budget), and an evaluation that runs past it
+at run time trips the layered policy, which from then on refuses that
+organization's requests without evaluating (fail closed; other organizations
+never evaluate it) until its stored modules change. The trip is logged and
+reported once (:meth:`Policy.take_trip`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
+import logging
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -47,6 +63,21 @@ module is named so)."""
 
 _MAX_ENGINES = 64
 _MAX_LAYERED = 256
+
+EVAL_BUDGET = 0.1
+"""CPU seconds one evaluation of an organization's layered policy may take, plus
+:data:`EVAL_BUDGET_PER_ITEM` per intent and restricted project in its input. The default
+policy alone takes ~3 ms for one intent and ~0.2 ms more per intent."""
+EVAL_BUDGET_PER_ITEM = 0.001
+
+_log = logging.getLogger("skift.policy")
+
+
+def budget_for(request: dict[str, Any]) -> float:
+    """The CPU seconds an evaluation of this request may take."""
+    items = len(request.get("intents") or ()) + len(request.get("restricted") or ())
+    return EVAL_BUDGET + EVAL_BUDGET_PER_ITEM * items
+
 
 # Compiled engines, per thread and per policy digest. Module-level on purpose:
 # a regorus engine may only be dropped by the thread that made it, and a
@@ -82,11 +113,20 @@ def default_digest() -> str:
 class Policy:
     """A set of Rego modules that together define ``data.skift.authz.deny``."""
 
-    def __init__(self, modules: Sequence[tuple[str, str]], *, strict: bool = True) -> None:
+    def __init__(
+        self, modules: Sequence[tuple[str, str]], *, strict: bool = True, budgeted: bool = False
+    ) -> None:
         """``strict``: compile now, so a broken module fails here (at open), not mid-request.
-        Without it a module that does not compile denies every request, naming the error."""
+        Without it a module that does not compile denies every request, naming the error.
+        ``budgeted``: each evaluation is held to :func:`budget_for` (an organization's
+        stored modules; the process's own policy is trusted)."""
         self.modules = tuple(modules)
         self.digest = _digest(self.modules)
+        self.budgeted = budgeted
+        # why this policy refuses an organization's requests without evaluating (a trip),
+        # by organization: organizations with the same stored modules share this object
+        self._over: dict[object, str] = {}
+        self._reported: set[object] = set()
         if strict:
             self._engine()
 
@@ -124,7 +164,9 @@ class Policy:
         got = _LAYERED.get(key)
         if got is None:
             got = Policy(
-                [*self.modules, *((STORED_PREFIX + n, s) for n, s in stored)], strict=False
+                [*self.modules, *((STORED_PREFIX + n, s) for n, s in stored)],
+                strict=False,
+                budgeted=True,
             )
             if len(_LAYERED) >= _MAX_LAYERED:
                 _LAYERED.pop(next(iter(_LAYERED), key), None)
@@ -137,43 +179,60 @@ class Policy:
 
     def check(self) -> None:
         """Compile this policy and try every decision the engine asks for on sample requests;
-        Invalid names the first error (a stored module is checked so before it takes effect).
+        Invalid names the first error (in this process: :func:`benchmark` does the same in a
+        child process, within the budget).
 
         ``deny`` must answer a set; the read decision (``unreadable``) a set, or
         nothing when the policy has no read rule.
         """
         engine = self._engine()
-        for kind in ("user", "agent", "service"):
-            request: dict[str, Any] = {
-                "principal": {"id": "01J0000000000000000000TRY0", "name": "try", "kind": kind},
-                "lease": None,
-                "intents": [],
-                "restricted": [
-                    {"id": "01J0000000000000000000TRY1", "slug": "try", "readers": [],
-                     "reader_names": []}
-                ],
-            }  # fmt: skip
+        for request in _samples():
             for query in DECISIONS:
                 try:
                     engine.set_input_json(json.dumps(request))
-                    raw: Any = json.loads(engine.eval_rule_as_json(query))
+                    raw: Any = engine.eval_rule_as_json(query)
                 except Exception as exc:
-                    if query == READ_QUERY and "not a valid rule path" in str(exc):
-                        continue  # no read rule: everyone reads everything
-                    raise Invalid(
-                        f"the policy does not evaluate {query}: {rego_error(exc)}",
-                        next="Fix the Rego module (run it with 'opa eval' or regorus first).",
-                        field="modules",
-                    ) from None
-                if query == READ_QUERY and raw in ("<undefined>", None):
+                    _judge(query, None, str(exc))
                     continue
-                if not isinstance(raw, list):
-                    rule = query.rsplit(".", 1)[1]
-                    raise Invalid(
-                        f"the policy's {query} is not a set",
-                        next=f"Add to it with '{rule} contains … if {{ … }}'; never assign it.",
-                        field="modules",
-                    )
+                _judge(query, raw, None)
+
+    def take_trip(self, tenant: object = None) -> str | None:
+        """Why this policy tripped its budget for ``tenant`` (an organization), the first
+        time it is asked after the trip."""
+        why = self._over.get(tenant)
+        if why is None or tenant in self._reported:
+            return None
+        self._reported.add(tenant)
+        return why
+
+    def clear_trip(self, tenant: object = None) -> None:
+        """Evaluate ``tenant``'s requests again (its stored modules were set anew)."""
+        self._over.pop(tenant, None)
+        self._reported.discard(tenant)
+
+    def _timed(self, request: dict[str, Any], query: str, tenant: object) -> Any:
+        """Evaluate ``query``; a budgeted policy past its budget trips (see the module)."""
+        if (why := self._over.get(tenant)) is not None:
+            raise _OverBudget(why)
+        engine = self._engine()
+        engine.set_input_json(json.dumps(request, default=str))
+        started = time.thread_time()
+        raw = engine.eval_rule_as_json(query)
+        spent = time.thread_time() - started
+        if self.budgeted and spent > (budget := budget_for(request)):
+            why = self._over[tenant] = (
+                f"the organization's policy took {spent:.2f} s of CPU to evaluate "
+                f"{query.rsplit('.', 1)[1]}, over its budget of {budget:.2f} s"
+            )
+            _log.warning(
+                "policy over budget, refusing its organization's requests until it changes: "
+                "%s (organization %s, policy %s)",
+                why,
+                tenant,
+                self.digest,
+            )
+            raise _OverBudget(why)
+        return json.loads(raw)
 
     def _engine(self) -> regorus.Engine:
         cache: dict[str, regorus.Engine] | None = getattr(_ENGINES, "by_digest", None)
@@ -198,12 +257,13 @@ class Policy:
             cache[self.digest] = engine
         return engine
 
-    def deny(self, request: dict[str, Any]) -> list[dict[str, str]]:
-        """The denials this policy gives for a request (empty: allowed)."""
+    def deny(self, request: dict[str, Any], tenant: object = None) -> list[dict[str, str]]:
+        """The denials this policy gives for a request (empty: allowed); ``tenant`` names the
+        organization asking (a trip of the budget refuses only its requests)."""
         try:
-            engine = self._engine()
-            engine.set_input_json(json.dumps(request, default=str))
-            raw: Any = json.loads(engine.eval_rule_as_json(QUERY))
+            raw: Any = self._timed(request, QUERY, tenant)
+        except _OverBudget as exc:
+            return [{"msg": str(exc), "next": _OVER_BUDGET_NEXT}]
         except Exception as exc:
             return [
                 {
@@ -227,16 +287,16 @@ class Policy:
         out.sort(key=lambda d: d["msg"])
         return out
 
-    def unreadable(self, request: dict[str, Any]) -> list[str]:
+    def unreadable(self, request: dict[str, Any], tenant: object = None) -> list[str]:
         """The projects (ids or slugs) this policy keeps from the request's principal.
 
         A policy that cannot be evaluated refuses the request (it never reads as
         "everything is readable").
         """
         try:
-            engine = self._engine()
-            engine.set_input_json(json.dumps(request, default=str))
-            raw: Any = json.loads(engine.eval_rule_as_json(READ_QUERY))
+            raw: Any = self._timed(request, READ_QUERY, tenant)
+        except _OverBudget as exc:
+            raise Refused(str(exc), next=_OVER_BUDGET_NEXT) from None
         except Exception as exc:
             if "not a valid rule path" in str(exc):
                 return []  # a policy with no read rule: everyone reads everything
@@ -253,3 +313,167 @@ class Policy:
             )
         items: list[Any] = raw  # pyright: ignore[reportUnknownVariableType]
         return sorted(str(x) for x in items)
+
+
+# ------------------------------------------------------------------ the budget
+
+_OVER_BUDGET_NEXT = (
+    "Ask an administrator of the organization to fix the policy's slow rule "
+    "('skift policy set FILE… --reason R') or go back to the default "
+    "('skift policy reset --reason R')."
+)
+
+
+class _OverBudget(Exception):
+    """An evaluation of a layered policy ran (or once ran) past its budget."""
+
+
+def _samples(intents: int = 0, restricted: int = 1) -> list[dict[str, Any]]:
+    """Requests of every principal kind, ``intents`` writes each, ``restricted`` projects."""
+    node = {
+        "ref": "try#1", "project": "try", "gate": False, "status": "open", "kind": "task",
+        "filed_by_me": True, "new": False, "in_my_lease": True,
+    }  # fmt: skip
+    out: list[dict[str, Any]] = []
+    for kind in ("user", "agent", "service"):
+        out.append(
+            {
+                "principal": {"id": "01J0000000000000000000TRY0", "name": "try", "kind": kind},
+                "lease": {"id": "01J0000000000000000000TRY2", "node": "01J0000000000000000000TRY3"},
+                "intents": [
+                    {
+                        "action": action,
+                        "index": i,
+                        "node": node,
+                        "parent": node,
+                        "from": node,
+                        "to": node,
+                        "changes": ["title"],
+                        "cascade": False,
+                    }
+                    for i, action in zip(
+                        range(intents),
+                        ("create", "update", "complete", "link") * intents,
+                        strict=False,
+                    )
+                ],
+                "restricted": [
+                    {
+                        "id": f"01J00000000000000000TRY{i:03d}",
+                        "slug": f"try{i}",
+                        "readers": [],
+                        "reader_names": [],
+                    }
+                    for i in range(restricted)
+                ],
+            }
+        )
+    return out
+
+
+def benchmark_requests() -> list[dict[str, Any]]:
+    """What a stored policy is benchmarked on before it takes effect: every principal kind,
+    with no write, one, and a hundred, and with one and a hundred restricted projects."""
+    return [*_samples(), *_samples(1), *_samples(100), *_samples(0, 100)]
+
+
+def _judge(query: str, raw: str | None, error: str | None) -> None:
+    """Invalid when a decision's answer (JSON) or error says the policy is broken."""
+    if error is not None:
+        if query == READ_QUERY and "not a valid rule path" in error:
+            return  # no read rule: everyone reads everything
+        raise Invalid(
+            f"the policy does not evaluate {query}: {rego_error(RuntimeError(error))}",
+            next="Fix the Rego module (run it with 'opa eval' or regorus first).",
+            field="modules",
+        )
+    value: Any = json.loads(raw or "null")
+    if query == READ_QUERY and value in ("<undefined>", None):
+        return
+    if not isinstance(value, list):
+        rule = query.rsplit(".", 1)[1]
+        raise Invalid(
+            f"the policy's {query} is not a set",
+            next=f"Add to it with '{rule} contains … if {{ … }}'; never assign it.",
+            field="modules",
+        )
+
+
+# Run by a child process: it evaluates every decision on every request and prints one JSON
+# line per evaluation, so the parent sees each as it ends and kills the child past a budget.
+_CHILD = """
+import json, sys, time, regorus
+job = json.load(sys.stdin)
+engine = regorus.Engine()
+for name, source in job["modules"]:
+    engine.add_policy(name, source)
+for i, request in enumerate(job["requests"]):
+    for query in job["queries"]:
+        engine.set_input_json(json.dumps(request))
+        started = time.thread_time()
+        try:
+            raw, error = engine.eval_rule_as_json(query), None
+        except Exception as exc:
+            raw, error = None, str(exc)
+        spent = time.thread_time() - started
+        print(json.dumps({"i": i, "query": query, "raw": raw, "error": error, "spent": spent}),
+              flush=True)
+"""
+
+
+async def benchmark(policy: Policy) -> None:
+    """Evaluate every decision of ``policy`` on :func:`benchmark_requests` in a child process:
+    Invalid naming the first error, or the first request past its budget (the child is
+    killed there, so a policy that would run for minutes costs this server nothing)."""
+    policy._engine()  # compile here first: a module that does not compile is named at once  # pyright: ignore[reportPrivateUsage]
+    requests = benchmark_requests()
+    job = json.dumps({"modules": policy.modules, "requests": requests, "queries": DECISIONS})
+    # wall time for the whole run: every budget, thrice over (a loaded machine), and start-up
+    wall = 3 * sum(budget_for(r) for r in requests) * len(DECISIONS) + 10
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-I", "-c", _CHILD,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert child.stdin is not None
+    assert child.stdout is not None
+    try:
+        child.stdin.write(job.encode())
+        child.stdin.close()
+        deadline = time.monotonic() + wall
+        seen = 0
+        while seen < len(requests) * len(DECISIONS):
+            try:
+                line = await asyncio.wait_for(
+                    child.stdout.readline(), max(0.0, deadline - time.monotonic())
+                )
+            except TimeoutError:
+                line = b""
+            if not line:
+                raise Invalid(
+                    f"the policy did not finish its benchmark of {len(requests)} requests "
+                    f"within {wall:.0f} s",
+                    next="Simplify the policy's rules: each decision must take at most "
+                    f"{EVAL_BUDGET} s of CPU plus {EVAL_BUDGET_PER_ITEM * 1000:.0f} ms per "
+                    "write and restricted project.",
+                    field="modules",
+                )
+            seen += 1
+            got: dict[str, Any] = json.loads(line)
+            request = requests[int(got["i"])]
+            spent, budget = float(got["spent"]), budget_for(request)
+            if got["error"] is None and spent > budget:  # an error is judged below
+                raise Invalid(
+                    f"the policy took {spent:.2f} s of CPU to evaluate "
+                    f"{str(got['query']).rsplit('.', 1)[1]} for a {request['principal']['kind']} "
+                    f"with {len(request['intents'])} writes and {len(request['restricted'])} "
+                    f"restricted projects, over its budget of {budget:.2f} s",
+                    next="Simplify the slow rule (an iteration over iterations is the usual "
+                    "cause); the budget keeps one organization's policy from slowing the others.",
+                    field="modules",
+                )
+            _judge(str(got["query"]), got["raw"], got["error"])
+    finally:
+        if child.returncode is None:
+            child.kill()
+        await child.wait()

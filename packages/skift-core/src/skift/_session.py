@@ -115,6 +115,9 @@ class Session:
                 async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
                     self.engine.reading_as(tx, actor)  # reads follow this principal's policy
                     return await fn(tx, actor)
+            except Refused:
+                await self._record_trips(actor)
+                raise
             except TransientError as exc:
                 if attempt == attempts - 1:
                     raise Conflict(
@@ -124,6 +127,23 @@ class Session:
                 # jittered, so the losers of one race do not collide again in lockstep
                 await asyncio.sleep(random.uniform(0.5, 1.5) * 0.01 * min(attempt + 1, 10))
         raise AssertionError("unreachable")
+
+    async def _record_trips(self, actor: Actor) -> None:
+        """An event for each trip of the organization's policy budget (skift._policy): the
+        request that tripped it was refused, so the event has a transaction of its own."""
+        trips = self.engine.take_trips()
+        if not trips:
+            return
+        assert self._org_id is not None
+        async with self.store.transaction(self._org_id) as tx:
+            await tx.append_events(
+                [
+                    await self.engine._event(  # pyright: ignore[reportPrivateUsage]
+                        tx, actor, "policy_over_budget", reason=why
+                    )
+                    for why in trips
+                ]
+            )
 
 
 def no_delegation(on_behalf_of: str | None) -> None:

@@ -1,0 +1,91 @@
+"""An organization's policy evaluates within a budget (issue 29): one organization's slow
+Rego never slows another's calls. A stored policy over the budget on the benchmark requests
+is refused when set; one that runs over it at run time refuses its own organization's
+requests (fail closed, with an event) until an admin changes it, and no other organization
+notices."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+import skift
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+# ~1.5 s of CPU for every request: refused at set time
+SLOW_ALWAYS = """package skift.authz
+
+import rego.v1
+
+unreadable contains "nothing" if {
+    some i in numbers.range(1, 400)
+    some j in numbers.range(1, 400)
+    some k in numbers.range(1, 4)
+    i + j + k < 0
+}
+"""
+
+# slow only for a principal the benchmark never is: passes the set, trips at run time
+SLOW_FOR_MALLORY = """package skift.authz
+
+import rego.v1
+
+unreadable contains "nothing" if {
+    input.principal.name == "mallory"
+    some i in numbers.range(1, 400)
+    some j in numbers.range(1, 400)
+    some k in numbers.range(1, 4)
+    i + j + k < 0
+}
+"""
+
+
+async def test_a_policy_over_the_budget_is_refused_when_set(sk: skift.LocalSkift) -> None:
+    with pytest.raises(skift.Invalid, match="over its budget") as ei:
+        await sk.set_policy({"slow.rego": SLOW_ALWAYS}, reason="try it")
+    assert "Simplify" in ei.value.next
+    assert await sk.policy() == skift.OrgPolicy()
+    await sk.create_project("Still works")
+
+
+@pytest.fixture
+async def local(sk: skift.LocalSkift, store_url: str) -> AsyncIterator[skift.LocalSkift]:
+    """In process over the store under test, to make a second organization."""
+    if store_url == "memory:":
+        yield sk
+        return
+    async with skift.open(store_url.removeprefix("remote+"), principal=skift.User("ada")) as h:
+        yield h
+
+
+@pytest.mark.own_server  # a second organization over the server's database
+async def test_a_policy_over_the_budget_at_run_time_fails_its_organization_closed(
+    sk: skift.LocalSkift, local: skift.LocalSkift
+) -> None:
+    await sk.create_project("Work")
+    await sk.set_policy({"trap.rego": SLOW_FOR_MALLORY}, reason="a trap the benchmark misses")
+    made = await local.create_org("bystanders", admin="bea")
+    bea = await local.authenticate("token", made.token)
+    await bea.create_project("Theirs")
+
+    await sk.add_principal("mallory", "user")
+    mallory = sk.acting_as(skift.User("mallory"))
+    with pytest.raises(skift.Refused, match="over its budget") as ei:
+        await mallory.list_projects()
+    assert "skift policy reset" in ei.value.next
+    # the whole organization is refused from now on, without evaluating the policy
+    with pytest.raises(skift.Refused, match="over its budget"):
+        await sk.list_projects()
+    # another organization never notices
+    assert [p.slug for p in await bea.list_projects()] == ["theirs"]
+
+    # the admin is not locked out: who may reset is the base policy's call
+    await sk.reset_policy(reason="it tripped its budget")
+    assert [p.slug for p in await sk.list_projects()] == ["work"]
+    tripped = [e for e in await sk.events() if e.op == "policy_over_budget"]
+    assert len(tripped) == 1
+    assert tripped[0].principal == "mallory"
+    assert "over its budget" in (tripped[0].reason or "")
