@@ -27,6 +27,7 @@ over one database.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import getpass
 import logging
@@ -34,6 +35,7 @@ import os
 import signal
 import ssl
 import sys
+import time
 from collections.abc import Awaitable, Callable, Generator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,6 +65,13 @@ from ._wire import StrictCodec
 from .board import Board
 
 _log = logging.getLogger("skift_server")
+
+PG_SUPERVISE_EVERY: Final = 0.5
+"""Seconds between two looks at the embedded PostgreSQL's process (it is our child)."""
+PG_RESTARTS: Final = 5
+PG_RESTART_WINDOW: Final = 600.0
+"""At most PG_RESTARTS restarts of the embedded PostgreSQL in this many seconds; past them
+it stays down (a cluster that keeps dying needs a person), and the log says so."""
 
 MEMORY_WARNING: Final = (
     "--memory: serving the in-memory store. NOTHING IS KEPT: every project, node and "
@@ -204,6 +213,8 @@ class SkiftServer:
             self._tasks.append(asyncio.create_task(self._prober(), name="skift-probe"))
         if o.prune_every > 0:
             self._tasks.append(asyncio.create_task(self._pruner(), name="skift-pruner"))
+        if self._cluster is not None:
+            self._tasks.append(asyncio.create_task(self._supervise_pg(), name="skift-pg"))
         if o.webhook_workers > 0:
             worker = DeliveryWorker(
                 self.base.store,
@@ -469,6 +480,66 @@ class SkiftServer:
                 _log.info("store reachable again")
             self._store_ok = ok
             await self._set_health()
+
+    async def _supervise_pg(self) -> None:
+        """Restart the embedded PostgreSQL this server started when it dies (bounded: at most
+        ``PG_RESTARTS`` in ``PG_RESTART_WINDOW`` seconds, then it stays down and says so).
+        The pool and ``/readyz`` recover on their own once it answers (see ``_prober``).
+        A cluster adopted from another process is left as it was found."""
+        cluster = self._cluster
+        restarts: collections.deque[float] = collections.deque()
+        said = False
+        while True:
+            await asyncio.sleep(PG_SUPERVISE_EVERY)
+            if cluster.alive():
+                said = False
+                continue
+            if not cluster.owns_server:
+                if not said:
+                    _log.error(
+                        "the embedded PostgreSQL this server adopted is down; another process "
+                        "started it, so it is not restarted here",
+                        extra={"fields": {"data_dir": str(cluster.data_dir)}},
+                    )
+                    said = True
+                continue
+            now = time.monotonic()
+            while restarts and restarts[0] < now - PG_RESTART_WINDOW:
+                restarts.popleft()
+            if len(restarts) >= PG_RESTARTS:
+                if not said:
+                    _log.error(
+                        "the embedded PostgreSQL keeps dying; not restarting it again",
+                        extra={
+                            "fields": {"restarts": len(restarts), "window_s": PG_RESTART_WINDOW}
+                        },
+                    )
+                    said = True
+                continue
+            restarts.append(now)
+            _log.warning(
+                "the embedded PostgreSQL died; restarting it",
+                extra={
+                    "fields": {
+                        "exit": cluster.exit_code(),
+                        "attempt": len(restarts),
+                        "of": PG_RESTARTS,
+                    }
+                },
+            )
+            try:
+                await asyncio.to_thread(cluster.restart)
+            except Exception as exc:
+                _log.error(
+                    "the embedded PostgreSQL did not start again",
+                    extra={"fields": {"error": _error_text(exc)}},
+                )
+                await asyncio.sleep(min(2.0 ** len(restarts), 30.0))
+            else:
+                _log.info(
+                    "the embedded PostgreSQL is back",
+                    extra={"fields": {"after_s": round(time.monotonic() - now, 2)}},
+                )
 
     async def _probe_store(self) -> None:
         """The store's own ping (PostgreSQL: ``SELECT 1`` on a connection of its own),

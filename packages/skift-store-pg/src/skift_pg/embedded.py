@@ -143,6 +143,12 @@ class EmbeddedCluster:
     it, or an earlier process died without stopping it), ``start()`` connects
     to that server instead of starting a second one, and ``stop()`` leaves it
     running: it only stops a server this object started.
+
+    A server this object starts is its child process (in a session of its own,
+    so it outlives a crash of ours and the next start adopts it): :meth:`alive`
+    reaps it when it dies and :meth:`restart` starts it again on the same port,
+    so a supervisor (``skift serve``) brings it back without a restart of its
+    own. An adopted server is never restarted: it is left as it was found.
     """
 
     def __init__(self, data_dir: Path, *, port: int | None = None, fast: bool = False) -> None:
@@ -155,6 +161,7 @@ class EmbeddedCluster:
         self._dsn: str | None = None
         self._owns_server = False
         self._temp_socket_dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     # -- public API ----------------------------------------------------------
 
@@ -189,6 +196,45 @@ class EmbeddedCluster:
         self._dsn = f"postgresql://{_SUPERUSER}@{_HOST}:{port}/{DATABASE}"
         return self._dsn
 
+    @property
+    def owns_server(self) -> bool:
+        """Whether this object started the running server (else it adopted one, or none)."""
+        return self._owns_server
+
+    def alive(self) -> bool:
+        """Whether the server runs (a server this object started is reaped once it died)."""
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self._postmaster_alive()
+
+    def exit_code(self) -> int | None:
+        """How the server this object started ended (negative: the signal), if it did."""
+        return None if self._proc is None else self._proc.poll()
+
+    def restart(self, *, timeout: float = _PG_CTL_WAIT_SECONDS) -> None:
+        """Start again the server this object started, after it died, on the same port.
+
+        Crash recovery runs first (PostgreSQL replays its WAL). Raises
+        :class:`EmbeddedPostgresError` when it does not accept connections in
+        ``timeout`` seconds; a server adopted from another process is never
+        restarted (RuntimeError).
+        """
+        if not self._owns_server or self._port is None:
+            raise RuntimeError("only a server this object started is restarted")
+        if self.alive():
+            return
+        log_path = self.data_dir / _LOG_FILE
+        log_offset = log_path.stat().st_size if log_path.exists() else 0
+        self._remove_temp_socket_dir()
+        self._spawn(self._port)
+        if not self._wait_started(self._port, timeout):
+            raise self._error(
+                f"PostgreSQL did not start again from {self.data_dir} on port {self._port}.",
+                "",
+                log_text=_read_from(log_path, log_offset),
+            )
+        _log.info("PostgreSQL started again from %s on %s:%d", self.data_dir, _HOST, self._port)
+
     def stop(self) -> None:
         """Stop the server this object started (fast shutdown: sessions are cut, no data lost).
 
@@ -207,6 +253,7 @@ class EmbeddedCluster:
                 if result.returncode != 0 and self._postmaster_alive():
                     raise self._error("PostgreSQL did not stop.", result.stdout)
         finally:
+            self._reap()
             self._remove_temp_socket_dir()
 
     def __enter__(self) -> EmbeddedCluster:
@@ -334,10 +381,11 @@ class EmbeddedCluster:
             self._write_port(port)
             log_path = self.data_dir / _LOG_FILE
             log_offset = log_path.stat().st_size if log_path.exists() else 0
-            result = self._run(self._pg_ctl_start_argv(port), timeout=_PG_CTL_WAIT_SECONDS + 10)
-            if result.returncode == 0:
+            self._spawn(port)
+            if self._wait_started(port, _PG_CTL_WAIT_SECONDS):
                 _log.info("PostgreSQL started from %s on %s:%d", self.data_dir, _HOST, port)
                 return port
+            self._reap()
             self._remove_temp_socket_dir()
             new_log = _read_from(log_path, log_offset)
             # Between our probe and the server's bind another process may take an
@@ -345,32 +393,60 @@ class EmbeddedCluster:
             if explicit or "could not bind" not in new_log or attempt == _PORT_ATTEMPTS:
                 raise self._error(
                     f"PostgreSQL did not start from {self.data_dir} on port {port}.",
-                    result.stdout,
+                    "",
                     log_text=new_log,
                 )
             port = _free_port()
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _pg_ctl_start_argv(self, port: int) -> list[str]:
-        options = ["-p", str(port), "-k", str(self._socket_dir(port))]
-        options += ["-c", f"listen_addresses={_HOST}"]
+    def _postgres_argv(self, port: int) -> list[str]:
+        argv = [str(self._bin / "postgres"), "-D", str(self.data_dir), "-p", str(port)]
+        argv += ["-k", str(self._socket_dir(port)), "-c", f"listen_addresses={_HOST}"]
         if self.fast:
             for setting in _FAST_SETTINGS:
-                options += ["-c", setting]
-        return [
-            "pg_ctl",
-            "start",
-            "-D",
-            str(self.data_dir),
-            "-l",
-            str(self.data_dir / _LOG_FILE),
-            "-w",
-            "-t",
-            _WAIT,
-            # pg_ctl hands -o to the server through /bin/sh.
-            "-o",
-            shlex.join(options),
-        ]
+                argv += ["-c", setting]
+        return argv
+
+    def _spawn(self, port: int) -> None:
+        """Start the postmaster as our child, in a session of its own (a signal to our
+        process group never reaches it, and it outlives us), its output in the log."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        with (self.data_dir / _LOG_FILE).open("ab") as log:
+            self._proc = subprocess.Popen(
+                self._postgres_argv(port),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd="/",
+                env=env,
+                start_new_session=True,
+                user=_NOBODY if self._as_nobody else None,
+                group=_NOBODY if self._as_nobody else None,
+                extra_groups=[] if self._as_nobody else None,
+            )
+
+    def _wait_started(self, port: int, timeout: float) -> bool:
+        """Until the postmaster we spawned accepts connections (True) or exits (False)."""
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                return False
+            try:
+                with psycopg.connect(self._conninfo(port, "postgres"), connect_timeout=2):
+                    return True
+            except psycopg.OperationalError:
+                time.sleep(0.05)
+        self._proc.kill()
+        self._reap()
+        return False
+
+    def _reap(self) -> None:
+        """Collect the exit of the postmaster we spawned (it must be stopping or gone)."""
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=_PG_CTL_WAIT_SECONDS)
+            self._proc = None
 
     def _socket_dir(self, port: int) -> Path:
         """The data directory, or a fresh /tmp directory when its socket path would be too long."""
