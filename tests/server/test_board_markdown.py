@@ -133,16 +133,18 @@ def test_a_page_waits_no_longer_than_its_budget() -> None:
     try:
         with md.page_budget(0.3):
             started = time.monotonic()
-            first = str(md.bounded("**one** unique-a"))
-            second = str(md.bounded("**two** unique-b"))
+            first = str(md.bounded("**one** unique-a" + " " * md.INLINE_CHARS))
+            second = str(md.bounded("**two** unique-b" + " " * md.INLINE_CHARS))
+            short = str(md.bounded("**three**"))  # short: rendered on the page's thread
             waited = time.monotonic() - started
         assert first.startswith('<pre class="md-plain">')
         assert second.startswith('<pre class="md-plain">')
         assert waited < 1.0  # one budget in all, not one per piece
+        assert "<strong>three</strong>" in short
     finally:
         release.set()
         blocker.result()
-    assert "<strong>one</strong>" in str(md.bounded("**one** unique-a"))
+    assert "<strong>one</strong>" in str(md.bounded("**one** unique-a" + " " * md.INLINE_CHARS))
 
 
 def test_a_late_render_is_kept_for_the_next_view() -> None:

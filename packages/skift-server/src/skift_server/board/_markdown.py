@@ -32,9 +32,10 @@ What the board accepts of it:
   ``rel="nofollow noopener noreferrer"``. Anything else stays text.
 
 Bounds: a text longer than :data:`RENDER_CAP` characters is shown unrendered
-(escaped, in a ``<pre>``). Rendering runs on one worker thread of its own, never
-on the event loop: a page renders its templates in a thread, and each piece of
-Markdown waits for the worker at most until the page's budget
+(escaped, in a ``<pre>``). Rendering never runs on the event loop: a page
+renders its templates in a thread; a text of up to :data:`INLINE_CHARS` renders
+there, and a longer one on one worker thread of its own, for which the page
+waits at most until its budget
 (:func:`page_budget`, :data:`PAGE_BUDGET`) is spent; past it the piece is shown
 unrendered and a render not yet started is cancelled. A render that finished
 late is kept (:data:`CACHE_CHARS` of output), so the next view shows it.
@@ -70,6 +71,9 @@ RENDER_CAP: Final = 64 * 1024
 """The longest text (in characters) rendered; a longer one is shown unrendered."""
 PAGE_BUDGET: Final = 0.5
 """Seconds a page waits for its Markdown in all; past them the rest is shown unrendered."""
+INLINE_CHARS: Final = 4 * 1024
+"""A text this short renders on the page's own thread (tens of milliseconds at worst), so a
+worker busy with long texts never holds up ordinary ones."""
 CACHE_CHARS: Final = 8 * 1024 * 1024
 """How much rendered output (in characters) is kept for the next view."""
 
@@ -279,6 +283,8 @@ def bounded(text: str | None) -> Markup:
     if len(text) > RENDER_CAP:
         _log.info("markdown shown unrendered: %d characters is over the cap", len(text))
         return plain(text)
+    if len(text) <= INLINE_CHARS:
+        return render(text)
     cached = _CACHE.get(text)
     if cached is not None:
         return cached
