@@ -82,9 +82,6 @@ async def build(sk: skift.LocalSkift) -> str:
     return s
 
 
-@pytest.mark.in_process(
-    reason="map_authors reaches the server once the ImportArchive request carries it"
-)
 async def test_an_archive_moves_a_project_whole_to_another_org(sk: skift.LocalSkift) -> None:
     s = await build(sk)
     seen: list[tuple[int, int]] = []

@@ -50,7 +50,7 @@ async def test_revoking_a_token_ends_its_sessions_and_codes(
     await local.revoke_token(token.id)
     with pytest.raises(skift.Unauthenticated) as ended:
         await local.session(session.secret)
-    assert "skift board" in ended.value.next
+    assert ended.value.next
     with pytest.raises(skift.Unauthenticated):
         await local.redeem_signin_code(unspent.code)
     await local.session(other.secret)
@@ -60,36 +60,39 @@ async def test_revoking_a_token_ends_its_sessions_and_codes(
 async def test_sign_out_all_ends_a_persons_sessions_and_an_admin_ends_anothers(
     sk: skift.LocalSkift, local: skift.LocalSkift
 ) -> None:
-    first = await local.redeem_signin_code((await local.mint_signin_code()).code)
-    second = await local.redeem_signin_code((await local.mint_signin_code()).code)
-    code = await local.mint_signin_code()
-    listed = await local.board_sessions()
+    """Through the API (on "remote", the ListBoardSessions and EndBoardSessions RPCs); only
+    redeeming a code and using a session are the board's own, in process."""
+    first = await local.redeem_signin_code((await sk.mint_signin_code()).code)
+    second = await local.redeem_signin_code((await sk.mint_signin_code()).code)
+    code = await sk.mint_signin_code()
+    listed = await sk.board_sessions()
     assert [s.id for s in listed] == [first.id, second.id]
     assert all(s.principal == "ada" and s.expires_at > s.created_at for s in listed)
     assert first.secret not in repr(listed)
 
-    bob = local.acting_as(skift.User("bob"))
+    bob = sk.acting_as(skift.User("bob"))
     bobs = await local.redeem_signin_code((await bob.mint_signin_code()).code)
-    assert await bob.board_sessions() != []
+    assert len(await bob.board_sessions()) == 1
 
-    assert await local.end_board_sessions() == 2
+    assert await sk.end_board_sessions() == 2
+    assert await sk.end_board_sessions() == 0  # ending what is ended changes nothing
     for s in (first, second):
         with pytest.raises(skift.Unauthenticated):
             await local.session(s.secret)
     with pytest.raises(skift.Unauthenticated):
         await local.redeem_signin_code(code.code)
-    assert await local.board_sessions() == []
+    assert await sk.board_sessions() == []
     await local.session(bobs.secret)  # another person's are theirs
 
-    # an agent is never an admin: it may not end a person's sessions
-    bot = local.acting_as(skift.Agent("bot"))
+    # an agent is never an admin: it may not read or end a person's sessions
+    bot = sk.acting_as(skift.Agent("bot"))
     with pytest.raises(skift.Refused):
         await bot.end_board_sessions("bob")
     with pytest.raises(skift.Refused):
         await bot.board_sessions("bob")
-    assert len(await local.board_sessions("bob")) == 1
-    assert await local.end_board_sessions("bob") == 1
+    assert len(await sk.board_sessions("bob")) == 1
+    assert await sk.end_board_sessions("bob") == 1
     with pytest.raises(skift.Unauthenticated):
         await local.session(bobs.secret)
     with pytest.raises(skift.NotFound):
-        await local.end_board_sessions("nobody")
+        await sk.end_board_sessions("nobody")

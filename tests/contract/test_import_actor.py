@@ -79,9 +79,6 @@ async def test_an_import_is_the_importers_act(sk: skift.LocalSkift, forged: bool
     assert art.metadata["imported_author"] == original
 
 
-@pytest.mark.in_process(
-    reason="map_authors reaches the server once the ImportArchive request carries it"
-)
 async def test_only_an_admin_maps_authors_by_name_and_says_so(sk: skift.LocalSkift) -> None:
     slug, text = await _archive(sk)
     bob = sk.acting_as(skift.User("bob"))

@@ -238,8 +238,8 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
     Op("check_action", None, local="the server's edge check; remote callers are checked by it"),
     Op("session", None, local="the board's sign-in session, served by the server's HTTP side"),
     Op("end_session", None, local="the board's sign-out, served by the server's HTTP side"),
-    Op("board_sessions", None, local="the board's sessions: no RPC serves them yet"),
-    Op("end_board_sessions", None, local="the board's sessions: no RPC serves them yet"),
+    Op("board_sessions", "ListBoardSessions", R, cli="board sessions"),
+    Op("end_board_sessions", "EndBoardSessions", IDEM, cli="board sign-out"),
     Op("signin_code_owner", None, local="the board's sign-in page, served over HTTP"),
     Op(
         "redeem_signin_code",

@@ -22,7 +22,7 @@ from ._ops import OpLike
 from ._org_limits import OrgLimits
 from ._orgs import OrgCreated, OrgInfo
 from ._policy_records import OrgPolicy
-from ._signin import SigninCode
+from ._signin import SessionInfo, SigninCode
 from ._usage import RateInfo, UsageInfo, UsageReport
 from ._views import (
     Claim,
@@ -231,6 +231,8 @@ class Skift(Protocol):
     async def create_token(self, principal: str) -> TokenInfo: ...
     async def revoke_token(self, token_id: str) -> None: ...
     async def mint_signin_code(self) -> SigninCode: ...
+    async def board_sessions(self, principal: str | None = None) -> list[SessionInfo]: ...
+    async def end_board_sessions(self, principal: str | None = None) -> int: ...
     async def add_comment(
         self,
         ref: str,
@@ -339,6 +341,7 @@ class Skift(Protocol):
         *,
         project: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        map_authors: bool = False,
     ) -> ArchiveImport: ...
     async def export_archive(
         self, project: str, *, progress: Callable[[int, int], None] | None = None

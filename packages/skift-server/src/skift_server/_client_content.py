@@ -332,3 +332,29 @@ class ContentCalls(RemoteBase):
         return skift.SigninCode(
             code=m.code, principal=m.principal, expires_at=m.expires_at, url=m.url
         )
+
+    async def board_sessions(self, principal: str | None = None) -> list[skift.SessionInfo]:
+        """The live board sessions of the caller (or, an admin's call, of ``principal``),
+        oldest first; never their secrets."""
+        req = v1.ListBoardSessionsRequest(principal=principal or "")
+        m = await self._call("ListBoardSessions", req, v1.ListBoardSessionsResponse)
+        out: list[skift.SessionInfo] = []
+        for s in m.sessions:
+            assert s.created_at is not None
+            assert s.expires_at is not None
+            out.append(
+                skift.SessionInfo(
+                    id=s.id,
+                    principal=s.principal,
+                    created_at=s.created_at,
+                    expires_at=s.expires_at,
+                    via=s.via,
+                )
+            )
+        return out
+
+    async def end_board_sessions(self, principal: str | None = None) -> int:
+        """End every board session (and unopened sign-in link) of the caller, or, an admin's
+        call, of ``principal``; returns how many sessions ended."""
+        req = v1.EndBoardSessionsRequest(principal=principal or "")
+        return (await self._call("EndBoardSessions", req, v1.EndBoardSessionsResponse)).ended

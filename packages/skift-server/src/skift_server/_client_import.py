@@ -174,8 +174,9 @@ class ImportCalls(RemoteBase):
         *,
         project: str | None = None,
         progress: Progress | None = None,
+        map_authors: bool = False,
     ) -> skift.ArchiveImport:
-        first = v1.ImportArchiveRequest(project=project or "")
+        first = v1.ImportArchiveRequest(project=project or "", map_authors=map_authors)
         ids: dict[str, str] = {}
         summary: v1.ImportArchiveSummary | None = None
         stream = self._upload(

@@ -186,7 +186,9 @@ async def import_archive(
     first, data = await _upload(requests)
     text = decode_text(data)
     del data
-    res = await sk.import_archive(text, project=first.project or None)
+    res = await sk.import_archive(
+        text, project=first.project or None, map_authors=first.map_authors
+    )
     rest = dict(res.ids)
     await _send_map(send, rest, lambda part: v1.ImportArchiveResponse(ids=part))
     await send(v1.ImportArchiveResponse(ids=rest, summary=archive_summary_pb(res)))

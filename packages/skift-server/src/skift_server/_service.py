@@ -27,7 +27,7 @@ from grpclib.exceptions import GRPCError
 
 import skift
 
-from . import _admin_rpc, _handlers, _import_wire, _webhooks_wire
+from . import _admin_rpc, _handlers, _import_wire, _signin_rpc, _webhooks_wire
 from ._auth import Authenticator
 from ._errors import describe, invalid, to_grpc
 from ._handlers import Handler
@@ -61,7 +61,7 @@ _CARDINALITY: Final = {
     skift.RpcStream.BIDI: grpclib.const.Cardinality.STREAM_STREAM,
 }
 
-HANDLER_MODULES: Final = (_handlers, _admin_rpc, _webhooks_wire, _import_wire)
+HANDLER_MODULES: Final = (_handlers, _admin_rpc, _webhooks_wire, _import_wire, _signin_rpc)
 """Where the handlers live: RPC ``CreateProject`` is served by the function ``create_project``
 of one of them (a unary handler, or a streaming one for a streamed RPC)."""
 

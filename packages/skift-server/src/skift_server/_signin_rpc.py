@@ -1,4 +1,5 @@
-"""The board's RPC: ``MintSigninCode`` (the web board itself is ``skift_server.board``).
+"""The board's RPCs: ``MintSigninCode``, ``ListBoardSessions`` and ``EndBoardSessions`` (the
+web board itself is ``skift_server.board``).
 
 A sign-in code is the caller's (``LocalSkift.mint_signin_code``); the link
 that spends it is the server's knowledge (its ``--http`` or ``--board-url``
@@ -26,3 +27,27 @@ def mint_signin_code(board_link: Callable[[str], str]) -> Handler:
         )
 
     return mint
+
+
+async def list_board_sessions(
+    sk: skift.LocalSkift, r: v1.ListBoardSessionsRequest
+) -> v1.ListBoardSessionsResponse:
+    got = await sk.board_sessions(r.principal or None)
+    return v1.ListBoardSessionsResponse(
+        sessions=[
+            v1.BoardSessionInfo(
+                id=s.id,
+                principal=s.principal,
+                created_at=s.created_at,
+                expires_at=s.expires_at,
+                via=s.via,
+            )
+            for s in got
+        ]
+    )
+
+
+async def end_board_sessions(
+    sk: skift.LocalSkift, r: v1.EndBoardSessionsRequest
+) -> v1.EndBoardSessionsResponse:
+    return v1.EndBoardSessionsResponse(ended=await sk.end_board_sessions(r.principal or None))

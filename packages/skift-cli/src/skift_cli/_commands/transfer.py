@@ -190,11 +190,20 @@ def _write(a: App, text: str, output: str | None, **about: Any) -> None:
 
 @import_.command("archive")
 @click.argument("file", metavar="FILE|-")
+@click.option(
+    "--map-authors",
+    is_flag=True,
+    help="Map the archive's authors to this organization's principals of the same names "
+    "(an admin's call: the lossless move between servers). Without it the history is yours, "
+    "keeping the archive's authors as imported text.",
+)
 @global_options
-def import_archive(file: str) -> None:
+def import_archive(file: str, map_authors: bool) -> None:
     """Import a skift archive (what `skift export` wrote; - reads stdin) as a new project of
     this organization, with everything it held; -p gives it another slug. Every id is new
-    (`--json` maps the old ones to the new); node numbers stay.
+    (`--json` maps the old ones to the new); node numbers stay. The import is your act: its
+    history records you, with the archive's authors as imported text (--map-authors: an
+    admin maps them to principals of the same names).
 
     Example: skift import oauth.skift.jsonl -p oauth-copy
     """
@@ -202,7 +211,9 @@ def import_archive(file: str) -> None:
     slug = a.explicit_project()
     text = read_text(file, "FILE")
     with progress_bar(a, "uploading") as tell:
-        res = a.call(lambda sk: sk.import_archive(text, project=slug, progress=tell))
+        res = a.call(
+            lambda sk: sk.import_archive(text, project=slug, progress=tell, map_authors=map_authors)
+        )
     if a.json:
         a.emit(to_json(res))
         return

@@ -34,6 +34,7 @@ __all__ = (
     "AttachIdentityResponse",
     "Blob",
     "BlobPart",
+    "BoardSessionInfo",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
@@ -67,6 +68,8 @@ __all__ = (
     "EditCommentResponse",
     "EnableWebhookRequest",
     "EnableWebhookResponse",
+    "EndBoardSessionsRequest",
+    "EndBoardSessionsResponse",
     "Error",
     "Event",
     "ExplainRequest",
@@ -113,6 +116,8 @@ __all__ = (
     "Lease",
     "ListArtifactsRequest",
     "ListArtifactsResponse",
+    "ListBoardSessionsRequest",
+    "ListBoardSessionsResponse",
     "ListCommentsRequest",
     "ListCommentsResponse",
     "ListEdgesRequest",
@@ -1136,6 +1141,49 @@ def _make_BlobPart() -> None:
     default_message_pool.register_message("skift.v1", "BlobPart", BlobPart)
 
 
+def _make_BoardSessionInfo() -> None:
+    global BoardSessionInfo
+
+    @dataclass(eq=False, repr=False)
+    class BoardSessionInfo(betterproto2.Message):
+        """
+    A live web board session as its person (or an admin) sees it.
+    """
+
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    Names the session (a ULID); never its secret.
+    """
+
+        principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
+    Whose session it is (a principal's name).
+    """
+
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
+    When it was signed in.
+    """
+
+        expires_at: "datetime.datetime | None" = betterproto2.field(
+            4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
+    When it ends unless signed out (or its credential revoked) before.
+    """
+
+        via: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
+    The identity scheme of the credential that minted its sign-in link
+    (token, unix, oidc; local in process): revoking that credential ends it.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "BoardSessionInfo", BoardSessionInfo)
+
+
 def _make_Cascade() -> None:
     global Cascade
 
@@ -2130,6 +2178,47 @@ def _make_EnableWebhookResponse() -> None:
     default_message_pool.register_message("skift.v1", "EnableWebhookResponse", EnableWebhookResponse)
 
 
+def _make_EndBoardSessionsRequest() -> None:
+    global EndBoardSessionsRequest
+
+    @dataclass(eq=False, repr=False)
+    class EndBoardSessionsRequest(betterproto2.Message):
+        """
+    EndBoardSessions' request.
+    """
+
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    Whose sessions (a principal's name); empty: the caller's own. Another
+    person's are an admin's to end.
+    """
+
+
+    default_message_pool.register_message(
+        "skift.v1", "EndBoardSessionsRequest", EndBoardSessionsRequest
+    )
+
+
+def _make_EndBoardSessionsResponse() -> None:
+    global EndBoardSessionsResponse
+
+    @dataclass(eq=False, repr=False)
+    class EndBoardSessionsResponse(betterproto2.Message):
+        """
+    EndBoardSessions' response.
+    """
+
+        ended: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+        """
+    How many sessions ended.
+    """
+
+
+    default_message_pool.register_message(
+        "skift.v1", "EndBoardSessionsResponse", EndBoardSessionsResponse
+    )
+
+
 def _make_Error() -> None:
     global Error
 
@@ -3065,6 +3154,14 @@ def _make_ImportArchiveRequest() -> None:
     The next chunk of the archive's bytes (a chunk may end anywhere).
     """
 
+        map_authors: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+        """
+    Map the archive's authors to this organization's principals of the same
+    names (an admin's call: the lossless move); unset, the history is the
+    importer's and keeps the archive's authors as imported text. Read from
+    the first message only.
+    """
+
 
     default_message_pool.register_message("skift.v1", "ImportArchiveRequest", ImportArchiveRequest)
 
@@ -3499,6 +3596,51 @@ def _make_ListArtifactsResponse() -> None:
 
 
     default_message_pool.register_message("skift.v1", "ListArtifactsResponse", ListArtifactsResponse)
+
+
+def _make_ListBoardSessionsRequest() -> None:
+    global ListBoardSessionsRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListBoardSessionsRequest(betterproto2.Message):
+        """
+    ============================================================== requests and responses: board sessions
+
+    ListBoardSessions' request.
+    """
+
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    Whose sessions (a principal's name); empty: the caller's own. Another
+    person's are an admin's to read.
+    """
+
+
+    default_message_pool.register_message(
+        "skift.v1", "ListBoardSessionsRequest", ListBoardSessionsRequest
+    )
+
+
+def _make_ListBoardSessionsResponse() -> None:
+    global ListBoardSessionsResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListBoardSessionsResponse(betterproto2.Message):
+        """
+    ListBoardSessions' response.
+    """
+
+        sessions: "list[BoardSessionInfo]" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, repeated=True
+        )
+        """
+    The live sessions, oldest first.
+    """
+
+
+    default_message_pool.register_message(
+        "skift.v1", "ListBoardSessionsResponse", ListBoardSessionsResponse
+    )
 
 
 def _make_ListCommentsRequest() -> None:
@@ -8438,6 +8580,52 @@ def _make_SkiftServiceStub() -> None:
             ):
                 yield response
 
+        async def list_board_sessions(
+            self,
+            message: "ListBoardSessionsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListBoardSessionsResponse":
+            """
+        ---- board sessions (docs/board.md#sessions)
+
+        The live web board sessions of the caller (or, an admin's call, of
+        another person), oldest first; never their secrets.
+        """
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListBoardSessions",
+                message,
+                ListBoardSessionsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
+        async def end_board_sessions(
+            self,
+            message: "EndBoardSessionsRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "EndBoardSessionsResponse":
+            """
+        End every board session and unopened sign-in link of the caller (or, an
+        admin's call, of another person). Ending what is ended changes nothing.
+        """
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/EndBoardSessions",
+                message,
+                EndBoardSessionsResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -9034,6 +9222,28 @@ def _make_SkiftServiceBase() -> None:
             raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
             yield ExportArchiveResponse()
 
+        async def list_board_sessions(
+            self, message: "ListBoardSessionsRequest"
+        ) -> "ListBoardSessionsResponse":
+            """
+        ---- board sessions (docs/board.md#sessions)
+
+        The live web board sessions of the caller (or, an admin's call, of
+        another person), oldest first; never their secrets.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+        async def end_board_sessions(
+            self, message: "EndBoardSessionsRequest"
+        ) -> "EndBoardSessionsResponse":
+            """
+        End every board session and unopened sign-in link of the caller (or, an
+        admin's call, of another person). Ending what is ended changes nothing.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
         async def __rpc_create_project(
             self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
         ) -> None:
@@ -9628,6 +9838,22 @@ def _make_SkiftServiceBase() -> None:
                 request,
             )
 
+        async def __rpc_list_board_sessions(
+            self, stream: "grpclib.server.Stream[ListBoardSessionsRequest, ListBoardSessionsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_board_sessions(request)
+            await stream.send_message(response)
+
+        async def __rpc_end_board_sessions(
+            self, stream: "grpclib.server.Stream[EndBoardSessionsRequest, EndBoardSessionsResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.end_board_sessions(request)
+            await stream.send_message(response)
+
         def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
             return {
                 "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -10068,6 +10294,18 @@ def _make_SkiftServiceBase() -> None:
                     ExportArchiveRequest,
                     ExportArchiveResponse,
                 ),
+                "/skift.v1.SkiftService/ListBoardSessions": grpclib.const.Handler(
+                    self.__rpc_list_board_sessions,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListBoardSessionsRequest,
+                    ListBoardSessionsResponse,
+                ),
+                "/skift.v1.SkiftService/EndBoardSessions": grpclib.const.Handler(
+                    self.__rpc_end_board_sessions,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    EndBoardSessionsRequest,
+                    EndBoardSessionsResponse,
+                ),
             }
 
 
@@ -10099,187 +10337,192 @@ _MAKERS = {
     'AttachIdentityResponse': (23, _make_AttachIdentityResponse, ('Principal', )),
     'Blob': (24, _make_Blob, ()),
     'BlobPart': (25, _make_BlobPart, ()),
-    'Cascade': (26, _make_Cascade, ()),
-    'Claim': (27, _make_Claim, ('CommentsHint', 'Input', 'Lease', 'Node', )),
-    'ClaimNextRequest': (28, _make_ClaimNextRequest, ('NodeFilter', )),
-    'ClaimNextResponse': (29, _make_ClaimNextResponse, ('Claim', )),
-    'ClaimRequest': (30, _make_ClaimRequest, ()),
-    'ClaimResponse': (31, _make_ClaimResponse, ('Claim', )),
-    'ClearFocusRequest': (32, _make_ClearFocusRequest, ()),
-    'ClearFocusResponse': (33, _make_ClearFocusResponse, ('FocusResult', )),
-    'Comment': (34, _make_Comment, ('CommentRevision', 'PrincipalKind', )),
-    'CommentRevision': (35, _make_CommentRevision, ('PrincipalKind', )),
-    'CommentsHint': (36, _make_CommentsHint, ()),
-    'CompleteNodeOp': (37, _make_CompleteNodeOp, ('Artifact', )),
-    'CompleteRequest': (38, _make_CompleteRequest, ('Artifact', )),
-    'CompleteResponse': (39, _make_CompleteResponse, ('PatchResult', )),
-    'CreateNodeOp': (40, _make_CreateNodeOp, ('AssigneeKind', 'Priority', )),
-    'CreateOrgRequest': (41, _make_CreateOrgRequest, ()),
-    'CreateOrgResponse': (42, _make_CreateOrgResponse, ()),
-    'CreateProjectRequest': (43, _make_CreateProjectRequest, ('Priority', )),
-    'CreateProjectResponse': (44, _make_CreateProjectResponse, ('Project', )),
-    'CreateTokenRequest': (45, _make_CreateTokenRequest, ()),
-    'CreateTokenResponse': (46, _make_CreateTokenResponse, ()),
-    'DisableWebhookRequest': (47, _make_DisableWebhookRequest, ()),
-    'DisableWebhookResponse': (48, _make_DisableWebhookResponse, ('Webhook', )),
-    'DropNodeOp': (49, _make_DropNodeOp, ('Cascade', )),
-    'DropNodeRequest': (50, _make_DropNodeRequest, ()),
-    'DropNodeResponse': (51, _make_DropNodeResponse, ('PatchResult', )),
-    'EdgeEnd': (52, _make_EdgeEnd, ('NodeStatus', )),
-    'EdgeInfo': (53, _make_EdgeInfo, ('EdgeEnd', )),
-    'EditCommentRequest': (54, _make_EditCommentRequest, ()),
-    'EditCommentResponse': (55, _make_EditCommentResponse, ('Comment', )),
-    'EnableWebhookRequest': (56, _make_EnableWebhookRequest, ()),
-    'EnableWebhookResponse': (57, _make_EnableWebhookResponse, ('Webhook', )),
-    'Error': (58, _make_Error, ()),
-    'Event': (59, _make_Event, ('PrincipalKind', )),
-    'ExplainRequest': (60, _make_ExplainRequest, ()),
-    'ExplainResponse': (61, _make_ExplainResponse, ('Reason', )),
-    'ExportArchiveRequest': (62, _make_ExportArchiveRequest, ()),
-    'ExportArchiveResponse': (63, _make_ExportArchiveResponse, ()),
-    'ExportBeadsRequest': (64, _make_ExportBeadsRequest, ()),
-    'ExportBeadsResponse': (65, _make_ExportBeadsResponse, ()),
-    'FocusRequest': (66, _make_FocusRequest, ()),
-    'FocusResponse': (67, _make_FocusResponse, ('FocusResult', )),
-    'FocusResult': (68, _make_FocusResult, ()),
-    'GateRequest': (69, _make_GateRequest, ()),
-    'GateResponse': (70, _make_GateResponse, ('PatchResult', )),
-    'GetBlobRequest': (71, _make_GetBlobRequest, ()),
-    'GetBlobResponse': (72, _make_GetBlobResponse, ()),
-    'GetNodeRequest': (73, _make_GetNodeRequest, ()),
-    'GetNodeResponse': (74, _make_GetNodeResponse, ('Node', )),
-    'GetOrgLimitsRequest': (75, _make_GetOrgLimitsRequest, ()),
-    'GetOrgLimitsResponse': (76, _make_GetOrgLimitsResponse, ('OrgLimits', )),
-    'GetPolicyRequest': (77, _make_GetPolicyRequest, ()),
-    'GetPolicyResponse': (78, _make_GetPolicyResponse, ('OrgPolicy', )),
-    'GetProjectRequest': (79, _make_GetProjectRequest, ()),
-    'GetProjectResponse': (80, _make_GetProjectResponse, ('Project', )),
-    'GetProjectUsageRequest': (81, _make_GetProjectUsageRequest, ()),
-    'GetProjectUsageResponse': (82, _make_GetProjectUsageResponse, ('UsageReport', )),
-    'GetUsageRequest': (83, _make_GetUsageRequest, ()),
-    'GetUsageResponse': (84, _make_GetUsageResponse, ('UsageReport', )),
-    'HeartbeatRequest': (85, _make_HeartbeatRequest, ()),
-    'HeartbeatResponse': (86, _make_HeartbeatResponse, ('Lease', )),
-    'HoldNodeOp': (87, _make_HoldNodeOp, ()),
-    'HoldNodeRequest': (88, _make_HoldNodeRequest, ()),
-    'HoldNodeResponse': (89, _make_HoldNodeResponse, ('PatchResult', )),
-    'HoldProjectRequest': (90, _make_HoldProjectRequest, ()),
-    'HoldProjectResponse': (91, _make_HoldProjectResponse, ()),
-    'Identity': (92, _make_Identity, ()),
-    'ImportArchiveRequest': (93, _make_ImportArchiveRequest, ()),
-    'ImportArchiveResponse': (94, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
-    'ImportArchiveSummary': (95, _make_ImportArchiveSummary, ()),
-    'ImportBeadsRequest': (96, _make_ImportBeadsRequest, ()),
-    'ImportBeadsResponse': (97, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
-    'ImportBeadsSummary': (98, _make_ImportBeadsSummary, ()),
-    'Input': (99, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
-    'Labels': (100, _make_Labels, ()),
-    'Lease': (101, _make_Lease, ('ReleaseReason', )),
-    'ListArtifactsRequest': (102, _make_ListArtifactsRequest, ()),
-    'ListArtifactsResponse': (103, _make_ListArtifactsResponse, ('ArtifactInfo', )),
-    'ListCommentsRequest': (104, _make_ListCommentsRequest, ()),
-    'ListCommentsResponse': (105, _make_ListCommentsResponse, ('Comment', )),
-    'ListEdgesRequest': (106, _make_ListEdgesRequest, ()),
-    'ListEdgesResponse': (107, _make_ListEdgesResponse, ('EdgeInfo', )),
-    'ListEventsRequest': (108, _make_ListEventsRequest, ()),
-    'ListEventsResponse': (109, _make_ListEventsResponse, ('Event', )),
-    'ListInputsRequest': (110, _make_ListInputsRequest, ()),
-    'ListInputsResponse': (111, _make_ListInputsResponse, ('Input', )),
-    'ListLeasesRequest': (112, _make_ListLeasesRequest, ()),
-    'ListLeasesResponse': (113, _make_ListLeasesResponse, ('Lease', )),
-    'ListLiveLeasesRequest': (114, _make_ListLiveLeasesRequest, ()),
-    'ListLiveLeasesResponse': (115, _make_ListLiveLeasesResponse, ('Lease', )),
-    'ListNodesRequest': (116, _make_ListNodesRequest, ('NodeFilter', )),
-    'ListNodesResponse': (117, _make_ListNodesResponse, ('Node', )),
-    'ListOrgsRequest': (118, _make_ListOrgsRequest, ()),
-    'ListOrgsResponse': (119, _make_ListOrgsResponse, ('Org', )),
-    'ListPrincipalsRequest': (120, _make_ListPrincipalsRequest, ()),
-    'ListPrincipalsResponse': (121, _make_ListPrincipalsResponse, ('Principal', )),
-    'ListProjectsRequest': (122, _make_ListProjectsRequest, ()),
-    'ListProjectsResponse': (123, _make_ListProjectsResponse, ('Project', )),
-    'ListRatesRequest': (124, _make_ListRatesRequest, ()),
-    'ListRatesResponse': (125, _make_ListRatesResponse, ('Rate', )),
-    'ListWebhookDeliveriesRequest': (126, _make_ListWebhookDeliveriesRequest, ()),
-    'ListWebhookDeliveriesResponse': (127, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
-    'ListWebhooksRequest': (128, _make_ListWebhooksRequest, ()),
-    'ListWebhooksResponse': (129, _make_ListWebhooksResponse, ('Webhook', )),
-    'MintSigninCodeRequest': (130, _make_MintSigninCodeRequest, ()),
-    'MintSigninCodeResponse': (131, _make_MintSigninCodeResponse, ()),
-    'Node': (132, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
-    'NodeFilter': (133, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
-    'Org': (134, _make_Org, ()),
-    'OrgLimits': (135, _make_OrgLimits, ()),
-    'OrgPolicy': (136, _make_OrgPolicy, ('PolicyModule', )),
-    'Part': (137, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
-    'PatchOp': (138, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
-    'PatchRequest': (139, _make_PatchRequest, ('PatchOp', )),
-    'PatchResponse': (140, _make_PatchResponse, ('PatchResult', )),
-    'PatchResult': (141, _make_PatchResult, ('Node', )),
-    'PolicyModule': (142, _make_PolicyModule, ()),
-    'Principal': (143, _make_Principal, ('Identity', 'PrincipalKind', )),
-    'Project': (144, _make_Project, ('Priority', )),
-    'PutBlobRequest': (145, _make_PutBlobRequest, ()),
-    'PutBlobResponse': (146, _make_PutBlobResponse, ('Blob', )),
-    'Rate': (147, _make_Rate, ()),
-    'ReadyRequest': (148, _make_ReadyRequest, ('NodeFilter', )),
-    'ReadyResponse': (149, _make_ReadyResponse, ('Node', )),
-    'Reason': (150, _make_Reason, ()),
-    'RecordUsageRequest': (151, _make_RecordUsageRequest, ()),
-    'RecordUsageResponse': (152, _make_RecordUsageResponse, ('UsageRecord', )),
-    'RedeliverWebhookRequest': (153, _make_RedeliverWebhookRequest, ()),
-    'RedeliverWebhookResponse': (154, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
-    'ReferencePart': (155, _make_ReferencePart, ()),
-    'ReleaseRequest': (156, _make_ReleaseRequest, ('ReleaseReason', )),
-    'ReleaseResponse': (157, _make_ReleaseResponse, ('Node', )),
-    'RemoveEdgeOp': (158, _make_RemoveEdgeOp, ()),
-    'ReopenNodeOp': (159, _make_ReopenNodeOp, ()),
-    'ReopenNodeRequest': (160, _make_ReopenNodeRequest, ()),
-    'ReopenNodeResponse': (161, _make_ReopenNodeResponse, ('PatchResult', )),
-    'ResetPolicyRequest': (162, _make_ResetPolicyRequest, ()),
-    'ResetPolicyResponse': (163, _make_ResetPolicyResponse, ('OrgPolicy', )),
-    'ResolveCommentRequest': (164, _make_ResolveCommentRequest, ()),
-    'ResolveCommentResponse': (165, _make_ResolveCommentResponse, ('Comment', )),
-    'ResolveNodeRequest': (166, _make_ResolveNodeRequest, ()),
-    'ResolveNodeResponse': (167, _make_ResolveNodeResponse, ()),
-    'RestrictProjectRequest': (168, _make_RestrictProjectRequest, ()),
-    'RestrictProjectResponse': (169, _make_RestrictProjectResponse, ('Project', )),
-    'RevokeTokenRequest': (170, _make_RevokeTokenRequest, ()),
-    'RevokeTokenResponse': (171, _make_RevokeTokenResponse, ()),
-    'RotateWebhookSecretRequest': (172, _make_RotateWebhookSecretRequest, ()),
-    'RotateWebhookSecretResponse': (173, _make_RotateWebhookSecretResponse, ('Webhook', )),
-    'SearchHit': (174, _make_SearchHit, ('Node', )),
-    'SearchRequest': (175, _make_SearchRequest, ()),
-    'SearchResponse': (176, _make_SearchResponse, ('SearchHit', )),
-    'SetOrgLimitsRequest': (177, _make_SetOrgLimitsRequest, ()),
-    'SetOrgLimitsResponse': (178, _make_SetOrgLimitsResponse, ('OrgLimits', )),
-    'SetPolicyRequest': (179, _make_SetPolicyRequest, ('PolicyModule', )),
-    'SetPolicyResponse': (180, _make_SetPolicyResponse, ('OrgPolicy', )),
-    'SetRateRequest': (181, _make_SetRateRequest, ()),
-    'SetRateResponse': (182, _make_SetRateResponse, ('Rate', )),
-    'SweepExpiredRequest': (183, _make_SweepExpiredRequest, ()),
-    'SweepExpiredResponse': (184, _make_SweepExpiredResponse, ()),
-    'TestWebhookRequest': (185, _make_TestWebhookRequest, ()),
-    'TestWebhookResponse': (186, _make_TestWebhookResponse, ('WebhookDelivery', )),
-    'TextPart': (187, _make_TextPart, ()),
-    'TokenTotals': (188, _make_TokenTotals, ()),
-    'UnholdNodeOp': (189, _make_UnholdNodeOp, ()),
-    'UnholdNodeRequest': (190, _make_UnholdNodeRequest, ()),
-    'UnholdNodeResponse': (191, _make_UnholdNodeResponse, ('PatchResult', )),
-    'UnholdProjectRequest': (192, _make_UnholdProjectRequest, ()),
-    'UnholdProjectResponse': (193, _make_UnholdProjectResponse, ()),
-    'UnrestrictProjectRequest': (194, _make_UnrestrictProjectRequest, ()),
-    'UnrestrictProjectResponse': (195, _make_UnrestrictProjectResponse, ('Project', )),
-    'UpdateNodeOp': (196, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
-    'UpdateProjectRequest': (197, _make_UpdateProjectRequest, ('Priority', )),
-    'UpdateProjectResponse': (198, _make_UpdateProjectResponse, ('Project', )),
-    'UsageRecord': (199, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
-    'UsageReport': (200, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
-    'WatchEventsRequest': (201, _make_WatchEventsRequest, ()),
-    'WatchEventsResponse': (202, _make_WatchEventsResponse, ('Event', )),
-    'Webhook': (203, _make_Webhook, ()),
-    'WebhookDelivery': (204, _make_WebhookDelivery, ('DeliveryState', )),
-    'SkiftServiceStub': (205, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
-    'SkiftServiceBase': (206, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
+    'BoardSessionInfo': (26, _make_BoardSessionInfo, ()),
+    'Cascade': (27, _make_Cascade, ()),
+    'Claim': (28, _make_Claim, ('CommentsHint', 'Input', 'Lease', 'Node', )),
+    'ClaimNextRequest': (29, _make_ClaimNextRequest, ('NodeFilter', )),
+    'ClaimNextResponse': (30, _make_ClaimNextResponse, ('Claim', )),
+    'ClaimRequest': (31, _make_ClaimRequest, ()),
+    'ClaimResponse': (32, _make_ClaimResponse, ('Claim', )),
+    'ClearFocusRequest': (33, _make_ClearFocusRequest, ()),
+    'ClearFocusResponse': (34, _make_ClearFocusResponse, ('FocusResult', )),
+    'Comment': (35, _make_Comment, ('CommentRevision', 'PrincipalKind', )),
+    'CommentRevision': (36, _make_CommentRevision, ('PrincipalKind', )),
+    'CommentsHint': (37, _make_CommentsHint, ()),
+    'CompleteNodeOp': (38, _make_CompleteNodeOp, ('Artifact', )),
+    'CompleteRequest': (39, _make_CompleteRequest, ('Artifact', )),
+    'CompleteResponse': (40, _make_CompleteResponse, ('PatchResult', )),
+    'CreateNodeOp': (41, _make_CreateNodeOp, ('AssigneeKind', 'Priority', )),
+    'CreateOrgRequest': (42, _make_CreateOrgRequest, ()),
+    'CreateOrgResponse': (43, _make_CreateOrgResponse, ()),
+    'CreateProjectRequest': (44, _make_CreateProjectRequest, ('Priority', )),
+    'CreateProjectResponse': (45, _make_CreateProjectResponse, ('Project', )),
+    'CreateTokenRequest': (46, _make_CreateTokenRequest, ()),
+    'CreateTokenResponse': (47, _make_CreateTokenResponse, ()),
+    'DisableWebhookRequest': (48, _make_DisableWebhookRequest, ()),
+    'DisableWebhookResponse': (49, _make_DisableWebhookResponse, ('Webhook', )),
+    'DropNodeOp': (50, _make_DropNodeOp, ('Cascade', )),
+    'DropNodeRequest': (51, _make_DropNodeRequest, ()),
+    'DropNodeResponse': (52, _make_DropNodeResponse, ('PatchResult', )),
+    'EdgeEnd': (53, _make_EdgeEnd, ('NodeStatus', )),
+    'EdgeInfo': (54, _make_EdgeInfo, ('EdgeEnd', )),
+    'EditCommentRequest': (55, _make_EditCommentRequest, ()),
+    'EditCommentResponse': (56, _make_EditCommentResponse, ('Comment', )),
+    'EnableWebhookRequest': (57, _make_EnableWebhookRequest, ()),
+    'EnableWebhookResponse': (58, _make_EnableWebhookResponse, ('Webhook', )),
+    'EndBoardSessionsRequest': (59, _make_EndBoardSessionsRequest, ()),
+    'EndBoardSessionsResponse': (60, _make_EndBoardSessionsResponse, ()),
+    'Error': (61, _make_Error, ()),
+    'Event': (62, _make_Event, ('PrincipalKind', )),
+    'ExplainRequest': (63, _make_ExplainRequest, ()),
+    'ExplainResponse': (64, _make_ExplainResponse, ('Reason', )),
+    'ExportArchiveRequest': (65, _make_ExportArchiveRequest, ()),
+    'ExportArchiveResponse': (66, _make_ExportArchiveResponse, ()),
+    'ExportBeadsRequest': (67, _make_ExportBeadsRequest, ()),
+    'ExportBeadsResponse': (68, _make_ExportBeadsResponse, ()),
+    'FocusRequest': (69, _make_FocusRequest, ()),
+    'FocusResponse': (70, _make_FocusResponse, ('FocusResult', )),
+    'FocusResult': (71, _make_FocusResult, ()),
+    'GateRequest': (72, _make_GateRequest, ()),
+    'GateResponse': (73, _make_GateResponse, ('PatchResult', )),
+    'GetBlobRequest': (74, _make_GetBlobRequest, ()),
+    'GetBlobResponse': (75, _make_GetBlobResponse, ()),
+    'GetNodeRequest': (76, _make_GetNodeRequest, ()),
+    'GetNodeResponse': (77, _make_GetNodeResponse, ('Node', )),
+    'GetOrgLimitsRequest': (78, _make_GetOrgLimitsRequest, ()),
+    'GetOrgLimitsResponse': (79, _make_GetOrgLimitsResponse, ('OrgLimits', )),
+    'GetPolicyRequest': (80, _make_GetPolicyRequest, ()),
+    'GetPolicyResponse': (81, _make_GetPolicyResponse, ('OrgPolicy', )),
+    'GetProjectRequest': (82, _make_GetProjectRequest, ()),
+    'GetProjectResponse': (83, _make_GetProjectResponse, ('Project', )),
+    'GetProjectUsageRequest': (84, _make_GetProjectUsageRequest, ()),
+    'GetProjectUsageResponse': (85, _make_GetProjectUsageResponse, ('UsageReport', )),
+    'GetUsageRequest': (86, _make_GetUsageRequest, ()),
+    'GetUsageResponse': (87, _make_GetUsageResponse, ('UsageReport', )),
+    'HeartbeatRequest': (88, _make_HeartbeatRequest, ()),
+    'HeartbeatResponse': (89, _make_HeartbeatResponse, ('Lease', )),
+    'HoldNodeOp': (90, _make_HoldNodeOp, ()),
+    'HoldNodeRequest': (91, _make_HoldNodeRequest, ()),
+    'HoldNodeResponse': (92, _make_HoldNodeResponse, ('PatchResult', )),
+    'HoldProjectRequest': (93, _make_HoldProjectRequest, ()),
+    'HoldProjectResponse': (94, _make_HoldProjectResponse, ()),
+    'Identity': (95, _make_Identity, ()),
+    'ImportArchiveRequest': (96, _make_ImportArchiveRequest, ()),
+    'ImportArchiveResponse': (97, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
+    'ImportArchiveSummary': (98, _make_ImportArchiveSummary, ()),
+    'ImportBeadsRequest': (99, _make_ImportBeadsRequest, ()),
+    'ImportBeadsResponse': (100, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
+    'ImportBeadsSummary': (101, _make_ImportBeadsSummary, ()),
+    'Input': (102, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
+    'Labels': (103, _make_Labels, ()),
+    'Lease': (104, _make_Lease, ('ReleaseReason', )),
+    'ListArtifactsRequest': (105, _make_ListArtifactsRequest, ()),
+    'ListArtifactsResponse': (106, _make_ListArtifactsResponse, ('ArtifactInfo', )),
+    'ListBoardSessionsRequest': (107, _make_ListBoardSessionsRequest, ()),
+    'ListBoardSessionsResponse': (108, _make_ListBoardSessionsResponse, ('BoardSessionInfo', )),
+    'ListCommentsRequest': (109, _make_ListCommentsRequest, ()),
+    'ListCommentsResponse': (110, _make_ListCommentsResponse, ('Comment', )),
+    'ListEdgesRequest': (111, _make_ListEdgesRequest, ()),
+    'ListEdgesResponse': (112, _make_ListEdgesResponse, ('EdgeInfo', )),
+    'ListEventsRequest': (113, _make_ListEventsRequest, ()),
+    'ListEventsResponse': (114, _make_ListEventsResponse, ('Event', )),
+    'ListInputsRequest': (115, _make_ListInputsRequest, ()),
+    'ListInputsResponse': (116, _make_ListInputsResponse, ('Input', )),
+    'ListLeasesRequest': (117, _make_ListLeasesRequest, ()),
+    'ListLeasesResponse': (118, _make_ListLeasesResponse, ('Lease', )),
+    'ListLiveLeasesRequest': (119, _make_ListLiveLeasesRequest, ()),
+    'ListLiveLeasesResponse': (120, _make_ListLiveLeasesResponse, ('Lease', )),
+    'ListNodesRequest': (121, _make_ListNodesRequest, ('NodeFilter', )),
+    'ListNodesResponse': (122, _make_ListNodesResponse, ('Node', )),
+    'ListOrgsRequest': (123, _make_ListOrgsRequest, ()),
+    'ListOrgsResponse': (124, _make_ListOrgsResponse, ('Org', )),
+    'ListPrincipalsRequest': (125, _make_ListPrincipalsRequest, ()),
+    'ListPrincipalsResponse': (126, _make_ListPrincipalsResponse, ('Principal', )),
+    'ListProjectsRequest': (127, _make_ListProjectsRequest, ()),
+    'ListProjectsResponse': (128, _make_ListProjectsResponse, ('Project', )),
+    'ListRatesRequest': (129, _make_ListRatesRequest, ()),
+    'ListRatesResponse': (130, _make_ListRatesResponse, ('Rate', )),
+    'ListWebhookDeliveriesRequest': (131, _make_ListWebhookDeliveriesRequest, ()),
+    'ListWebhookDeliveriesResponse': (132, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
+    'ListWebhooksRequest': (133, _make_ListWebhooksRequest, ()),
+    'ListWebhooksResponse': (134, _make_ListWebhooksResponse, ('Webhook', )),
+    'MintSigninCodeRequest': (135, _make_MintSigninCodeRequest, ()),
+    'MintSigninCodeResponse': (136, _make_MintSigninCodeResponse, ()),
+    'Node': (137, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
+    'NodeFilter': (138, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
+    'Org': (139, _make_Org, ()),
+    'OrgLimits': (140, _make_OrgLimits, ()),
+    'OrgPolicy': (141, _make_OrgPolicy, ('PolicyModule', )),
+    'Part': (142, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
+    'PatchOp': (143, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
+    'PatchRequest': (144, _make_PatchRequest, ('PatchOp', )),
+    'PatchResponse': (145, _make_PatchResponse, ('PatchResult', )),
+    'PatchResult': (146, _make_PatchResult, ('Node', )),
+    'PolicyModule': (147, _make_PolicyModule, ()),
+    'Principal': (148, _make_Principal, ('Identity', 'PrincipalKind', )),
+    'Project': (149, _make_Project, ('Priority', )),
+    'PutBlobRequest': (150, _make_PutBlobRequest, ()),
+    'PutBlobResponse': (151, _make_PutBlobResponse, ('Blob', )),
+    'Rate': (152, _make_Rate, ()),
+    'ReadyRequest': (153, _make_ReadyRequest, ('NodeFilter', )),
+    'ReadyResponse': (154, _make_ReadyResponse, ('Node', )),
+    'Reason': (155, _make_Reason, ()),
+    'RecordUsageRequest': (156, _make_RecordUsageRequest, ()),
+    'RecordUsageResponse': (157, _make_RecordUsageResponse, ('UsageRecord', )),
+    'RedeliverWebhookRequest': (158, _make_RedeliverWebhookRequest, ()),
+    'RedeliverWebhookResponse': (159, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
+    'ReferencePart': (160, _make_ReferencePart, ()),
+    'ReleaseRequest': (161, _make_ReleaseRequest, ('ReleaseReason', )),
+    'ReleaseResponse': (162, _make_ReleaseResponse, ('Node', )),
+    'RemoveEdgeOp': (163, _make_RemoveEdgeOp, ()),
+    'ReopenNodeOp': (164, _make_ReopenNodeOp, ()),
+    'ReopenNodeRequest': (165, _make_ReopenNodeRequest, ()),
+    'ReopenNodeResponse': (166, _make_ReopenNodeResponse, ('PatchResult', )),
+    'ResetPolicyRequest': (167, _make_ResetPolicyRequest, ()),
+    'ResetPolicyResponse': (168, _make_ResetPolicyResponse, ('OrgPolicy', )),
+    'ResolveCommentRequest': (169, _make_ResolveCommentRequest, ()),
+    'ResolveCommentResponse': (170, _make_ResolveCommentResponse, ('Comment', )),
+    'ResolveNodeRequest': (171, _make_ResolveNodeRequest, ()),
+    'ResolveNodeResponse': (172, _make_ResolveNodeResponse, ()),
+    'RestrictProjectRequest': (173, _make_RestrictProjectRequest, ()),
+    'RestrictProjectResponse': (174, _make_RestrictProjectResponse, ('Project', )),
+    'RevokeTokenRequest': (175, _make_RevokeTokenRequest, ()),
+    'RevokeTokenResponse': (176, _make_RevokeTokenResponse, ()),
+    'RotateWebhookSecretRequest': (177, _make_RotateWebhookSecretRequest, ()),
+    'RotateWebhookSecretResponse': (178, _make_RotateWebhookSecretResponse, ('Webhook', )),
+    'SearchHit': (179, _make_SearchHit, ('Node', )),
+    'SearchRequest': (180, _make_SearchRequest, ()),
+    'SearchResponse': (181, _make_SearchResponse, ('SearchHit', )),
+    'SetOrgLimitsRequest': (182, _make_SetOrgLimitsRequest, ()),
+    'SetOrgLimitsResponse': (183, _make_SetOrgLimitsResponse, ('OrgLimits', )),
+    'SetPolicyRequest': (184, _make_SetPolicyRequest, ('PolicyModule', )),
+    'SetPolicyResponse': (185, _make_SetPolicyResponse, ('OrgPolicy', )),
+    'SetRateRequest': (186, _make_SetRateRequest, ()),
+    'SetRateResponse': (187, _make_SetRateResponse, ('Rate', )),
+    'SweepExpiredRequest': (188, _make_SweepExpiredRequest, ()),
+    'SweepExpiredResponse': (189, _make_SweepExpiredResponse, ()),
+    'TestWebhookRequest': (190, _make_TestWebhookRequest, ()),
+    'TestWebhookResponse': (191, _make_TestWebhookResponse, ('WebhookDelivery', )),
+    'TextPart': (192, _make_TextPart, ()),
+    'TokenTotals': (193, _make_TokenTotals, ()),
+    'UnholdNodeOp': (194, _make_UnholdNodeOp, ()),
+    'UnholdNodeRequest': (195, _make_UnholdNodeRequest, ()),
+    'UnholdNodeResponse': (196, _make_UnholdNodeResponse, ('PatchResult', )),
+    'UnholdProjectRequest': (197, _make_UnholdProjectRequest, ()),
+    'UnholdProjectResponse': (198, _make_UnholdProjectResponse, ()),
+    'UnrestrictProjectRequest': (199, _make_UnrestrictProjectRequest, ()),
+    'UnrestrictProjectResponse': (200, _make_UnrestrictProjectResponse, ('Project', )),
+    'UpdateNodeOp': (201, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
+    'UpdateProjectRequest': (202, _make_UpdateProjectRequest, ('Priority', )),
+    'UpdateProjectResponse': (203, _make_UpdateProjectResponse, ('Project', )),
+    'UsageRecord': (204, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
+    'UsageReport': (205, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
+    'WatchEventsRequest': (206, _make_WatchEventsRequest, ()),
+    'WatchEventsResponse': (207, _make_WatchEventsResponse, ('Event', )),
+    'Webhook': (208, _make_Webhook, ()),
+    'WebhookDelivery': (209, _make_WebhookDelivery, ('DeliveryState', )),
+    'SkiftServiceStub': (210, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
+    'SkiftServiceBase': (211, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
 }
 _MAKING = __import__("threading").RLock()
 

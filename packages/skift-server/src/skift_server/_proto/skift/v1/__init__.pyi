@@ -27,6 +27,7 @@ __all__ = (
     "AttachIdentityResponse",
     "Blob",
     "BlobPart",
+    "BoardSessionInfo",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
@@ -60,6 +61,8 @@ __all__ = (
     "EditCommentResponse",
     "EnableWebhookRequest",
     "EnableWebhookResponse",
+    "EndBoardSessionsRequest",
+    "EndBoardSessionsResponse",
     "Error",
     "Event",
     "ExplainRequest",
@@ -106,6 +109,8 @@ __all__ = (
     "Lease",
     "ListArtifactsRequest",
     "ListArtifactsResponse",
+    "ListBoardSessionsRequest",
+    "ListBoardSessionsResponse",
     "ListCommentsRequest",
     "ListCommentsResponse",
     "ListEdgesRequest",
@@ -1052,6 +1057,46 @@ default_message_pool.register_message("skift.v1", "BlobPart", BlobPart)
 
 
 @dataclass(eq=False, repr=False)
+class BoardSessionInfo(betterproto2.Message):
+    """
+    A live web board session as its person (or an admin) sees it.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Names the session (a ULID); never its secret.
+    """
+
+    principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Whose session it is (a principal's name).
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        3, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was signed in.
+    """
+
+    expires_at: "datetime.datetime | None" = betterproto2.field(
+        4, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it ends unless signed out (or its credential revoked) before.
+    """
+
+    via: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    The identity scheme of the credential that minted its sign-in link
+    (token, unix, oidc; local in process): revoking that credential ends it.
+    """
+
+
+default_message_pool.register_message("skift.v1", "BoardSessionInfo", BoardSessionInfo)
+
+
+@dataclass(eq=False, repr=False)
 class Cascade(betterproto2.Message):
     """
     The blast radius a cascading drop states before it runs.
@@ -1950,6 +1995,41 @@ default_message_pool.register_message("skift.v1", "EnableWebhookResponse", Enabl
 
 
 @dataclass(eq=False, repr=False)
+class EndBoardSessionsRequest(betterproto2.Message):
+    """
+    EndBoardSessions' request.
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Whose sessions (a principal's name); empty: the caller's own. Another
+    person's are an admin's to end.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "EndBoardSessionsRequest", EndBoardSessionsRequest
+)
+
+
+@dataclass(eq=False, repr=False)
+class EndBoardSessionsResponse(betterproto2.Message):
+    """
+    EndBoardSessions' response.
+    """
+
+    ended: "int" = betterproto2.field(1, betterproto2.TYPE_INT32)
+    """
+    How many sessions ended.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "EndBoardSessionsResponse", EndBoardSessionsResponse
+)
+
+
+@dataclass(eq=False, repr=False)
 class Error(betterproto2.Message):
     """
     ============================================================== errors
@@ -2776,6 +2856,14 @@ class ImportArchiveRequest(betterproto2.Message):
     The next chunk of the archive's bytes (a chunk may end anywhere).
     """
 
+    map_authors: "bool" = betterproto2.field(3, betterproto2.TYPE_BOOL)
+    """
+    Map the archive's authors to this organization's principals of the same
+    names (an admin's call: the lossless move); unset, the history is the
+    importer's and keeps the archive's authors as imported text. Read from
+    the first message only.
+    """
+
 
 default_message_pool.register_message("skift.v1", "ImportArchiveRequest", ImportArchiveRequest)
 
@@ -3180,6 +3268,45 @@ class ListArtifactsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ListArtifactsResponse", ListArtifactsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListBoardSessionsRequest(betterproto2.Message):
+    """
+    ============================================================== requests and responses: board sessions
+
+    ListBoardSessions' request.
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    Whose sessions (a principal's name); empty: the caller's own. Another
+    person's are an admin's to read.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "ListBoardSessionsRequest", ListBoardSessionsRequest
+)
+
+
+@dataclass(eq=False, repr=False)
+class ListBoardSessionsResponse(betterproto2.Message):
+    """
+    ListBoardSessions' response.
+    """
+
+    sessions: "list[BoardSessionInfo]" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, repeated=True
+    )
+    """
+    The live sessions, oldest first.
+    """
+
+
+default_message_pool.register_message(
+    "skift.v1", "ListBoardSessionsResponse", ListBoardSessionsResponse
+)
 
 
 @dataclass(eq=False, repr=False)
@@ -7813,6 +7940,52 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         ):
             yield response
 
+    async def list_board_sessions(
+        self,
+        message: "ListBoardSessionsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListBoardSessionsResponse":
+        """
+        ---- board sessions (docs/board.md#sessions)
+
+        The live web board sessions of the caller (or, an admin's call, of
+        another person), oldest first; never their secrets.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListBoardSessions",
+            message,
+            ListBoardSessionsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def end_board_sessions(
+        self,
+        message: "EndBoardSessionsRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "EndBoardSessionsResponse":
+        """
+        End every board session and unopened sign-in link of the caller (or, an
+        admin's call, of another person). Ending what is ended changes nothing.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/EndBoardSessions",
+            message,
+            EndBoardSessionsResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -8405,6 +8578,28 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
         yield ExportArchiveResponse()
+
+    async def list_board_sessions(
+        self, message: "ListBoardSessionsRequest"
+    ) -> "ListBoardSessionsResponse":
+        """
+        ---- board sessions (docs/board.md#sessions)
+
+        The live web board sessions of the caller (or, an admin's call, of
+        another person), oldest first; never their secrets.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def end_board_sessions(
+        self, message: "EndBoardSessionsRequest"
+    ) -> "EndBoardSessionsResponse":
+        """
+        End every board session and unopened sign-in link of the caller (or, an
+        admin's call, of another person). Ending what is ended changes nothing.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
@@ -9000,6 +9195,22 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
             request,
         )
 
+    async def __rpc_list_board_sessions(
+        self, stream: "grpclib.server.Stream[ListBoardSessionsRequest, ListBoardSessionsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_board_sessions(request)
+        await stream.send_message(response)
+
+    async def __rpc_end_board_sessions(
+        self, stream: "grpclib.server.Stream[EndBoardSessionsRequest, EndBoardSessionsResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.end_board_sessions(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -9439,5 +9650,17 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_STREAM,
                 ExportArchiveRequest,
                 ExportArchiveResponse,
+            ),
+            "/skift.v1.SkiftService/ListBoardSessions": grpclib.const.Handler(
+                self.__rpc_list_board_sessions,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListBoardSessionsRequest,
+                ListBoardSessionsResponse,
+            ),
+            "/skift.v1.SkiftService/EndBoardSessions": grpclib.const.Handler(
+                self.__rpc_end_board_sessions,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                EndBoardSessionsRequest,
+                EndBoardSessionsResponse,
             ),
         }
