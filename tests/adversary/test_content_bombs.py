@@ -1,25 +1,26 @@
-"""Content and policy a hostile organization stores cannot stall another's calls (issue 29's
-rows "one gate whose body is 64 KiB of ``![``", "3,000 ``>``", "one organization's stored
-policy with a heavy rule" and "two usage records of 2^63-1 tokens").
+"""Content, credentials and policy a hostile organization brings cannot stall another's
+calls (issue 29's rows "one gate whose body is 64 KiB of ``![``", "3,000 ``>``", "one
+organization's stored policy with a heavy rule", "two usage records of 2^63-1 tokens" and
+"a huge ``exp`` in an OIDC token").
 
 Each attack runs against a real ``skift serve`` (gRPC on loopback TCP, the board on
-loopback HTTP, PostgreSQL) from the ``attackers`` organization, bounded in count and time,
-while a person of the ``bystanders`` organization reads ListProjects every 50 ms; the
-bystander's p95 stays under a second and nothing answers INTERNAL.
-
-(The OIDC ``exp`` row is tests/server/test_oidc.py, through a real ``skift serve
---oidc-issuer``; the kill -9 of the embedded PostgreSQL is
-tests/faults/test_embedded_supervision.py.)
+loopback HTTP, PostgreSQL; ``--oidc-issuer`` with keys made here) from the ``attackers``
+organization, bounded in count and time, while a person of the ``bystanders``
+organization reads ListProjects every 50 ms; the bystander's p95 stays under a second
+and nothing answers INTERNAL. (The kill -9 of the embedded PostgreSQL is
+tests/faults/test_embedded_supervision.py: it needs a cluster the server starts.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import statistics
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -51,13 +52,15 @@ class Server:
         return skift_server.connect(self.grpc, token=self.bystander_token, attempts=1)
 
 
-@pytest.fixture
-async def server(pg_session_databases: Any) -> AsyncIterator[Server]:
+@contextlib.asynccontextmanager
+async def serving(pg_session_databases: Any, *flags: str) -> AsyncIterator[Server]:
+    """``skift serve`` on a fresh database, gRPC on TCP and the board on HTTP (loopback),
+    with the ``bystanders`` and ``attackers`` organizations."""
     dsn = pg_session_databases.create()
     grpc_port, http_port = free_port(), free_port()
     process = ServerProcess(
         "--dsn", dsn, "--listen", f"127.0.0.1:{grpc_port}", "--http", f"127.0.0.1:{http_port}",
-        "--sweep-every", "0", "--prune-every", "0", "--webhook-workers", "0",
+        "--sweep-every", "0", "--prune-every", "0", "--webhook-workers", "0", *flags,
         fork=True,
     )  # fmt: skip
     await process.start()
@@ -82,6 +85,12 @@ async def server(pg_session_databases: Any) -> AsyncIterator[Server]:
         assert "Traceback" not in process.log(), process.log()
     finally:
         process.cleanup()
+
+
+@pytest.fixture
+async def server(pg_session_databases: Any) -> AsyncIterator[Server]:
+    async with serving(pg_session_databases) as found:
+        yield found
 
 
 @contextlib.asynccontextmanager
@@ -229,4 +238,29 @@ async def test_usage_sums_never_overflow(server: Server) -> None:
         report = await mallory.project_usage("noise")
         assert report.actual.total == big
         assert (await mallory.usage(ref)).actual.input_tokens == big
+    assert_unharmed(seen)
+
+
+async def test_a_huge_oidc_expiry_is_unauthenticated(
+    pg_session_databases: Any, tmp_path: Path
+) -> None:
+    """A signed token whose ``exp`` is 2^63 was INTERNAL (OverflowError): UNAUTHENTICATED
+    naming the expiry, every time."""
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    issuer, audience = "https://id.example.test", "skift-adversary"
+    key = RSAKey.generate_key(2048, parameters={"kid": "adv-1"})
+    keys = tmp_path / "jwks.json"
+    keys.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
+    flags = ("--oidc-issuer", issuer, "--oidc-audience", audience, "--oidc-jwks", str(keys))
+    now = int(time.time())
+    claims = {"iss": issuer, "aud": audience, "sub": "mallory", "iat": now}
+    async with serving(pg_session_databases, *flags) as server, bystander(server) as seen:
+        for exp in (2**63, 10**400, 1e300):
+            token = jwt.encode({"alg": "RS256", "kid": key.kid}, {**claims, "exp": exp}, key)
+            async with skift_server.connect(server.grpc, token=token, attempts=1) as sk:
+                for _ in range(5):
+                    with pytest.raises(skift.Unauthenticated, match="expiry"):
+                        await sk.list_projects()
     assert_unharmed(seen)
