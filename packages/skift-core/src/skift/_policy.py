@@ -318,9 +318,8 @@ class Policy:
 # ------------------------------------------------------------------ the budget
 
 _OVER_BUDGET_NEXT = (
-    "Ask an administrator of the organization to fix the policy's slow rule "
-    "('skift policy set FILE… --reason R') or go back to the default "
-    "('skift policy reset --reason R')."
+    "Ask an administrator of the organization to fix the policy's slow rule (set the "
+    "policy again) or go back to the default (reset the policy)."
 )
 
 
