@@ -50,7 +50,7 @@ async def test_revoking_a_token_ends_its_sessions_and_codes(
     await local.revoke_token(token.id)
     with pytest.raises(skift.Unauthenticated) as ended:
         await local.session(session.secret)
-    assert ended.value.next
+    assert ended.value.move == {"do": "board_link"}  # `skift board` on the CLI and the board
     with pytest.raises(skift.Unauthenticated):
         await local.redeem_signin_code(unspent.code)
     await local.session(other.secret)

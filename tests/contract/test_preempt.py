@@ -110,7 +110,8 @@ async def test_release_without_a_lease_names_both_moves(
     await bot.claim("w#1")
     with pytest.raises(skift.Invalid, match="names the lease") as ei:
         await bot.release("w#1")
-    assert "--preempt" in ei.value.next
+    assert "preempts it" in ei.value.next
+    assert ei.value.move == {"do": "pass_lease"}  # the CLI names --lease and --preempt
 
 
 async def test_live_leases_show_ids_to_their_holders_only(

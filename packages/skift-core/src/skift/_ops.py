@@ -366,7 +366,7 @@ def parse_op(doc: object, index: int = 0) -> Op:
             f"{exc.path} ({name}): {exc.problem}",
             next=f"Fix {where} and send the patch again; see 'Patch documents' in docs/concepts.md.",
             index=index,
-            field=exc.path.removeprefix(f"{where}."),
+            field=exc.path,
         ) from None
     return op
 

@@ -149,6 +149,10 @@ class Patching(Context):
                 await ctx.apply(op)
             except SkiftError as exc:
                 exc.details.setdefault("index", index)
+                field = exc.details.get("field")
+                if isinstance(field, str) and field and not field.startswith("ops["):
+                    # the path into the request: ops[1].title, as a parse error names it
+                    exc.details["field"] = f"ops[{exc.details['index']}].{field}"
                 raise
         await ctx.check_cycles()
         if (

@@ -145,6 +145,8 @@ lists' ``page_token``. BadRequest names the proto's field."""
 def _field_path(details: dict[str, Any]) -> str:
     field = str(details.get("field", "") or "")
     field = WIRE_FIELDS.get(field, field)
+    if field.startswith("ops["):  # already the path into the request
+        return field
     if "index" in details and isinstance(details["index"], int):
         return f"ops[{details['index']}]" + (f".{field}" if field else "")
     return field
