@@ -121,6 +121,7 @@ if TYPE_CHECKING:
         SigninRecord,
         SigninStore,
     )
+    from ._store import WAITING as WAITING
     from ._store import (
         NOT_SIMPLE,
         Authors,
@@ -335,6 +336,7 @@ _LAZY: dict[str, str] = {
     "NotSimple": "_store",
     "TransientError": "_store",
     "Tx": "_store",
+    "WAITING": "_store",
     "Writer": "_store",
     "Budget": "_usage_records",
     "Rate": "_usage_records",
@@ -392,6 +394,7 @@ __all__ = [
     "OPERATIONS_BY_METHOD",
     "OPERATIONS_BY_RPC",
     "SERVER_ADMIN",
+    "WAITING",
     "Actor",
     "AddComment",
     "AddEdge",

@@ -421,20 +421,20 @@ class ContentApi(GraphApi):
         org_id = self._org_id
         assert org_id is not None
         cursor = after
-        while True:
-            page = await self._run(
-                functools.partial(
-                    _stream.watch,
-                    self.engine,
-                    after=cursor,
-                    projects=tuple(projects or ()),
-                    ops=tuple(ops or ()),
-                    limit=limit,
+        async with self._long_poll() as poll:
+            while True:
+                page = await self._run(
+                    functools.partial(
+                        _stream.watch,
+                        self.engine,
+                        after=cursor,
+                        projects=tuple(projects or ()),
+                        ops=tuple(ops or ()),
+                        limit=limit,
+                    )
                 )
-            )
-            remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
-            if page.events or remaining <= 0:
-                return page
-            cursor = page.cursor  # what the filters left out is not read again
-            await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
-            await self._recheck()
+                remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
+                if page.events or remaining <= 0:
+                    return page
+                cursor = page.cursor  # what the filters left out is not read again
+                await poll.wait(org_id, min(remaining, 1.0))

@@ -75,29 +75,29 @@ class WorkApi(GraphApi):
         await self._whoami()
         org_id = self._org_id
         assert org_id is not None
-        while True:
-            try:
-                # A claimer that loses a node to a concurrent claim (TransientError) lost it to
-                # a claim that committed, so retrying makes progress; many claimers racing for
-                # the head of one queue need more attempts than other writes.
-                return await self._run(
-                    lambda tx, a: self.engine.claim_next(
-                        tx,
-                        a,
-                        flt,
-                        ttl=ttl,
-                        harness=harness,
-                        agent_ref=agent_ref,
-                        session_ref=session_ref,
-                    ),
-                    attempts=_CLAIM_ATTEMPTS,
-                )
-            except NothingReady:
-                remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
-                if remaining <= 0:
-                    raise
-                await self.store.wait_for_change(org_id, timedelta(seconds=min(remaining, 1.0)))
-                await self._recheck()
+        async with self._long_poll() as poll:
+            while True:
+                try:
+                    # A claimer that loses a node to a concurrent claim (TransientError) lost it to
+                    # a claim that committed, so retrying makes progress; many claimers racing for
+                    # the head of one queue need more attempts than other writes.
+                    return await self._run(
+                        lambda tx, a: self.engine.claim_next(
+                            tx,
+                            a,
+                            flt,
+                            ttl=ttl,
+                            harness=harness,
+                            agent_ref=agent_ref,
+                            session_ref=session_ref,
+                        ),
+                        attempts=_CLAIM_ATTEMPTS,
+                    )
+                except NothingReady:
+                    remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
+                    if remaining <= 0:
+                        raise
+                    await poll.wait(org_id, min(remaining, 1.0))
 
     async def heartbeat(
         self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None

@@ -50,6 +50,9 @@ class Limits:
     # was handed out, and how long one watch_events may wait for an event
     event_replay_window: timedelta = timedelta(days=7)
     event_wait_ceiling: timedelta = timedelta(minutes=10)
+    # long polls (ClaimNext or WatchEvents with a wait) one principal may have waiting at
+    # once in one process; past it RESOURCE_EXHAUSTED, retry after a second
+    long_polls_per_principal: int = 32
     statement_timeout: timedelta = timedelta(seconds=30)
     # retention of what is not audit (skift._retention, docs/operations.md): how long a
     # request id's result is kept for retries, and how long an unused claim cursor stays

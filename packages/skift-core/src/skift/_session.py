@@ -8,22 +8,27 @@ that waits re-checks its caller's identity when it wakes (:meth:`Session._rechec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import random
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+import weakref
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 from uuid import UUID
 
 from ._engine import Actor, Engine
-from ._errors import Conflict, Refused, Unauthenticated
+from ._errors import Conflict, LimitExceeded, Refused, Unauthenticated
 from ._limits import DEFAULT_LIMITS, Limits
 from ._policy import Policy
 from ._principal_spec import PrincipalSpec, User
-from ._store import Store, TransientError, Tx
+from ._store import WAITING, Store, TransientError, Tx
 
 T = TypeVar("T")
+
+_LONG_POLLS: weakref.WeakKeyDictionary[Store, dict[UUID, int]] = weakref.WeakKeyDictionary()
+"""Long polls waiting, by principal, per store (so per server process)."""
 
 
 class Session:
@@ -101,6 +106,15 @@ class Session:
             self._actor = Actor(principal=p, identity_scheme=self.identity_scheme)
         return self._actor
 
+    @contextlib.asynccontextmanager
+    async def _long_poll(self) -> AsyncGenerator[LongPoll]:
+        """Around a call that may wait (ClaimNext, WatchEvents): see :class:`LongPoll`."""
+        poll = LongPoll(self)
+        try:
+            yield poll
+        finally:
+            poll.done()
+
     async def _run(
         self,
         fn: Callable[[Tx, Actor], Awaitable[T]],
@@ -144,6 +158,59 @@ class Session:
                     for why in trips
                 ]
             )
+
+
+class LongPoll:
+    """One call's waits. The first :meth:`wait` counts the call against its principal's
+    ``long_polls_per_principal`` (past it :class:`LimitExceeded`, retry after a second)
+    and marks it :data:`~skift._store.WAITING`, so the store serves its re-reads from
+    the connections it gives long polls; a call answered at once is neither."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._who: UUID | None = None
+        self._token: Any = None
+
+    async def wait(self, org_id: UUID, seconds: float) -> None:
+        """Wait up to ``seconds`` for a change in the organization, then re-check the
+        caller's identity (:meth:`Session._recheck`)."""
+        s = self._session
+        if self._who is None:
+            actor = await s._whoami()  # pyright: ignore[reportPrivateUsage]
+            who = actor.principal.id
+            counts = _LONG_POLLS.setdefault(s.store, {})
+            cap = s.engine.limits.long_polls_per_principal
+            if counts.get(who, 0) >= cap:
+                raise LimitExceeded(
+                    f"{actor.principal.name} already has {cap} calls waiting (ClaimNext or "
+                    "WatchEvents with a wait); a server takes at most that many per principal",
+                    next="Let one of them return, or call without a wait; retry in a second.",
+                    limit="long_polls_per_principal",
+                    value=cap,
+                    retry_after=1,
+                )
+            counts[who] = counts.get(who, 0) + 1
+            self._who = who
+            self._token = WAITING.set(True)
+        await s.store.wait_for_change(org_id, timedelta(seconds=seconds))
+        await s._recheck()  # pyright: ignore[reportPrivateUsage]
+
+    def done(self) -> None:
+        """The call returned: it no longer counts."""
+        if self._token is not None:
+            WAITING.reset(self._token)
+            self._token = None
+        who, self._who = self._who, None
+        if who is None:
+            return
+        counts = _LONG_POLLS.get(self._session.store)
+        if counts is None:
+            return
+        left = counts.get(who, 1) - 1
+        if left > 0:
+            counts[who] = left
+        else:
+            counts.pop(who, None)
 
 
 def no_delegation(on_behalf_of: str | None) -> None:

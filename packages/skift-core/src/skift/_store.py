@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Final, Protocol
@@ -47,6 +48,11 @@ from ._retention import PruneReport
 from ._signin import SigninStore
 from ._usage_records import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery, Endpoint
+
+WAITING: ContextVar[bool] = ContextVar("skift_waiting", default=False)
+"""True while a long poll (ClaimNext or WatchEvents with a wait) runs: a store may give
+such calls fewer of its connections, keeping the rest for ordinary calls (PostgreSQL
+does: ``skift_pg.PgStore``'s ``poll_connections``)."""
 
 
 class TransientError(Exception):

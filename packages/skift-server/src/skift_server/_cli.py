@@ -13,12 +13,13 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 import skift
 
+from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits
 from ._logs import configure
 from ._server import ServeOptions, run
 from ._service import DEFAULT_MAX_MESSAGE_BYTES
@@ -182,6 +183,7 @@ def parser() -> argparse.ArgumentParser:
         help="deliveries attempted at once by this server (0: deliver nothing; another "
         "server over the same database may)",
     )
+    _connection_flags(p)
     p.add_argument("--log-format", choices=["text", "json"], default="text")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
     p.add_argument(
@@ -190,6 +192,71 @@ def parser() -> argparse.ArgumentParser:
         help="TESTS ONLY: let callers act as any principal and move the store's clock",
     )
     return p
+
+
+_CONNECTION_FLAGS: Final = (
+    (
+        "max_concurrent_streams",
+        "--max-concurrent-streams",
+        int,
+        "streams open at once on one gRPC connection",
+    ),
+    ("reset_burst", "--stream-reset-burst", int, "streams a gRPC client may reset in a burst"),
+    (
+        "resets_per_second",
+        "--stream-resets-per-second",
+        float,
+        "how fast that allowance refills; past it GOAWAY",
+    ),
+    (
+        "preface_timeout",
+        "--preface-timeout",
+        float,
+        "seconds from connecting to the HTTP/2 preface",
+    ),
+    (
+        "header_timeout",
+        "--header-timeout",
+        float,
+        "seconds a request's headers may take to arrive (gRPC and HTTP)",
+    ),
+    ("idle_timeout", "--idle-timeout", float, "seconds a gRPC connection may stay without a call"),
+    (
+        "max_header_list_bytes",
+        "--max-header-bytes",
+        int,
+        "largest request headers (past it a status)",
+    ),
+    (
+        "unauthenticated_body_bytes",
+        "--unauthenticated-body-bytes",
+        int,
+        "request bytes accepted before the caller is authenticated",
+    ),
+    ("tls_handshake_timeout", "--tls-handshake-timeout", float, "seconds a TLS handshake may take"),
+    (
+        "http_max_connections",
+        "--http-max-connections",
+        int,
+        "connections the HTTP listener serves at once (past it 503)",
+    ),
+    (
+        "http_keep_alive",
+        "--http-keep-alive",
+        float,
+        "seconds an idle HTTP keep-alive connection stays open",
+    ),
+)
+"""The :class:`ConnectionLimits` each flag sets (docs/operations-server.md)."""
+
+
+def _connection_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("connection limits (docs/operations-server.md)")
+    for name, flag, kind, text in _CONNECTION_FLAGS:
+        default = getattr(DEFAULT_CONNECTION_LIMITS, name)
+        group.add_argument(
+            flag, type=kind, default=default, dest=name, help=f"{text} (default {default})"
+        )
 
 
 def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.Namespace]:
@@ -232,6 +299,9 @@ def options(argv: Sequence[str] | None = None) -> tuple[ServeOptions, argparse.N
         prune_every=ns.prune_every,
         drain_timeout=ns.drain_timeout,
         max_message_bytes=ns.max_message_bytes,
+        connection_limits=ConnectionLimits(
+            **{name: getattr(ns, name) for name, *_ in _CONNECTION_FLAGS}
+        ),
         oidc_issuer=ns.oidc_issuer,
         oidc_audience=ns.oidc_audience,
         oidc_jwks=ns.oidc_jwks,

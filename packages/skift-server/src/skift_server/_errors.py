@@ -15,7 +15,9 @@ holding, in this order:
   skift exception;
 - ``google.rpc.BadRequest`` for INVALID_ARGUMENT (the field at fault, as a
   path into the request where the error names one);
-- ``google.rpc.RetryInfo`` for UNAVAILABLE (how long to wait before retrying).
+- ``google.rpc.RetryInfo`` for UNAVAILABLE, and for any error naming a
+  ``retry_after`` (a long poll past its principal's cap: RESOURCE_EXHAUSTED),
+  how long to wait before retrying.
 
 ``NothingReady`` is NOT_FOUND (reason ``NOTHING_READY``), not UNAVAILABLE:
 gRPC clients and proxies treat UNAVAILABLE as "retry this call", and an empty
@@ -180,7 +182,7 @@ def details_of(exc: skift.SkiftError) -> list[betterproto2.Message]:
             field=_field_path(exc.details), description=exc.message, reason=rule.reason
         )
         out.append(BadRequest(field_violations=[violation]))
-    if rule.status is Status.UNAVAILABLE:
+    if rule.status is Status.UNAVAILABLE or "retry_after" in exc.details:
         after = exc.details.get("retry_after")
         delay = timedelta(seconds=float(after)) if isinstance(after, int | float) else RETRY_DELAY
         out.append(RetryInfo(retry_delay=delay))

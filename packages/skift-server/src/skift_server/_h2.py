@@ -10,15 +10,32 @@ current turn of the event loop is done (``loop.call_soon``), so a unary call
 is one write each way. Nothing is reordered or held past that turn: a write
 made while the call waits on something else (the database) goes out as soon
 as the turn that made it ends, and closing sends what is gathered first.
+
+:class:`GuardedH2Protocol` adds the limits nginx and Envoy put on a connection
+(:class:`ConnectionLimits`): streams open at once, a rate limit on streams the client
+resets (GOAWAY past it: the CVE-2023-44487 "rapid reset"), timeouts for the
+preface, for a header block and for an idle connection, and a largest header
+list answered with a status rather than a dropped connection.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import contextlib
+import enum
+import logging
+import time
+from typing import Any, Final
 
+import attrs
 from grpclib.client import Channel
 from grpclib.protocol import H2Protocol
+from h2.errors import ErrorCodes
+from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset
+from h2.exceptions import ProtocolError
+from h2.settings import SettingCodes
+
+_log = logging.getLogger("skift_server")
 
 
 class GatheringTransport:
@@ -72,3 +89,249 @@ class GatheringChannel(Channel):
         proto = super()._protocol_factory()
         proto.__class__ = GatheringH2Protocol
         return proto
+
+
+# ------------------------------------------------------------------ limits
+
+_GRPC_RESOURCE_EXHAUSTED: Final = "8"
+_HPACK_HARD_CAP: Final = 1024 * 1024
+"""A header block decoding past this is a connection error (an HPACK bomb); below it
+and above :attr:`ConnectionLimits.max_header_list_bytes` the request is answered with a status."""
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionLimits:
+    """What one connection may ask of the server (nginx's and Envoy's usual limits): the
+    gRPC listeners' HTTP/2, and (the timeouts, header size and connections) the HTTP
+    listener's HTTP/1.1.
+
+    Each is a ``skift serve`` flag (docs/operations-server.md lists them).
+    """
+
+    max_concurrent_streams: int = 100
+    """Streams open at once on one connection (advertised, and enforced before the
+    client acknowledges it: a stream past it is refused with REFUSED_STREAM)."""
+    reset_burst: int = 200
+    """Streams the client may reset in a burst (the CVE-2023-44487 "rapid reset")."""
+    resets_per_second: float = 50.0
+    """How fast that allowance refills; past it the connection gets GOAWAY
+    (ENHANCE_YOUR_CALM) and is closed."""
+    preface_timeout: float = 10.0
+    """From accepting a connection (after TLS) to the client's preface and SETTINGS."""
+    header_timeout: float = 10.0
+    """From a request's first header bytes to its whole header block."""
+    idle_timeout: float = 300.0
+    """A connection with no stream open this long gets GOAWAY and is closed (clients
+    reconnect by themselves)."""
+    max_header_list_bytes: int = 32 * 1024
+    """A request's headers (names, values and 32 bytes each, as HTTP/2 counts them);
+    past it the request is answered RESOURCE_EXHAUSTED, the connection kept."""
+    unauthenticated_body_bytes: int = 64 * 1024
+    """Request bytes a client may send on a stream before the server has authenticated
+    it (the stream's initial flow-control window); then the server's limits apply."""
+    tls_handshake_timeout: float = 10.0
+    """From accepting a TLS connection to the end of its handshake."""
+    http_max_connections: int = 1000
+    """Connections (and requests in flight) the HTTP listener serves at once; past it,
+    503 (uvicorn's ``limit_concurrency``)."""
+    http_keep_alive: float = 5.0
+    """An idle HTTP/1.1 keep-alive connection is closed after this (uvicorn's)."""
+
+
+DEFAULT_CONNECTION_LIMITS: Final = ConnectionLimits()
+
+
+class _State(enum.Enum):
+    PREFACE = "preface"
+    HEADERS = "headers"
+    IDLE = "idle"
+    BUSY = "busy"
+
+
+class GuardedH2Protocol(GatheringH2Protocol):
+    """grpclib's HTTP/2 protocol (gathering writes) with :class:`ConnectionLimits` applied.
+
+    A timer per connection checks, about once a second, which state it is in (waiting
+    for the preface, inside a header block, idle, busy) and since when; a state held
+    past its timeout closes the connection. Streams are admitted here before grpclib
+    sees them: too many open, or headers too large, are answered without a handler.
+    """
+
+    limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
+    _state: _State
+    _since: float
+    _tokens: float
+    _refilled: float
+    _timer: asyncio.TimerHandle | None
+    _preface_done: bool
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
+        h2c.decoder.max_header_list_size = max(_HPACK_HARD_CAP, self.limits.max_header_list_bytes)
+        h2c.update_settings(
+            {SettingCodes.MAX_CONCURRENT_STREAMS: self.limits.max_concurrent_streams}
+        )
+        self.connection.flush()
+        now = time.monotonic()
+        self._state, self._since = _State.PREFACE, now
+        self._tokens, self._refilled = float(self.limits.reset_burst), now
+        self._preface_done = False
+        self._timer = None
+        self._schedule()
+
+    def _schedule(self) -> None:
+        lim = self.limits
+        tick = min(1.0, lim.preface_timeout / 2, lim.header_timeout / 2, lim.idle_timeout / 2)
+        self._timer = asyncio.get_running_loop().call_later(max(tick, 0.01), self._check)
+
+    def _current(self) -> _State:
+        if not self._preface_done:
+            return _State.PREFACE
+        h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
+        incoming: Any = h2c.incoming_buffer
+        if getattr(incoming, "_headers_buffer", None):  # a header block without END_HEADERS
+            return _State.HEADERS
+        if self.processor.streams:
+            return _State.BUSY
+        if getattr(incoming, "_data", None):  # part of a frame, no stream open: a request coming
+            return _State.HEADERS
+        return _State.IDLE
+
+    def _track(self) -> None:
+        state = self._current()
+        if state is not self._state:
+            self._state, self._since = state, time.monotonic()
+
+    def _check(self) -> None:
+        self._timer = None
+        if self.connection.is_closing():
+            return
+        self._track()
+        lim = self.limits
+        timeout = {
+            _State.PREFACE: lim.preface_timeout,
+            _State.HEADERS: lim.header_timeout,
+            _State.IDLE: lim.idle_timeout,
+            _State.BUSY: None,
+        }[self._state]
+        if timeout is not None and time.monotonic() - self._since >= timeout:
+            code = ErrorCodes.NO_ERROR if self._state is _State.IDLE else ErrorCodes.PROTOCOL_ERROR
+            _log.debug("closing a connection: %s timeout", self._state.value)
+            self._goaway(code, f"{self._state.value} timeout")
+            return
+        self._schedule()
+
+    def _goaway(self, code: ErrorCodes, why: str) -> None:
+        """Send GOAWAY with ``code`` and close the connection (its calls are cancelled)."""
+        h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
+        with contextlib.suppress(Exception):
+            h2c.close_connection(error_code=code)
+            self.connection.flush()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.processor.close(why)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self.connection.feed(data)
+        except ProtocolError:
+            _log.debug("HTTP/2 protocol error", exc_info=True)
+            self.connection.flush()  # the GOAWAY h2 prepared
+            self.processor.close("Protocol error")
+            return
+        self.connection.flush()
+        for event in events:
+            if isinstance(event, RemoteSettingsChanged):
+                self._preface_done = True
+            elif isinstance(event, RequestReceived):
+                if not self._admit(event):
+                    continue
+            elif isinstance(event, StreamReset) and event.remote_reset and not self._may_reset():
+                _log.warning(
+                    "closing a connection that resets streams too fast (rapid reset)",
+                    extra={"fields": {"peer": _peer(self.connection)}},
+                )
+                self._goaway(ErrorCodes.ENHANCE_YOUR_CALM, "too many stream resets")
+                return
+            self.processor.process(event)
+            if self.connection.is_closing():
+                return
+        self.connection.flush()
+        self._track()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        super().connection_lost(exc)
+
+    def _may_reset(self) -> bool:
+        """Spend one reset from the connection's allowance (a token bucket)."""
+        lim = self.limits
+        now = time.monotonic()
+        self._tokens = min(
+            float(lim.reset_burst), self._tokens + (now - self._refilled) * lim.resets_per_second
+        )
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    def _admit(self, event: RequestReceived) -> bool:
+        """Whether the request goes on to grpclib; if not, it was answered here."""
+        sid = event.stream_id
+        h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
+        lim = self.limits
+        if len(self.processor.streams) >= lim.max_concurrent_streams:
+            with contextlib.suppress(Exception):
+                h2c.reset_stream(sid, error_code=ErrorCodes.REFUSED_STREAM)
+            return False
+        size = sum(len(k) + len(v) + 32 for k, v in event.headers or ())
+        if size > lim.max_header_list_bytes:
+            message = (
+                f"the request headers are {size} bytes; this server takes at most "
+                f"{lim.max_header_list_bytes} (max_header_list_bytes)"
+            )
+            with contextlib.suppress(Exception):
+                h2c.send_headers(
+                    sid,
+                    [
+                        (":status", "200"),
+                        ("content-type", "application/grpc"),
+                        ("grpc-status", _GRPC_RESOURCE_EXHAUSTED),
+                        ("grpc-message", message),
+                    ],
+                    end_stream=True,
+                )
+                if h2c.streams.get(sid) is not None and not h2c.streams[sid].closed:
+                    h2c.reset_stream(sid, error_code=ErrorCodes.NO_ERROR)
+            return False
+        return True
+
+
+def _peer(connection: Any) -> str:
+    with contextlib.suppress(Exception):
+        addr = connection.get_peer().addr()
+        if addr:
+            return f"{addr[0]}:{addr[1]}"
+    return "unix"
+
+
+def open_window(stream: Any, size: int) -> None:
+    """Let the client send up to ``size`` more bytes on this call's stream (after it is
+    authenticated: until then the stream's window is
+    :attr:`ConnectionLimits.unauthenticated_body_bytes`). ``stream`` is grpclib's server stream."""
+    raw: Any = stream._stream  # pyright: ignore[reportPrivateUsage]
+    h2c: Any = raw._h2_connection  # pyright: ignore[reportPrivateUsage]
+    sid = raw.id
+    with contextlib.suppress(Exception):  # the stream may be closed already: nothing to open
+        state = h2c.streams.get(sid)
+        if state is None or state.closed:
+            return
+        have = state.inbound_flow_control_window
+        if size > have:
+            h2c.increment_flow_control_window(min(size - have, 2**31 - 1 - have), stream_id=sid)
+            raw.connection.flush()

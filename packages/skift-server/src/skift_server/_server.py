@@ -44,6 +44,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 from grpclib import const
+from grpclib.config import Configuration
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Server
@@ -52,7 +53,7 @@ import skift
 
 from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
-from ._h2 import GatheringH2Protocol
+from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, GuardedH2Protocol
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
@@ -105,6 +106,7 @@ class ServeOptions:
     probe_timeout: float = 2.0
     drain_timeout: float = 20.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    connection_limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
     oidc_jwks: str | None = None
@@ -323,16 +325,17 @@ class SkiftServer:
                 extra={"fields": {"listen": listen}},
             )
         server = self._grpc_server()
-        await server.start(host, port, ssl=tls, reuse_address=True)
+        await server.start_tcp(host, port, tls)
         self._grpc.append(server)
         listener: Any = server._server  # pyright: ignore[reportPrivateUsage]
         bound: Any = listener.sockets[0].getsockname() if listener else (host, port)
         self.tcp_address = (str(bound[0]), int(bound[1]))
 
-    def _grpc_server(self) -> Server:
+    def _grpc_server(self) -> GuardedServer:
         assert self.service is not None
-        server = GatheringServer(
+        server = GuardedServer(
             with_reflection([self.service, self.health]),
+            limits=self.options.connection_limits,
             codec=StrictCodec(),
             status_details_codec=ErrorDetailsCodec(),
         )
@@ -344,6 +347,7 @@ class SkiftServer:
         import uvicorn
 
         from ._http import http_app, metrics_app
+        from ._http1 import uvicorn_settings
 
         class _Uvicorn(uvicorn.Server):
             """uvicorn without its own signal handlers: the server owns SIGTERM and SIGINT."""
@@ -355,7 +359,13 @@ class SkiftServer:
         host, port = split_host_port(address)
         app = metrics_app(self) if metrics_only else http_app(self)
         config = uvicorn.Config(
-            app, host=host, port=port, log_config=None, lifespan="off", access_log=False
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            lifespan="off",
+            access_log=False,
+            **uvicorn_settings(self.options.connection_limits),
         )
         server = _Uvicorn(config)
         if metrics_only:
@@ -603,13 +613,37 @@ class SkiftServer:
         _log.info("stopped")
 
 
-class GatheringServer(Server):
-    """grpclib's server, its connections gathering writes (``_h2.GatheringH2Protocol``)."""
+class GuardedServer(Server):
+    """grpclib's server, its connections gathering writes and held to
+    :class:`ConnectionLimits` (``_h2.GuardedH2Protocol``). A stream's flow-control window
+    starts at ``unauthenticated_body_bytes``: the service opens it once the call is
+    authenticated (``_h2.open_window``)."""
+
+    def __init__(self, handlers: Any, *, limits: ConnectionLimits, **kw: Any) -> None:
+        window = max(65535, limits.unauthenticated_body_bytes)  # HTTP/2's least window
+        super().__init__(handlers, config=Configuration(http2_stream_window_size=window), **kw)
+        self.limits = limits
 
     def _protocol_factory(self) -> Any:
-        proto = super()._protocol_factory()
-        proto.__class__ = GatheringH2Protocol
+        proto: Any = super()._protocol_factory()
+        proto.__class__ = GuardedH2Protocol
+        proto.limits = self.limits
         return proto
+
+    async def start_tcp(self, host: str, port: int, tls: ssl.SSLContext | None) -> None:
+        """``start`` on TCP, with the TLS handshake bounded by ``tls_handshake_timeout``
+        (asyncio's default is a minute)."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._protocol_factory,
+            host,
+            port,
+            ssl=tls,
+            reuse_address=True,
+            backlog=1024,
+            ssl_handshake_timeout=self.limits.tls_handshake_timeout if tls else None,
+        )
+        self._server_closed_fut = loop.create_future()
 
 
 class _AnswerUnknown(dict[str, Any]):

@@ -28,6 +28,7 @@ from psycopg.rows import TupleRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from skift import (
+    WAITING,
     BlobStore,
     Delivery,
     DeliveryStats,
@@ -93,6 +94,7 @@ class PgStore:
         pool_timeout: float = POOL_TIMEOUT,
         listen_dsn: str | None = None,
         pooled: bool | None = None,
+        poll_connections: int | None = None,
     ) -> None:
         """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices).
 
@@ -112,6 +114,11 @@ class PgStore:
 
         ``pool_timeout``: the longest a call waits for a connection before it is
         answered Unavailable (PostgreSQL down, or every connection busy that long).
+
+        ``poll_connections``: how many connections long polls (``skift.WAITING``: ClaimNext
+        and WatchEvents re-reading while they wait) may hold at once; default
+        ``max_size`` less a quarter (at least 2 kept for ordinary calls). They hold none
+        while they wait: one LISTEN connection per store wakes them.
         """
         self.blobs: BlobStore = blobs if blobs is not None else FileBlobStore(default_blob_dir())
         self._secrets: dict[str, bytes] = {}
@@ -128,6 +135,9 @@ class PgStore:
         self._opened = False
         self._open_lock = asyncio.Lock()
         self._offset = timedelta()
+        reserved = max(2, max_size // 4) if max_size > 2 else 0
+        self.poll_connections = poll_connections or max(1, max_size - reserved)
+        self._poll_slots = asyncio.Semaphore(self.poll_connections)
         self._waiters: dict[UUID, asyncio.Event] = {}
         self._any_change = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
@@ -216,20 +226,21 @@ class PgStore:
         """One transaction in one pipeline (see skift_pg._tx): BEGIN rides with the first
         statement, COMMIT with the wake-up of ClaimNext waiters."""
         await self._ensure_open()
-        with _driver_errors():
-            async with self._pool.connection(self._wait()) as conn:
-                tx = PgTx(conn, org_id, self._offset, secret=self.secret)
-                await tx.begin()
-                try:
-                    if self.pooled:
-                        await tx.exec("transaction_settings", timeout=f"{self._timeout_ms}ms")
-                    if graph_lock:
-                        await tx.exec("graph_lock", key=org_lock_key(org_id))
-                    yield tx
-                    await tx.commit()
-                except BaseException:
-                    await tx.abort()
-                    raise
+        async with self._slot():
+            with _driver_errors():
+                async with self._pool.connection(self._wait()) as conn:
+                    tx = PgTx(conn, org_id, self._offset, secret=self.secret)
+                    await tx.begin()
+                    try:
+                        if self.pooled:
+                            await tx.exec("transaction_settings", timeout=f"{self._timeout_ms}ms")
+                        if graph_lock:
+                            await tx.exec("graph_lock", key=org_lock_key(org_id))
+                        yield tx
+                        await tx.commit()
+                    except BaseException:
+                        await tx.abort()
+                        raise
 
     @asynccontextmanager
     async def _connection(self) -> AsyncGenerator[Conn]:
@@ -237,9 +248,19 @@ class PgStore:
         :meth:`transaction` (an outage is Unavailable naming the cause, never a raw
         driver error, which the server would answer INTERNAL)."""
         await self._ensure_open()
-        with _driver_errors():
-            async with self._pool.connection(self._wait()) as conn:
-                yield conn
+        async with self._slot():
+            with _driver_errors():
+                async with self._pool.connection(self._wait()) as conn:
+                    yield conn
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncGenerator[None]:
+        """A long poll's turn at the pool (``poll_connections`` at once); others pass."""
+        if not WAITING.get():
+            yield
+            return
+        async with self._poll_slots:
+            yield
 
     def _wait(self) -> float | None:
         """How long to wait for a pooled connection: the pool's timeout, shorter while
