@@ -421,7 +421,7 @@ class ContentApi(GraphApi):
         org_id = self._org_id
         assert org_id is not None
         cursor = after
-        async with self._long_poll() as poll:
+        async with self._long_poll(deadline is not None) as poll:
             while True:
                 page = await self._run(
                     functools.partial(

@@ -75,7 +75,7 @@ class WorkApi(GraphApi):
         await self._whoami()
         org_id = self._org_id
         assert org_id is not None
-        async with self._long_poll() as poll:
+        async with self._long_poll(deadline is not None) as poll:
             while True:
                 try:
                     # A claimer that loses a node to a concurrent claim (TransientError) lost it to

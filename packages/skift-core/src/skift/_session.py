@@ -107,9 +107,12 @@ class Session:
         return self._actor
 
     @contextlib.asynccontextmanager
-    async def _long_poll(self) -> AsyncGenerator[LongPoll]:
-        """Around a call that may wait (ClaimNext, WatchEvents): see :class:`LongPoll`."""
+    async def _long_poll(self, waits: bool) -> AsyncGenerator[LongPoll]:
+        """Around a call that may wait (ClaimNext, WatchEvents; ``waits``: it was given a
+        wait): see :class:`LongPoll`."""
         poll = LongPoll(self)
+        if waits:
+            await poll.start()
         try:
             yield poll
         finally:
@@ -161,37 +164,40 @@ class Session:
 
 
 class LongPoll:
-    """One call's waits. The first :meth:`wait` counts the call against its principal's
-    ``long_polls_per_principal`` (past it :class:`LimitExceeded`, retry after a second)
-    and marks it :data:`~skift._store.WAITING`, so the store serves its re-reads from
-    the connections it gives long polls; a call answered at once is neither."""
+    """One call that may wait. Given a wait (:meth:`start`), it counts against its
+    principal's ``long_polls_per_principal`` from its start (past it
+    :class:`LimitExceeded`, retry after a second, before any work) and is marked
+    :data:`~skift._store.WAITING`, so the store serves all its reads from the
+    connections it gives long polls and keeps the rest for ordinary calls."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
         self._who: UUID | None = None
         self._token: Any = None
 
+    async def start(self) -> None:
+        s = self._session
+        actor = await s._whoami()  # pyright: ignore[reportPrivateUsage]
+        who = actor.principal.id
+        counts = _LONG_POLLS.setdefault(s.store, {})
+        cap = s.engine.limits.long_polls_per_principal
+        if counts.get(who, 0) >= cap:
+            raise LimitExceeded(
+                f"{actor.principal.name} already has {cap} calls waiting (ClaimNext or "
+                "WatchEvents with a wait); a server takes at most that many per principal",
+                next="Let one of them return, or call without a wait; retry in a second.",
+                limit="long_polls_per_principal",
+                value=cap,
+                retry_after=1,
+            )
+        counts[who] = counts.get(who, 0) + 1
+        self._who = who
+        self._token = WAITING.set(True)
+
     async def wait(self, org_id: UUID, seconds: float) -> None:
         """Wait up to ``seconds`` for a change in the organization, then re-check the
         caller's identity (:meth:`Session._recheck`)."""
         s = self._session
-        if self._who is None:
-            actor = await s._whoami()  # pyright: ignore[reportPrivateUsage]
-            who = actor.principal.id
-            counts = _LONG_POLLS.setdefault(s.store, {})
-            cap = s.engine.limits.long_polls_per_principal
-            if counts.get(who, 0) >= cap:
-                raise LimitExceeded(
-                    f"{actor.principal.name} already has {cap} calls waiting (ClaimNext or "
-                    "WatchEvents with a wait); a server takes at most that many per principal",
-                    next="Let one of them return, or call without a wait; retry in a second.",
-                    limit="long_polls_per_principal",
-                    value=cap,
-                    retry_after=1,
-                )
-            counts[who] = counts.get(who, 0) + 1
-            self._who = who
-            self._token = WAITING.set(True)
         await s.store.wait_for_change(org_id, timedelta(seconds=seconds))
         await s._recheck()  # pyright: ignore[reportPrivateUsage]
 

@@ -11,7 +11,10 @@
 Either way the server's base :class:`skift.LocalSkift` derives a handle on
 the same store acting as the principal holding that identity
 (``authenticate``); an unknown or revoked identity is UNAUTHENTICATED, with a
-``next`` naming the command that registers it.
+``next`` naming the command that registers it. Calls carrying the same
+credential at the same moment share one lookup (:meth:`Authenticator._once`):
+a burst of a thousand calls from one token costs the pool one query, not a
+thousand, and a lookup that starts after a revocation still sees it.
 
 Test hooks (``skift serve --test-hooks``, never in production): the
 ``x-skift-act-as: KIND:NAME`` metadata (and ``x-skift-org``) acts as any
@@ -22,9 +25,11 @@ headers are refused.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
-from datetime import timedelta
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import grpclib.server
@@ -78,6 +83,26 @@ class Authenticator:
         self.test_hooks = test_hooks
         self.oidc = oidc
         self._impersonated: dict[tuple[str, str, str], skift.LocalSkift] = {}
+        self._inflight: dict[
+            tuple[str, str, datetime | None], asyncio.Future[skift.LocalSkift]
+        ] = {}
+
+    async def _once(
+        self, scheme: str, value: str, expires_at: datetime | None = None
+    ) -> skift.LocalSkift:
+        """``base.authenticate``, shared by every call that asks for the same identity
+        while a lookup of it is in flight."""
+        key = (scheme, value, expires_at)
+        found = self._inflight.get(key)
+        if found is not None:
+            return await asyncio.shield(found)
+        lookup: Callable[[], Awaitable[skift.LocalSkift]] = lambda: self.base.authenticate(  # noqa: E731
+            scheme, value, expires_at=expires_at
+        )
+        task = asyncio.ensure_future(lookup())
+        self._inflight[key] = task
+        task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        return await asyncio.shield(task)
 
     async def caller(self, stream: grpclib.server.Stream[Any, Any]) -> skift.LocalSkift:
         md = stream.metadata
@@ -96,15 +121,13 @@ class Authenticator:
             return self._test_caller(headers)
         uid = peer_uid(stream)
         if uid is not None:
-            return await self.base.authenticate("unix", str(uid))
+            return await self._once("unix", str(uid))
         token = bearer(stream)
         if token is not None:
             if self.oidc is not None and looks_like_jwt(token):
                 found = await self.oidc.verify(token)
-                return await self.base.authenticate(
-                    "oidc", found.value, expires_at=found.expires_at
-                )
-            return await self.base.authenticate("token", token)
+                return await self._once("oidc", found.value, found.expires_at)
+            return await self._once("token", token)
         raise skift.Unauthenticated(
             "no credentials: over TCP every call carries a bearer token",
             next="Send the metadata 'authorization: Bearer <token>'; a token comes from "

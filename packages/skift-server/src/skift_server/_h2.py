@@ -30,10 +30,13 @@ from typing import Any, Final
 import attrs
 from grpclib.client import Channel
 from grpclib.protocol import H2Protocol
+from h2.connection import _decode_headers  # pyright: ignore[reportPrivateUsage]
 from h2.errors import ErrorCodes
 from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes
+from h2.stream import StreamClosedBy
+from hyperframe.frame import HeadersFrame, RstStreamFrame
 
 _log = logging.getLogger("skift_server")
 
@@ -94,6 +97,8 @@ class GatheringChannel(Channel):
 # ------------------------------------------------------------------ limits
 
 _GRPC_RESOURCE_EXHAUSTED: Final = "8"
+_LINGER: Final = 1.0
+"""Seconds a connection given GOAWAY stays open, reading and dropping, before it closes."""
 _HPACK_HARD_CAP: Final = 1024 * 1024
 """A header block decoding past this is a connection error (an HPACK bomb); below it
 and above :attr:`ConnectionLimits.max_header_list_bytes` the request is answered with a status."""
@@ -164,6 +169,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
     _refilled: float
     _timer: asyncio.TimerHandle | None
     _preface_done: bool
+    _closing: bool
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -172,11 +178,13 @@ class GuardedH2Protocol(GatheringH2Protocol):
         h2c.update_settings(
             {SettingCodes.MAX_CONCURRENT_STREAMS: self.limits.max_concurrent_streams}
         )
+        _refuse_streams_past(h2c, self.limits.max_concurrent_streams)
         self.connection.flush()
         now = time.monotonic()
         self._state, self._since = _State.PREFACE, now
         self._tokens, self._refilled = float(self.limits.reset_burst), now
         self._preface_done = False
+        self._closing = False
         self._timer = None
         self._schedule()
 
@@ -205,7 +213,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
 
     def _check(self) -> None:
         self._timer = None
-        if self.connection.is_closing():
+        if self._closing or self.connection.is_closing():
             return
         self._track()
         lim = self.limits
@@ -223,23 +231,39 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._schedule()
 
     def _goaway(self, code: ErrorCodes, why: str) -> None:
-        """Send GOAWAY with ``code`` and close the connection (its calls are cancelled)."""
+        """Send GOAWAY with ``code``, cancel the connection's calls, and close it after a
+        moment in which what the client still sends is read and dropped (closing a socket
+        with unread input resets it, and the client may never see the GOAWAY)."""
         h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
         with contextlib.suppress(Exception):
             h2c.close_connection(error_code=code)
+        self._linger(why)
+
+    def _linger(self, why: str) -> None:
+        """Send what h2 has queued (its GOAWAY), then close as :meth:`_goaway` says."""
+        with contextlib.suppress(Exception):
             self.connection.flush()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.processor.close(why)
+        self._closing = True
+        self.processor.handler.close()
+        transport: Any = self.connection._transport  # pyright: ignore[reportPrivateUsage]
+        with contextlib.suppress(Exception):
+            transport.flush()
+            raw: Any = transport._transport  # pyright: ignore[reportPrivateUsage]
+            if raw.can_write_eof():
+                raw.write_eof()
+        asyncio.get_running_loop().call_later(_LINGER, self.processor.close, why)
 
     def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return  # after GOAWAY: read and dropped until the connection closes
         try:
             events = self.connection.feed(data)
         except ProtocolError:
             _log.debug("HTTP/2 protocol error", exc_info=True)
-            self.connection.flush()  # the GOAWAY h2 prepared
-            self.processor.close("Protocol error")
+            self._linger("Protocol error")  # with the GOAWAY h2 prepared
             return
         self.connection.flush()
         for event in events:
@@ -310,6 +334,33 @@ class GuardedH2Protocol(GatheringH2Protocol):
                     h2c.reset_stream(sid, error_code=ErrorCodes.NO_ERROR)
             return False
         return True
+
+
+def _refuse_streams_past(h2c: Any, limit: int) -> None:
+    """A HEADERS frame that would open stream ``limit + 1`` is answered RST_STREAM
+    (REFUSED_STREAM), a stream error as RFC 9113 5.1.2 allows and nginx does, where h2
+    would close the whole connection. Its header block is still decoded, keeping HPACK's
+    state in step with the client's."""
+    table: dict[Any, Any] = h2c._frame_dispatch_table
+    original = table[HeadersFrame]
+
+    def receive(frame: HeadersFrame) -> Any:
+        sid = frame.stream_id
+        if (
+            sid not in h2c.streams
+            and sid > h2c.highest_inbound_stream_id
+            and sid % 2 == 1
+            and h2c.open_inbound_streams >= limit
+        ):
+            _decode_headers(h2c.decoder, frame.data)
+            h2c.highest_inbound_stream_id = sid
+            h2c._closed_streams[sid] = StreamClosedBy.SEND_RST_STREAM
+            rst = RstStreamFrame(sid)
+            rst.error_code = ErrorCodes.REFUSED_STREAM
+            return [rst], []
+        return original(frame)
+
+    table[HeadersFrame] = receive
 
 
 def _peer(connection: Any) -> str:

@@ -7,7 +7,9 @@ of an incomplete request head (``h11_max_incomplete_event_size``: past it
 request head: a connection that sends nothing, or a header a byte at a time,
 stays open. Here such a connection is answered ``408 Request Timeout`` and
 closed after ``ConnectionLimits.header_timeout`` (nginx's
-``client_header_timeout``). Imported only when the server serves HTTP.
+``client_header_timeout``), and a complete request head larger than
+``max_header_list_bytes`` is answered 431 (:class:`HeaderLimit`). Imported only
+when the server serves HTTP.
 """
 
 from __future__ import annotations
@@ -66,6 +68,39 @@ def guarded_h11(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             super().connection_lost(exc)
 
     return GuardedH11
+
+
+class HeaderLimit:
+    """ASGI middleware: a request whose headers add up to more than ``limit`` bytes (names,
+    values and 32 each, as HTTP/2 counts them) gets 431 and reaches no route (h11's own
+    bound applies only to a request head still incomplete when a read ends)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            size = sum(len(k) + len(v) + 32 for k, v in scope.get("headers", ()))
+            if size > self.limit:
+                body = (
+                    f"the request headers are {size} bytes; this server takes at most "
+                    f"{self.limit} (--max-header-bytes)\n"
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 431,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 def uvicorn_settings(limits: ConnectionLimits) -> dict[str, Any]:

@@ -6,12 +6,19 @@ message: ImportBeads takes the file as a stream of chunks and answers with
 the map from beads id to node in byte-budgeted parts, then the summary;
 ExportBeads answers with chunks of whole lines. The handlers decode, call
 the API and encode; the rules are the engine's.
+
+An import is authorized (the policy's ``import`` action, the same question the
+engine asks again inside its transaction) before its first chunk is read, so a
+caller who may not import is refused having sent one HTTP/2 window at most;
+the chunks of one who may are spooled to a temporary file past
+:data:`SPOOL_BYTES`, not held whole in memory, and read back a line at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import IO, Any, Final
 
 import betterproto2
 
@@ -27,6 +34,9 @@ CHUNK_BYTES: Final = 1024 * 1024
 
 MAX_IMPORT_BYTES: Final = 1024 * 1024 * 1024
 """The largest file an import takes (a beads export of 100,000 issues is some 50 MB)."""
+
+SPOOL_BYTES: Final = 8 * 1024 * 1024
+"""An upload larger than this goes to a temporary file while it is received."""
 
 
 def summary_pb(r: skift.BeadsImport) -> v1.ImportBeadsSummary:
@@ -70,10 +80,9 @@ def decode_text(data: bytes) -> str:
         ) from None
 
 
-async def _upload(requests: AsyncIterator[Any]) -> tuple[Any, bytes]:
-    """The first request message and the bytes of every message's ``data`` joined."""
+async def _upload(requests: AsyncIterator[Any], spool: IO[bytes]) -> Any:
+    """The first request message; every message's ``data`` written to ``spool``."""
     first: Any = None
-    chunks: list[bytes] = []
     size = 0
     async for r in requests:
         first = first or r
@@ -85,12 +94,31 @@ async def _upload(requests: AsyncIterator[Any]) -> tuple[Any, bytes]:
                 limit="import_bytes",
                 bound=MAX_IMPORT_BYTES,
             )
-        chunks.append(r.data)
+        spool.write(r.data)
     if first is None:
         raise skift.Invalid(
             "the import sent no message", next="Send the project and the file's bytes."
         )
-    return first, b"".join(chunks)
+    spool.seek(0)
+    return first
+
+
+def spooled_lines(spool: IO[bytes]) -> Iterator[str]:
+    """The spooled file's lines as text (without their line ends, as ``str.split``
+    gives them); bytes that are not UTF-8 are Invalid naming their line."""
+    for n, raw in enumerate(spool, start=1):
+        try:
+            yield raw.decode("utf-8").rstrip("\n")
+        except UnicodeDecodeError as exc:
+            raise skift.Invalid(
+                f"line {n}: not UTF-8 text (byte {exc.start})",
+                next="Export again with bd export; a beads export is UTF-8 JSONL.",
+                line=n,
+            ) from None
+
+
+def _spool() -> IO[bytes]:
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, prefix="skift-import-")
 
 
 async def _send_map(
@@ -112,16 +140,16 @@ async def _send_map(
 async def import_beads(
     sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportBeadsRequest], send: Send
 ) -> None:
-    first, data = await _upload(requests)
-    text = decode_text(data)
-    del data
-    res = await sk.import_beads(
-        text,
-        project=first.project,
-        dry_run=first.dry_run,
-        break_cycles=first.break_cycles,
-        skip_dangling=first.skip_dangling,
-    )
+    await sk.check_action("import")  # before the first chunk is read
+    with _spool() as spool:
+        first = await _upload(requests, spool)
+        res = await sk.import_beads(
+            list(spooled_lines(spool)),
+            project=first.project,
+            dry_run=first.dry_run,
+            break_cycles=first.break_cycles,
+            skip_dangling=first.skip_dangling,
+        )
     rest = dict(res.nodes)
     await _send_map(send, rest, lambda part: v1.ImportBeadsResponse(nodes=part))
     await send(v1.ImportBeadsResponse(nodes=rest, summary=summary_pb(res)))
@@ -183,12 +211,14 @@ def archive_view(ids: dict[str, str], s: v1.ImportArchiveSummary | None) -> skif
 async def import_archive(
     sk: skift.LocalSkift, requests: AsyncIterator[v1.ImportArchiveRequest], send: Send
 ) -> None:
-    first, data = await _upload(requests)
-    text = decode_text(data)
-    del data
-    res = await sk.import_archive(
-        text, project=first.project or None, map_authors=first.map_authors
-    )
+    await sk.check_action("import")  # before the first chunk is read
+    with _spool() as spool:
+        first = await _upload(requests, spool)
+        res = await sk.import_archive(
+            list(spooled_lines(spool)),
+            project=first.project or None,
+            map_authors=first.map_authors,
+        )
     rest = dict(res.ids)
     await _send_map(send, rest, lambda part: v1.ImportArchiveResponse(ids=part))
     await send(v1.ImportArchiveResponse(ids=rest, summary=archive_summary_pb(res)))

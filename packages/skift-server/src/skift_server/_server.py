@@ -347,7 +347,7 @@ class SkiftServer:
         import uvicorn
 
         from ._http import http_app, metrics_app
-        from ._http1 import uvicorn_settings
+        from ._http1 import HeaderLimit, uvicorn_settings
 
         class _Uvicorn(uvicorn.Server):
             """uvicorn without its own signal handlers: the server owns SIGTERM and SIGINT."""
@@ -357,7 +357,10 @@ class SkiftServer:
                 yield
 
         host, port = split_host_port(address)
-        app = metrics_app(self) if metrics_only else http_app(self)
+        app = HeaderLimit(
+            metrics_app(self) if metrics_only else http_app(self),
+            self.options.connection_limits.max_header_list_bytes,
+        )
         config = uvicorn.Config(
             app,
             host=host,
