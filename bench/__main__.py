@@ -38,6 +38,7 @@ SCENARIOS = (
     "board",
     "events",
     "readpolicy",
+    "adversary",
 )
 
 
@@ -202,6 +203,11 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
             results += await _readpolicy.ready_read_policy(
                 srv, size, cfg.ready_iters, rounds=2 if args.smoke else 10
             )
+    if "adversary" in only:
+        from . import _adversary
+
+        _log("adversary: a bystander's reads, quiet and under each attack")
+        results += await _adversary.scenario(srv, smoke=args.smoke)
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)

@@ -31,6 +31,7 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
+from datetime import timedelta
 from typing import Any, Final
 
 import attrs
@@ -48,9 +49,10 @@ BYSTANDER_P95: Final = 1.0
 """Seconds: the bystander's p95 bound in CI on a shared 2-core machine."""
 
 TIMEOUTS: Final = (
-    "--preface-timeout", "2", "--header-timeout", "2", "--idle-timeout", "5",
+    "--preface-timeout", "2", "--header-timeout", "2", "--idle-timeout", "60",
 )  # fmt: skip
-"""Short connection timeouts, so the timeout attacks end within seconds."""
+"""Short connection timeouts, so the timeout attacks end within seconds (the idle
+timeout longer than any pause of the suite's own clients between calls)."""
 
 
 def in_thread(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -518,3 +520,44 @@ async def read_frames(
             frames.append(f)
             buf = buf[9 + length :]
     return frames
+
+
+WATCHES = 1000
+CLAIMS = 200
+WAIT = timedelta(seconds=4)
+
+
+async def long_poll_flood(target: Target) -> Counter[str]:
+    """WATCHES WatchEvents and CLAIMS ClaimNext, each waiting WAIT, at once from the
+    attackers' one token over a dozen connections; how each was answered."""
+    clients = [target.attacker(pool_size=4) for _ in range(6)]
+    for c in clients:
+        await c.__aenter__()
+    try:
+        await asyncio.gather(*(c.list_projects() for c in clients))  # connected
+        page = await clients[0].watch_events()
+        while page.events:
+            page = await clients[0].watch_events(after=page.cursor)
+        head = page.cursor  # nothing after it: a watch from here waits
+
+        async def one(i: int) -> str:
+            c = clients[i % len(clients)]
+            try:
+                if i < WATCHES:
+                    got = await c.watch_events(wait=WAIT, after=head)
+                    return "answered" if got.events else "waited"
+                else:
+                    await c.claim_next(wait=WAIT)
+            except skift.LimitExceeded as exc:
+                return f"RESOURCE_EXHAUSTED {exc.details.get('limit')}"
+            except skift.NothingReady:
+                return "waited"
+            except skift.SkiftError as exc:
+                return f"{type(exc).__name__}: {exc}"[:150]
+            return "answered"
+
+        got = await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(WATCHES + CLAIMS))), 60)
+        return Counter(got)
+    finally:
+        for c in clients:
+            await c.__aexit__(None, None, None)

@@ -29,6 +29,8 @@ from hyperframe.frame import Frame, GoAwayFrame, HeadersFrame, RstStreamFrame
 
 from skift_server._proto.skift import v1
 
+SERVE_FLAGS = ("--idle-timeout", "4")
+
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 # HEADERS on stream 1 without END_HEADERS: a header block that never ends
@@ -61,6 +63,19 @@ async def test_a_header_block_that_never_ends_is_closed(target: Target) -> None:
     )
     assert got["open"] == 0, got  # --header-timeout 2
     assert_unharmed(stats)
+
+
+async def test_an_idle_connection_gets_goaway_no_error(target: Target) -> None:
+    raw = await RawH2().open(target.grpc_port)
+    try:
+        started = time.monotonic()
+        assert await raw.until(lambda: raw.goaway() is not None, 10)
+        got = raw.goaway()
+        assert got is not None
+        assert got.error_code == h2.errors.ErrorCodes.NO_ERROR
+        assert 3 < time.monotonic() - started < 7  # --idle-timeout 4
+    finally:
+        await raw.close()
 
 
 async def test_http_requests_that_never_finish_their_head_get_408(target: Target) -> None:

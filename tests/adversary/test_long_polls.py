@@ -9,57 +9,24 @@ bystander in another organization is served from the part kept for ordinary call
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
 from datetime import timedelta
 
-from adversary_harness import Target, assert_unharmed, while_watched
+from adversary_harness import (
+    CLAIMS,
+    WATCHES,
+    Target,
+    assert_unharmed,
+    long_poll_flood,
+    while_watched,
+)
 
 import skift
 from skift_server._errors import details_of
 from skift_server._proto.google.rpc import RetryInfo
 
-WATCHES = 1000
-CLAIMS = 200
-WAIT = timedelta(seconds=4)
-
-
-async def _flood(target: Target) -> Counter[str]:
-    clients = [target.attacker(pool_size=4) for _ in range(6)]
-    for c in clients:
-        await c.__aenter__()
-    try:
-        await asyncio.gather(*(c.list_projects() for c in clients))  # connected
-        page = await clients[0].watch_events()
-        while page.events:
-            page = await clients[0].watch_events(after=page.cursor)
-        head = page.cursor  # nothing after it: a watch from here waits
-
-        async def one(i: int) -> str:
-            c = clients[i % len(clients)]
-            try:
-                if i < WATCHES:
-                    got = await c.watch_events(wait=WAIT, after=head)
-                    return "answered" if got.events else "waited"
-                else:
-                    await c.claim_next(wait=WAIT)
-            except skift.LimitExceeded as exc:
-                return f"RESOURCE_EXHAUSTED {exc.details.get('limit')}"
-            except skift.NothingReady:
-                return "waited"
-            except skift.SkiftError as exc:
-                return f"{type(exc).__name__}: {exc}"[:150]
-            return "answered"
-
-        got = await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(WATCHES + CLAIMS))), 60)
-        return Counter(got)
-    finally:
-        for c in clients:
-            await c.__aexit__(None, None, None)
-
 
 async def test_a_flood_of_long_polls_is_capped_and_the_bystander_served(target: Target) -> None:
-    got, stats = await while_watched(target, lambda: _flood(target))
+    got, stats = await while_watched(target, lambda: long_poll_flood(target))
     capped = got["RESOURCE_EXHAUSTED long_polls_per_principal"]
     assert capped >= (WATCHES + CLAIMS) // 2, got
     assert set(got) <= {"RESOURCE_EXHAUSTED long_polls_per_principal", "waited", "answered"}, got

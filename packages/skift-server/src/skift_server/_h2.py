@@ -224,8 +224,11 @@ class GuardedH2Protocol(GatheringH2Protocol):
             _State.BUSY: None,
         }[self._state]
         if timeout is not None and time.monotonic() - self._since >= timeout:
-            code = ErrorCodes.NO_ERROR if self._state is _State.IDLE else ErrorCodes.PROTOCOL_ERROR
             _log.debug("closing a connection: %s timeout", self._state.value)
+            if self._state is _State.PREFACE:  # no HTTP/2 yet: nothing to say, nothing to drain
+                self.processor.close("preface timeout")
+                return
+            code = ErrorCodes.NO_ERROR if self._state is _State.IDLE else ErrorCodes.PROTOCOL_ERROR
             self._goaway(code, f"{self._state.value} timeout")
             return
         self._schedule()
