@@ -561,3 +561,25 @@ async def long_poll_flood(target: Target) -> Counter[str]:
     finally:
         for c in clients:
             await c.__aexit__(None, None, None)
+
+
+def big_patch(size: int = 4_100_000) -> bytes:
+    """A PatchRequest of about ``size`` bytes: many small creates (what costs most to decode)."""
+    from skift_server._proto.skift import v1
+
+    op = v1.PatchOp(create_node=v1.CreateNodeOp(title="t" * 40, body="b" * 40))
+    one = len(bytes(op)) + 2
+    ops = [op] * max(1, size // one)
+    return bytes(v1.PatchRequest(project="noise", ops=ops))
+
+
+async def no_token_patch(port: int, *, size: int = 4_100_000) -> dict[str, Any]:
+    """One ``size``-byte Patch with no token; how it was answered and how fast."""
+    body = frame(big_patch(size))
+    raw = await RawH2().open(port)
+    try:
+        started = time.perf_counter()
+        got = await raw.call("Patch", body, timeout=30)
+        return {"status": got, "seconds": round(time.perf_counter() - started, 3)}
+    finally:
+        await raw.close()

@@ -1,8 +1,14 @@
 """The skift.v1.SkiftService servable: what happens around every call.
 
 The handlers (``_handlers``) decode, call the skift API and encode; here
-(``SkiftService._serve``) the request is read with a size limit and decoded
-strictly (``_wire``), the caller is identified by the transport (``_auth``),
+(``SkiftService._serve``) the caller is identified by the transport (``_auth``)
+from the headers alone, and an administrative call authorized, before a byte
+of the body is read: until then the stream's HTTP/2 window lets the client send
+at most ``--unauthenticated-body-bytes`` (64 KiB), and a caller without a valid
+identity is answered UNAUTHENTICATED with its body never decoded. Then the
+window opens to the server's limits and the request is read with a size limit
+and decoded strictly (``_wire``: a large message on a worker thread, within a
+time budget); a unary call carrying a second message is refused,
 every :class:`skift.SkiftError` leaves as its one gRPC status (``_errors``),
 and the outcome is counted (``_metrics``). While the server drains, new calls
 are answered UNAVAILABLE so clients retry elsewhere, and the long polls
@@ -30,12 +36,13 @@ import skift
 from . import _admin_rpc, _handlers, _import_wire, _signin_rpc, _webhooks_wire
 from ._auth import Authenticator
 from ._errors import describe, invalid, to_grpc
+from ._h2 import open_window
 from ._handlers import Handler
 from ._import_wire import StreamHandler
 from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
-from ._wire import WireError, decode
+from ._wire import TooExpensive, WireError, decode_off_loop
 
 _log = logging.getLogger("skift_server")
 
@@ -109,14 +116,34 @@ async def recv_requests(
         yield got
 
 
+async def _read(raw: Any, size: int) -> bytes:
+    """Up to ``size`` bytes of the request body; fewer only where it ended (grpclib's
+    buffer asserts instead of returning what it has)."""
+    try:
+        return await raw.recv_data(size)
+    except AssertionError:  # "Received less data than expected": the stream ended early
+        got = raw.buffer._acked_size  # pyright: ignore[reportPrivateUsage]
+        raise invalid(
+            f"the request ended after {got} of the {size} bytes its length prefix announced",
+            next="Send whole messages: a gRPC message is its 5-byte prefix and that many bytes.",
+        ) from None
+
+
+def more_buffered(stream: grpclib.server.Stream[Any, Any]) -> bool:
+    """Whether the client already sent bytes past the message read (a second message)."""
+    buf: Any = stream._stream.buffer  # pyright: ignore[reportPrivateUsage]
+    if buf._acked_size:  # pyright: ignore[reportPrivateUsage]
+        return True
+    queued: Any = buf._unacked._queue  # pyright: ignore[reportPrivateUsage]
+    return any(item.data_size for item in queued)
+
+
 async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int) -> Any:
     """The next request message, or None when the client ended its stream."""
     raw = stream._stream  # pyright: ignore[reportPrivateUsage]
-    header = await raw.recv_data(5)
+    header = await _read(raw, 5)
     if not header:
         return None
-    if len(header) < 5:
-        raise invalid("the request ended inside a message header", next="Send whole messages.")
     compressed, length = struct.unpack(">BI", header)
     if compressed:
         raise invalid(
@@ -131,14 +158,24 @@ async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_byt
                 value=max_bytes,
             )
         )
-    body = await raw.recv_data(length)
+    body = await _read(raw, length)
     if len(body) != length:
         raise invalid(
             f"the request message ended after {len(body)} of {length} bytes",
             next="Send the whole message.",
         )
     try:
-        return decode(cls, body)
+        return await decode_off_loop(cls, body)
+    except TooExpensive as exc:
+        raise to_grpc(
+            skift.LimitExceeded(
+                f"decoding the {length}-byte {cls.__name__} was too expensive: {exc}",
+                next="Send smaller requests (a patch in several), or retry when the server "
+                "is less busy.",
+                limit="decode_seconds",
+                retry_after=1,
+            )
+        ) from None
     except WireError as exc:
         raise invalid(
             f"the request is not a valid {cls.__name__} message: {exc}",
@@ -295,6 +332,7 @@ class SkiftService:
                 )
             if streamed is not None:
                 sk = await self.auth.caller(stream)
+                open_window(stream, self.max_message_bytes + 5)
                 try:
                     await streamed(sk, stream)
                 except skift.TransientError as exc:
@@ -303,11 +341,17 @@ class SkiftService:
                     ) from exc
                 return
             assert fn is not None
-            request = await recv_request(stream, request_type, self.max_message_bytes)
-            sk = await self.auth.caller(stream)
+            sk = await self.auth.caller(stream)  # from the headers: no body read yet
             action = ADMIN_ACTIONS.get(name)
             if action is not None:
                 await sk.check_action(action)
+            open_window(stream, self.max_message_bytes + 5)
+            request = await recv_request(stream, request_type, self.max_message_bytes)
+            if more_buffered(stream):
+                raise invalid(
+                    f"{name} takes one request message; this call sent more",
+                    next="Send exactly one message on a unary call.",
+                )
             try:
                 reply = await self._call(name, fn, sk, request)
             except skift.TransientError as exc:
