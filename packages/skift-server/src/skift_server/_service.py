@@ -6,7 +6,7 @@ from the headers alone, and an administrative call authorized, before a byte
 of the body is read: until then the stream's HTTP/2 window lets the client send
 at most ``--unauthenticated-body-bytes`` (64 KiB), and a caller without a valid
 identity is answered UNAUTHENTICATED with its body never decoded. Then the
-window opens to the server's limits and the request is read with a size limit
+request is read (a message larger than the window opens it) with a size limit
 and decoded strictly (``_wire``: a large message on a worker thread, within a
 time budget); a unary call carrying a second message is refused,
 every :class:`skift.SkiftError` leaves as its one gRPC status (``_errors``),
@@ -139,7 +139,8 @@ def more_buffered(stream: grpclib.server.Stream[Any, Any]) -> bool:
 
 
 async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int) -> Any:
-    """The next request message, or None when the client ended its stream."""
+    """The next request message, or None when the client ended its stream. Called once the
+    caller is authenticated: a message larger than the stream's window opens it."""
     raw = stream._stream  # pyright: ignore[reportPrivateUsage]
     header = await _read(raw, 5)
     if not header:
@@ -158,6 +159,7 @@ async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_byt
                 value=max_bytes,
             )
         )
+    open_window(stream, length)  # the caller is authenticated: a large message may come
     body = await _read(raw, length)
     if len(body) != length:
         raise invalid(
@@ -332,7 +334,6 @@ class SkiftService:
                 )
             if streamed is not None:
                 sk = await self.auth.caller(stream)
-                open_window(stream, self.max_message_bytes + 5)
                 try:
                     await streamed(sk, stream)
                 except skift.TransientError as exc:
@@ -345,7 +346,6 @@ class SkiftService:
             action = ADMIN_ACTIONS.get(name)
             if action is not None:
                 await sk.check_action(action)
-            open_window(stream, self.max_message_bytes + 5)
             request = await recv_request(stream, request_type, self.max_message_bytes)
             if more_buffered(stream):
                 raise invalid(
