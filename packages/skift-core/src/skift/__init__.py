@@ -121,7 +121,6 @@ if TYPE_CHECKING:
         SigninRecord,
         SigninStore,
     )
-    from ._store import WAITING as WAITING
     from ._store import (
         NOT_SIMPLE,
         Authors,
@@ -139,6 +138,7 @@ if TYPE_CHECKING:
         UpstreamCone,
         Writer,
     )
+    from ._store import WAITING as WAITING
     from ._usage_records import (
         Budget,
         Rate,
