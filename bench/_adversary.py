@@ -47,6 +47,7 @@ def _attacks(t: Any) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
             ),
         ),
         ("1,000 WatchEvents + 200 ClaimNext from one token", lambda: ah.long_poll_flood(t)),
+        ("one 4.1 MB Patch with no token", lambda: ah.no_token_patch(t.grpc_port)),
     ]
     extra = getattr(ah, "EXTRA_ATTACKS", None)  # attacks other modules add
     if extra:
