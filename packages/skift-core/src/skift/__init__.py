@@ -38,8 +38,8 @@ if TYPE_CHECKING:
         Unauthenticated,
         Unavailable,
     )
-    from ._filter import NodeFilter
-    from ._growth import StoreStats, TableStat, store_stats
+    from ._filter import NodeFilter, filter_from
+    from ._growth import store_stats
     from ._importer import BeadsImport
     from ._inputs import check_inputs
     from ._limits import DEFAULT_LIMITS, Limits
@@ -111,7 +111,7 @@ if TYPE_CHECKING:
     from ._policy import Policy
     from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
     from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, slugify, ulid_str
-    from ._retention import PruneReport, prune
+    from ._retention import prune
     from ._seal import CursorSeal, cursor_seal
     from ._signin import (
         BoardSession,
@@ -139,6 +139,7 @@ if TYPE_CHECKING:
         Writer,
     )
     from ._store import WAITING as WAITING
+    from ._store_records import PruneReport, StoreStats, TableStat
     from ._usage_records import (
         Budget,
         Rate,
@@ -235,6 +236,7 @@ _LAZY: dict[str, str] = {
     "Actor": "_context",
     "Engine": "_engine",
     "NodeFilter": "_filter",
+    "filter_from": "_filter",
     "Conflict": "_errors",
     "CursorExpired": "_errors",
     "CycleError": "_errors",
@@ -317,9 +319,9 @@ _LAZY: dict[str, str] = {
     "parse_ulid": "_refs",
     "slugify": "_refs",
     "ulid_str": "_refs",
-    "PruneReport": "_retention",
-    "StoreStats": "_growth",
-    "TableStat": "_growth",
+    "PruneReport": "_store_records",
+    "StoreStats": "_store_records",
+    "TableStat": "_store_records",
     "store_stats": "_growth",
     "prune": "_retention",
     "Authors": "_store",
@@ -546,6 +548,7 @@ __all__ = [
     "default_blob_dir",
     "delivery_request",
     "digest_of",
+    "filter_from",
     "format_ref",
     "from_json",
     "new_id",

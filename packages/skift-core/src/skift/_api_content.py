@@ -28,7 +28,7 @@ from ._ops import AttachArtifact
 from ._org_limits import OrgLimits
 from ._org_limits import org_limits as org_get_limits
 from ._org_limits import set_org_limits as org_set_limits
-from ._refs import new_id, ulid_str
+from ._refs import new_id, parse_ulid, ulid_str
 from ._store import Tx
 from ._usage import RateInfo, UsageInfo, UsageReport
 from ._usage import list_rates as usage_list_rates
@@ -378,12 +378,26 @@ class ContentApi(GraphApi):
         return await self._run(go)
 
     async def events(
-        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+        self,
+        *,
+        ref: str | None = None,
+        project: str | None = None,
+        limit: int = 1000,
+        before: str | None = None,
     ) -> list[EventInfo]:
-        """The newest ``limit`` events of the organization (or of node ``ref``), oldest first.
+        """The newest ``limit`` events of the organization (or of node ``ref``), oldest first;
+        with ``before`` (an event's id), the newest of those older than it: the next page
+        back, which stays put while new events are written.
 
         ``project`` only resolves a bare ``#N`` in ``ref``; it does not filter.
         """
+        older = parse_ulid(before.strip()) if before is not None else None
+        if before is not None and older is None:
+            raise Invalid(
+                f"before is {before!r}, not an event id",
+                next="Pass the id of an event a previous call returned.",
+                field="before",
+            )
 
         async def go(tx: Tx, a: Actor) -> list[EventInfo]:
             node_id: UUID | None = None
@@ -392,7 +406,9 @@ class ContentApi(GraphApi):
                 node_id = (await self.engine.resolve_node(tx, ref, proj)).id
             hidden = await self.engine.hidden(tx) if node_id is None else ()
             return await _stream.with_cursors(
-                self.engine, tx, await tx.events(node_id=node_id, limit=limit, hidden=hidden)
+                self.engine,
+                tx,
+                await tx.events(node_id=node_id, limit=limit, hidden=hidden, before=older),
             )
 
         return await self._run(go)

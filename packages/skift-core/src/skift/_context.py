@@ -171,6 +171,44 @@ lease_gone_default: dict[str, Any] = {
 }
 
 
+async def fence(
+    tx: Tx,
+    actor: Actor,
+    lease_ref: str,
+    *,
+    node: Node | None = None,
+    refused: str = "writes under it are refused",
+) -> Lease:
+    """The fencing check, the one place it is made: the live lease ``lease_ref`` names,
+    held by ``actor`` (and on ``node``, when the write names one), its row locked for the
+    transaction; else FencingError saying why and what to do next. ``refused`` ends the
+    message (a patch says "this patch is refused")."""
+    ident = parse_ulid(lease_ref.strip())
+    lease = await tx.lease_by_id(ident, lock=True) if ident else None
+    now = await tx.now()
+    if lease is None:
+        raise FencingError(f"lease {lease_ref} is unknown; {refused}", **lease_gone_default)
+    if node is not None and lease.node_id != node.id:
+        raise FencingError(
+            f"lease {lease_ref} is not a lease on this node",
+            next="Use the lease id that Claim returned for this node, or claim it again.",
+        )
+    if lease.released_at is not None:
+        why = lease.release_reason.value if lease.release_reason else "released"
+        raise FencingError(f"lease {lease_ref} is released ({why}); {refused}", **lease_gone(lease))
+    if lease.expires_at <= now:
+        raise FencingError(
+            f"lease {lease_ref} is expired (at {lease.expires_at.isoformat()}); {refused}",
+            **lease_gone_default,
+        )
+    if lease.holder != actor.id:
+        raise FencingError(
+            f"lease {lease_ref} belongs to another principal; {refused}",
+            next="Only the holder writes under a lease; claim your own work.",
+        )
+    return lease
+
+
 class Context:
     """What every rule needs inside a store transaction: limits, policy, events, resolution."""
 
@@ -563,33 +601,6 @@ class Context:
                 bound=self.limits.page_size,
             )
         return size
-
-    async def _fence(self, tx: Tx, actor: Actor, node: Node, lease_ref: str) -> Lease:
-        """The node's current live lease, if ``lease_ref`` names it; else FencingError."""
-        ident = parse_ulid(lease_ref.strip())
-        lease = await tx.lease_by_id(ident, lock=True) if ident else None
-        now = await tx.now()
-        if lease is None or lease.node_id != node.id:
-            raise FencingError(
-                f"lease {lease_ref} is not a lease on this node",
-                next="Use the lease id that Claim returned for this node, or claim it again.",
-            )
-        if lease.released_at is not None or lease.expires_at <= now:
-            state = (
-                f"released ({lease.release_reason.value if lease.release_reason else 'released'})"
-                if lease.released_at is not None
-                else f"expired at {lease.expires_at.isoformat()}"
-            )
-            raise FencingError(
-                f"lease {lease_ref} is {state}; writes under it are refused",
-                **lease_gone(lease),
-            )
-        if lease.holder != actor.id:
-            raise FencingError(
-                f"lease {lease_ref} belongs to another principal",
-                next="Only the holder writes under a lease; claim your own work.",
-            )
-        return lease
 
     # ------------------------------------------------------------------ events
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 
 import attrs
 
+from ._errors import Invalid
 from ._models import AssigneeKind, Priority, Status
 
 
@@ -44,3 +46,36 @@ class NodeFilter:
             "parent": self.parent,
         }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def filter_from(
+    projects: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    any_labels: Sequence[str] = (),
+    assignee_kind: AssigneeKind | str | None = None,
+    min_priority: Priority | str | None = None,
+    parent: str | None = None,
+    status: Status | str | None = None,
+    held: bool | None = None,
+) -> NodeFilter:
+    """The filter keywords of ``ready``, ``list_nodes`` and ``claim_next``, checked: the one
+    reading of them (the remote client builds its filter with it too)."""
+    try:
+        return NodeFilter(
+            projects=tuple(projects),
+            kinds=tuple(kinds),
+            labels=tuple(labels),
+            any_labels=tuple(any_labels),
+            assignee_kind=AssigneeKind(assignee_kind) if assignee_kind else None,
+            min_priority=Priority(min_priority) if min_priority else None,
+            parent=parent,
+            status=Status(status) if status else None,
+            held=held,
+        )
+    except ValueError as exc:
+        raise Invalid(
+            str(exc),
+            next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
+            field="filter",
+        ) from None

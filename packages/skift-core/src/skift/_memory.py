@@ -22,7 +22,6 @@ from . import _memory_webhooks as webhooks
 from . import _readiness as readiness
 from ._blobs import BlobStore, MemoryBlobStore
 from ._errors import Conflict
-from ._growth import StoreStats, TableStat
 from ._memory_base import MemoryState
 from ._memory_content import MemoryContentTx
 from ._models import (
@@ -39,7 +38,6 @@ from ._models import (
 )
 from ._parts import BlobPart
 from ._refs import new_id, ulid_str
-from ._retention import PruneReport
 from ._signin import MemorySignins
 from ._store import (
     NOT_SIMPLE,
@@ -54,6 +52,7 @@ from ._store import (
     UpstreamCone,
     Writer,
 )
+from ._store_records import PruneReport, StoreStats, TableStat
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery
 
 
@@ -740,16 +739,31 @@ class MemoryTx(MemoryContentTx):
         self._announce(start)
 
     async def events(
-        self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()
+        self,
+        *,
+        node_id: UUID | None = None,
+        limit: int = 1000,
+        hidden: Collection[UUID] = (),
+        before: UUID | None = None,
     ) -> list[Event]:
-        rows = [
-            e
-            for e in self._s.events
-            if e.org_id == self._org
-            and (node_id is None or e.node_id == node_id)
-            and not (hidden and e.project_id in hidden)
-        ]
-        return rows[-limit:] if limit > 0 else []
+        if limit <= 0:
+            return []
+        out: list[Event] = []
+        seen = before is None
+        for e in reversed(self._s.events):  # newest first, stopping once a page is read
+            if not seen:
+                seen = e.id == before
+                continue
+            if (
+                e.org_id == self._org
+                and (node_id is None or e.node_id == node_id)
+                and not (hidden and e.project_id in hidden)
+            ):
+                out.append(e)
+                if len(out) == limit:
+                    break
+        out.reverse()
+        return out
 
     # The change stream. Transactions run one at a time under the store's lock and
     # a rolled-back one truncates the log back, so the log's order is commit order

@@ -27,10 +27,10 @@ from ._models import (
 )
 from ._parts import ArtifactRecord, BlobRecord
 from ._policy_records import StoredPolicy
-from ._retention import PruneReport
 from ._store import (
     StoredRequest,
 )
+from ._store_records import PruneReport
 from ._usage_records import Budget, Rate, UsageRecord
 
 Undo = Callable[[], None]

@@ -20,7 +20,7 @@ import attrs
 
 from ._artifacts import Artifact, artifact_event, prepare_artifacts
 from ._comments import comment_event, new_comment
-from ._context import Actor, Context, changed_fields, check_size, node_fields
+from ._context import Actor, Context, changed_fields, check_size, fence, node_fields
 from ._convert import from_json, to_json
 from ._errors import (
     CycleError,
@@ -139,7 +139,7 @@ class Patching(Context):
         if len(ops) == 1 and isinstance(ops[0], CompleteNode):
             ctx.derived_before = {}
         if lease is not None:
-            await ctx.use_lease(lease)
+            ctx.lease = await fence(tx, actor, lease, refused="this patch is refused")
         count = sum(1 for o in ops if isinstance(o, CreateNode))
         if count:
             ctx.next_number = await tx.allocate_numbers(project.id, count)

@@ -16,11 +16,11 @@ from uuid import UUID
 
 import attrs
 
-from ._context import Actor, Context, lease_gone, lease_gone_default, node_facts
-from ._errors import Conflict, CycleError, FencingError
+from ._context import Actor, Context, node_facts
+from ._errors import Conflict, CycleError
 from ._intent import intent
 from ._models import Edge, Event, Lease, Node, Project, ReleaseReason
-from ._refs import format_ref, parse_ulid, ulid_str
+from ._refs import format_ref, ulid_str
 from ._store import Derived, Tx
 
 
@@ -93,33 +93,6 @@ class PatchState:
     def intend(self, action: str, **parts: Any) -> None:
         self.intents.append(intent(action, index=self.index, **parts))
 
-    async def use_lease(self, lease_ref: str) -> None:
-        ident = parse_ulid(lease_ref.strip())
-        lease = await self.tx.lease_by_id(ident, lock=True) if ident else None
-        now = await self.tx.now()
-        if (
-            lease is None
-            or lease.released_at is not None
-            or lease.expires_at <= now
-            or lease.holder != self.actor.id
-        ):
-            why = "unknown"
-            if lease is not None:
-                why = (
-                    f"released ({lease.release_reason.value if lease.release_reason else 'released'})"
-                    if lease.released_at is not None
-                    else "expired"
-                    if lease.expires_at <= now
-                    else "held by another principal"
-                )
-            gone = (
-                lease_gone(lease)
-                if lease is not None and lease.released_at is not None
-                else lease_gone_default
-            )
-            raise FencingError(f"lease {lease_ref} is {why}; this patch is refused", **gone)
-        self.lease = lease
-
     async def _project(self, project_id: UUID) -> Project:
         if project_id not in self.projects:
             p = await self.tx.project_by_id(project_id)
@@ -151,7 +124,7 @@ class PatchState:
         if node.id in self.created:
             return  # created by this patch: nobody can hold a lease on it yet
         if self.lease is not None and self.lease.node_id == node.id:
-            # use_lease checked (under the lease row's lock) that our lease is live, and a
+            # fence checked (under the lease row's lock) that our lease is live, and a
             # node has at most one unreleased lease: the live lease on it is ours
             return
         leases = await self.tx.live_leases([node.id])

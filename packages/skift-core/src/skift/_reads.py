@@ -18,7 +18,8 @@ from . import _readiness as readiness
 from ._context import Actor, Context
 from ._errors import Invalid
 from ._filter import NodeFilter
-from ._models import AssigneeKind, Node, Priority, Project, Status
+from ._filter import filter_from as filter_from
+from ._models import Node, Project, Status
 from ._refs import format_ref, ulid_str
 from ._store import Derived, ReadyQuery, Tx
 from ._views import Explanation, NodeInfo, ReadyPage, Reason
@@ -526,37 +527,6 @@ class _Cone:
             memo[cur] = found
             stack.pop()
         return found
-
-
-def filter_from(
-    projects: Sequence[str] = (),
-    kinds: Sequence[str] = (),
-    labels: Sequence[str] = (),
-    any_labels: Sequence[str] = (),
-    assignee_kind: AssigneeKind | str | None = None,
-    min_priority: Priority | str | None = None,
-    parent: str | None = None,
-    status: Status | str | None = None,
-    held: bool | None = None,
-) -> NodeFilter:
-    try:
-        return NodeFilter(
-            projects=tuple(projects),
-            kinds=tuple(kinds),
-            labels=tuple(labels),
-            any_labels=tuple(any_labels),
-            assignee_kind=AssigneeKind(assignee_kind) if assignee_kind else None,
-            min_priority=Priority(min_priority) if min_priority else None,
-            parent=parent,
-            status=Status(status) if status else None,
-            held=held,
-        )
-    except ValueError as exc:
-        raise Invalid(
-            str(exc),
-            next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
-            field="filter",
-        ) from None
 
 
 def derived_ready(d: Derived, node: Node) -> bool:

@@ -18,46 +18,23 @@ finds it taken does nothing and says so).
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import attrs
 
 from ._errors import IdempotencyMismatch
 from ._limits import DEFAULT_LIMITS, Limits
+from ._store_records import PruneReport
 
 if TYPE_CHECKING:
     from uuid import UUID
 
     from ._store import Store, Tx
 
-__all__ = ["PruneReport", "prune"]
+__all__ = ["prune"]
 
 log = logging.getLogger("skift.retention")
-
-
-@attrs.frozen
-class PruneReport:
-    """What one prune run removed (or, with ``dry_run``, would remove).
-
-    ``ran`` is False when another run held the lock (nothing was read or removed).
-    ``requests_before`` / ``claim_cursors_before``: the cut-offs used.
-    """
-
-    at: datetime
-    dry_run: bool
-    ran: bool
-    requests: int
-    claim_cursors: int
-    requests_before: datetime
-    claim_cursors_before: datetime
-    #: event partitions created ahead by this run (PostgreSQL; never on a dry run)
-    partitions_created: int = 0
-    #: blob rows untouched since ``blobs_before`` that no artifact names, and files of
-    #: bytes no organization records any more (``Limits.blob_grace``)
-    blobs: int = 0
-    blob_files: int = 0
-    blobs_before: datetime | None = None
 
 
 async def prune(

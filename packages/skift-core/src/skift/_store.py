@@ -25,7 +25,6 @@ from uuid import UUID
 import attrs
 
 from ._blobs import BlobStore
-from ._growth import StoreStats
 from ._models import (
     AssigneeKind,
     Comment,
@@ -44,8 +43,8 @@ from ._models import (
 )
 from ._parts import ArtifactRecord, BlobRecord
 from ._policy_records import StoredPolicy
-from ._retention import PruneReport
 from ._signin import SigninStore
+from ._store_records import PruneReport, StoreStats
 from ._usage_records import Budget, Rate, UsageRecord, UsageScope, UsageTotal
 from ._webhook_records import Delivery, DeliveryStats, DueDelivery, Endpoint
 
@@ -543,10 +542,16 @@ class Tx(Protocol):
     # events
     async def append_events(self, events: Sequence[Event]) -> None: ...
     async def events(
-        self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()
+        self,
+        *,
+        node_id: UUID | None = None,
+        limit: int = 1000,
+        hidden: Collection[UUID] = (),
+        before: UUID | None = None,
     ) -> list[Event]:
         """The newest ``limit`` events (of one node, when given), oldest first, none of a
-        project in ``hidden``."""
+        project in ``hidden``; with ``before``, only events older than that one (the next
+        page back: only its own rows are read)."""
         ...
 
     # the change stream (skift._stream): commit-ordered positions

@@ -212,7 +212,12 @@ class Skift(Protocol):
     ) -> list[LeaseInfo]: ...
     async def sweep_expired(self, limit: int = 500) -> int: ...
     async def events(
-        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+        self,
+        *,
+        ref: str | None = None,
+        project: str | None = None,
+        limit: int = 1000,
+        before: str | None = None,
     ) -> list[EventInfo]: ...
     async def watch_events(
         self,

@@ -215,7 +215,7 @@ async def record_usage(
     basis: str | None,
     lease: str | None,
 ) -> UsageInfo:
-    from ._context import node_facts  # _store imports this module's records
+    from ._context import fence, node_facts  # _store imports this module's records
 
     name = model.strip()
     if not name or len(name) > _MODEL_CHARS:
@@ -244,7 +244,7 @@ async def record_usage(
     ref_text = format_ref(project.slug, node.number)
     held = None
     if lease is not None:
-        held = await e._fence(tx, actor, node, lease)  # pyright: ignore[reportPrivateUsage]
+        held = await fence(tx, actor, lease, node=node)
     await e.authorize(
         tx,
         actor,

@@ -1,7 +1,7 @@
 """The work protocol: claims, leases as fencing tokens, heartbeats, releases and expiry.
 
 A claim takes a ready node under a lease (its id is the fencing token every
-write under it carries; :meth:`Context._fence` checks it), hands over the
+write under it carries; :func:`skift._context.fence` checks it), hands over the
 predecessors' results as inputs, and refuses with the reasons Explain gives
 when the node is not ready. Gates (nodes only a person completes) are never
 handed to an agent: ``ReadyQuery.agent_only`` and the policy see to it.
@@ -17,7 +17,7 @@ from uuid import UUID
 import attrs
 
 from ._artifacts import ArtifactInfo, artifact_infos
-from ._context import Actor, node_facts, ref_of
+from ._context import Actor, fence, node_facts, ref_of
 from ._convert import seconds, to_json
 from ._errors import Invalid, NothingReady, Refused
 from ._filter import NodeFilter
@@ -277,7 +277,7 @@ class Work(Reads):
         ttl: timedelta | None,
     ) -> LeaseInfo:
         node = await self.node_in(tx, ref, project_ref, lock=True)
-        lease = await self._fence(tx, actor, node, lease_ref)
+        lease = await fence(tx, actor, lease_ref, node=node)
         span = self.ttl(ttl) if ttl is not None else lease.ttl
         span = min(span, self.limits.lease_ttl_ceiling)
         now = await tx.now()
@@ -311,7 +311,7 @@ class Work(Reads):
         reason: ReleaseReason,
     ) -> NodeInfo:
         node = await self.node_in(tx, ref, project_ref, lock=True)
-        lease = await self._fence(tx, actor, node, lease_ref)
+        lease = await fence(tx, actor, lease_ref, node=node)
         now = await tx.now()
         await tx.update_lease(attrs.evolve(lease, released_at=now, release_reason=reason))
         await tx.append_events(

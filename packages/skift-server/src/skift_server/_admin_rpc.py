@@ -68,8 +68,8 @@ async def create_org(sk: skift.LocalSkift, r: v1.CreateOrgRequest) -> v1.CreateO
 
 
 async def list_orgs(sk: skift.LocalSkift, r: v1.ListOrgsRequest) -> v1.ListOrgsResponse:
-    token = paging.decode("ListOrgs", r.page_token)
+    token = paging.decode("ListOrgs", r)
     got = [org_pb(o) for o in await sk.list_orgs()]
     size = sk.engine.page_size(r.page_size or None)
-    items, nxt = paging.slice_page("ListOrgs", got, token, size)
+    items, nxt = paging.slice_page("ListOrgs", got, token, size, r)
     return v1.ListOrgsResponse(orgs=items, next_page_token=nxt)

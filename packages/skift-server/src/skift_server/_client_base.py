@@ -297,13 +297,20 @@ def page_size(limit: int | None) -> int:
     return limit if limit != 0 else -1
 
 
-def skip_token(rpc: str, offset: int, size: int | None) -> str:
+def skip_token(rpc: str, offset: int) -> str:
     """A page token that starts ``offset`` items in (the server's own token format)."""
     from ._paging import Token, encode
 
     if offset < 0:
         raise skift.Invalid("offset must be 0 or more", next="Give the number of items to skip.")
-    return encode(Token(rpc, offset=offset, size=size))
+    return encode(Token(rpc, offset=offset))
+
+
+def page_token_before(rpc: str, key: str) -> str:
+    """A page token that starts after ``key`` in the list's order (the server's format)."""
+    from ._paging import Token, encode
+
+    return encode(Token(rpc, core=key))
 
 
 def request_id_of(value: str | None) -> str:
@@ -318,35 +325,4 @@ def request_id_of(value: str | None) -> str:
 
 
 def filter_of(filters: dict[str, Any]) -> v1.NodeFilter:
-    return g.filter_pb(node_filter_of(**filters))
-
-
-def node_filter_of(
-    projects: Sequence[str] = (),
-    kinds: Sequence[str] = (),
-    labels: Sequence[str] = (),
-    any_labels: Sequence[str] = (),
-    assignee_kind: skift.AssigneeKind | str | None = None,
-    min_priority: skift.Priority | str | None = None,
-    parent: str | None = None,
-    status: skift.Status | str | None = None,
-    held: bool | None = None,
-) -> skift.NodeFilter:
-    """The filter keywords of ``ready``/``list_nodes``/``claim_next``, checked as the API does."""
-    try:
-        return skift.NodeFilter(
-            projects=tuple(projects),
-            kinds=tuple(kinds),
-            labels=tuple(labels),
-            any_labels=tuple(any_labels),
-            assignee_kind=skift.AssigneeKind(assignee_kind) if assignee_kind else None,
-            min_priority=skift.Priority(min_priority) if min_priority else None,
-            parent=parent,
-            status=skift.Status(status) if status else None,
-            held=held,
-        )
-    except ValueError as exc:
-        raise skift.Invalid(
-            str(exc),
-            next="assignee_kind is agent|user; min_priority p0..p4; status open|done|dropped.",
-        ) from None
+    return g.filter_pb(skift.filter_from(**filters))

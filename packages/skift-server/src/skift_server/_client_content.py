@@ -85,7 +85,7 @@ class ContentCalls(RemoteBase):
             req = v1.SearchRequest(
                 query=query,
                 projects=list(projects or ()),
-                page_size=page_size(limit),
+                page_size=page_size(limit - len(out)),
                 include_archived=include_archived,
                 page_token=token,
             )

@@ -52,10 +52,12 @@ class GraphCalls(RemoteBase):
         out: list[skift.ProjectInfo] = []
         token = ""
         if offset:
-            token = skip_token("ListProjects", offset, limit)
+            token = skip_token("ListProjects", offset)
         while True:
             req = v1.ListProjectsRequest(
-                show_archived=archived, page_size=page_size(limit), page_token=token
+                show_archived=archived,
+                page_size=page_size(None if limit is None else limit - len(out)),
+                page_token=token,
             )
             got = await self._call("ListProjects", req, v1.ListProjectsResponse)
             out += [g.project_view(p) for p in got.projects]

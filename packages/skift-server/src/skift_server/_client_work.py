@@ -18,6 +18,7 @@ from ._client_base import (
     artifact_of,
     filter_of,
     page_size,
+    page_token_before,
     request_id_of,
 )
 from ._convert import enum_pb
@@ -223,11 +224,18 @@ class WorkCalls(RemoteBase):
     # ------------------------------------------------------------ events
 
     async def events(
-        self, *, ref: str | None = None, project: str | None = None, limit: int = 1000
+        self,
+        *,
+        ref: str | None = None,
+        project: str | None = None,
+        limit: int = 1000,
+        before: str | None = None,
     ) -> list[skift.EventInfo]:
         pages: list[list[skift.EventInfo]] = []
         got_count = 0
         token = ""
+        if before is not None:
+            token = page_token_before("ListEvents", before)
         most = 500
         while got_count < limit:
             req = v1.ListEventsRequest(

@@ -77,14 +77,14 @@ async def get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetPr
 
 
 async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.ListProjectsResponse:
-    token = paging.decode("ListProjects", r.page_token)
-    size = token.size if token and token.size else _size(sk, r.page_size)
+    token = paging.decode("ListProjects", r)
+    size = _size(sk, r.page_size)
     offset = token.offset if token else 0
     got = await sk.list_projects(archived=r.show_archived, limit=size, offset=offset)
     items = [project_pb(p) for p in got]
     k = paging.fit(items)
     more = k < len(items) or len(got) == size  # a full page: there may be more
-    nxt = paging.encode(paging.Token("ListProjects", offset=offset + k, size=size)) if more else ""
+    nxt = paging.encode(paging.Token("ListProjects", offset=offset + k), r) if more else ""
     return v1.ListProjectsResponse(projects=items[:k], next_page_token=nxt)
 
 
@@ -172,17 +172,17 @@ async def _node_page(
     The token keeps the engine's page token and how many of that page's nodes
     were sent, so a page cut by bytes goes on inside the same engine page.
     """
-    token = paging.decode(rpc, r.page_token)
-    size = token.size if token else (r.page_size or None)
+    token = paging.decode(rpc, r)
+    size = r.page_size or None
     core = token.core if token else None
     sent = token.offset if token else 0
     page = await read(size, core)
     nodes = paging.encoded(node_pb(n) for n in page.nodes[sent:])
     k = paging.fit(nodes)
     if k < len(nodes):
-        nxt = paging.encode(paging.Token(rpc, core=core, offset=sent + k, size=size))
+        nxt = paging.encode(paging.Token(rpc, core=core, offset=sent + k), r)
     elif page.next_page:
-        nxt = paging.encode(paging.Token(rpc, core=page.next_page, size=size))
+        nxt = paging.encode(paging.Token(rpc, core=page.next_page), r)
     else:
         nxt = ""
     return nodes[:k], page, nxt
@@ -217,9 +217,9 @@ async def list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNod
 
 
 async def list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdgesResponse:
-    token = paging.decode("ListEdges", r.page_token)
+    token = paging.decode("ListEdges", r)
     got = [edge_pb(x) for x in await sk.edges(list(r.nodes), project=r.project)]
-    items, nxt = paging.slice_page("ListEdges", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListEdges", got, token, _size(sk, r.page_size), r)
     return v1.ListEdgesResponse(edges=items, next_page_token=nxt)
 
 
@@ -315,7 +315,7 @@ async def claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimNe
 
 
 async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListInputsResponse:
-    token = paging.decode("ListInputs", r.page_token)
+    token = paging.decode("ListInputs", r)
     size = _size(sk, r.page_size)
     start = token.offset if token else 0
     got = [input_pb(i) for i in await sk.inputs(r.ref, project=r.project)]
@@ -323,7 +323,7 @@ async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListI
     kept, rest = paging.cut_inputs(window, start=start)
     if rest is None and len(got) > len(window):
         rest = len(window)
-    nxt = paging.encode(paging.Token("ListInputs", offset=rest)) if rest is not None else ""
+    nxt = paging.encode(paging.Token("ListInputs", offset=rest), r) if rest is not None else ""
     return v1.ListInputsResponse(inputs=kept, next_page_token=nxt)
 
 
@@ -366,18 +366,18 @@ async def gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
 
 
 async def list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
-    token = paging.decode("ListLeases", r.page_token)
+    token = paging.decode("ListLeases", r)
     got = [lease_pb(x) for x in await sk.leases(r.ref, project=r.project)]
-    items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size), r)
     return v1.ListLeasesResponse(leases=items, next_page_token=nxt)
 
 
 async def list_live_leases(
     sk: skift.LocalSkift, r: v1.ListLiveLeasesRequest
 ) -> v1.ListLiveLeasesResponse:
-    token = paging.decode("ListLiveLeases", r.page_token)
+    token = paging.decode("ListLiveLeases", r)
     got = [lease_pb(x) for x in await sk.leases(projects=tuple(r.projects), mine=r.mine)]
-    items, nxt = paging.slice_page("ListLiveLeases", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListLiveLeases", got, token, _size(sk, r.page_size), r)
     return v1.ListLiveLeasesResponse(leases=items, next_page_token=nxt)
 
 
@@ -390,17 +390,19 @@ async def sweep_expired(sk: skift.LocalSkift, r: v1.SweepExpiredRequest) -> v1.S
 
 
 async def list_events(sk: skift.LocalSkift, r: v1.ListEventsRequest) -> v1.ListEventsResponse:
-    """Pages walk back from the newest event; each page is oldest first."""
-    token = paging.decode("ListEvents", r.page_token)
-    size = token.size if token and token.size else _size(sk, r.page_size)
-    skip = token.offset if token else 0
-    got = await sk.events(ref=r.ref, project=r.project, limit=skip + size + 1)
-    end = max(len(got) - skip, 0)
-    window = [event_pb(e) for e in got[max(end - size, 0) : end]]
+    """Pages walk back from the newest event; each page is oldest first. The token keeps
+    the oldest event sent (keyset): the next page reads only the events older than it, so
+    events written meanwhile neither repeat nor shift the walk."""
+    token = paging.decode("ListEvents", r)
+    size = _size(sk, r.page_size)
+    before = token.core if token else None
+    got = await sk.events(ref=r.ref, project=r.project, limit=size + 1, before=before)
+    window = [event_pb(e) for e in got[-size:]]
     k = paging.fit_from_end(window)
-    more = k < len(window) or len(got) > skip + size
-    nxt = paging.encode(paging.Token("ListEvents", offset=skip + k, size=size)) if more else ""
-    return v1.ListEventsResponse(events=window[len(window) - k :], next_page_token=nxt)
+    sent = window[len(window) - k :]
+    more = k < len(window) or len(got) > size
+    nxt = paging.encode(paging.Token("ListEvents", core=sent[0].id), r) if more and sent else ""
+    return v1.ListEventsResponse(events=sent, next_page_token=nxt)
 
 
 async def watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.WatchEventsResponse:
@@ -429,9 +431,9 @@ async def add_principal(sk: skift.LocalSkift, r: v1.AddPrincipalRequest) -> v1.A
 async def list_principals(
     sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
 ) -> v1.ListPrincipalsResponse:
-    token = paging.decode("ListPrincipals", r.page_token)
+    token = paging.decode("ListPrincipals", r)
     got = [principal_pb(p) for p in await sk.list_principals()]
-    items, nxt = paging.slice_page("ListPrincipals", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListPrincipals", got, token, _size(sk, r.page_size), r)
     return v1.ListPrincipalsResponse(principals=items, next_page_token=nxt)
 
 
@@ -476,16 +478,16 @@ async def resolve_comment(
 
 
 async def list_comments(sk: skift.LocalSkift, r: v1.ListCommentsRequest) -> v1.ListCommentsResponse:
-    token = paging.decode("ListComments", r.page_token)
+    token = paging.decode("ListComments", r)
     got = [comment_pb(x) for x in await sk.comments(r.ref, project=r.project)]
-    items, nxt = paging.slice_page("ListComments", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListComments", got, token, _size(sk, r.page_size), r)
     return v1.ListCommentsResponse(comments=items, next_page_token=nxt)
 
 
 async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse:
     """Pages of the best hits; a search reaches at most the engine's page-size limit."""
-    token = paging.decode("Search", r.page_token)
-    size = token.size if token and token.size else _size(sk, r.page_size or 20)
+    token = paging.decode("Search", r)
+    size = _size(sk, r.page_size or 20)
     skip = token.offset if token else 0
     reach = min(skip + size + 1, sk.engine.limits.page_size)
     got = await sk.search(
@@ -494,7 +496,7 @@ async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse
     window = [search_hit_pb(h) for h in got[skip : skip + size]]
     k = paging.fit(window)
     more = k < len(window) or len(got) > skip + size
-    nxt = paging.encode(paging.Token("Search", offset=skip + k, size=size)) if more else ""
+    nxt = paging.encode(paging.Token("Search", offset=skip + k), r) if more else ""
     return v1.SearchResponse(hits=window[:k], next_page_token=nxt)
 
 
@@ -541,9 +543,9 @@ async def set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResp
 
 
 async def list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
-    token = paging.decode("ListRates", r.page_token)
+    token = paging.decode("ListRates", r)
     got = [rate_pb(x) for x in await sk.rates()]
-    items, nxt = paging.slice_page("ListRates", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListRates", got, token, _size(sk, r.page_size), r)
     return v1.ListRatesResponse(rates=items, next_page_token=nxt)
 
 
@@ -588,7 +590,7 @@ async def attach_artifact(
 async def list_artifacts(
     sk: skift.LocalSkift, r: v1.ListArtifactsRequest
 ) -> v1.ListArtifactsResponse:
-    token = paging.decode("ListArtifacts", r.page_token)
+    token = paging.decode("ListArtifacts", r)
     got = [artifact_info_pb(a) for a in await sk.artifacts(r.ref, project=r.project)]
-    items, nxt = paging.slice_page("ListArtifacts", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListArtifacts", got, token, _size(sk, r.page_size), r)
     return v1.ListArtifactsResponse(artifacts=items, next_page_token=nxt)

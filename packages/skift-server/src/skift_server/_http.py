@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,10 +21,29 @@ from starlette.routing import BaseRoute, Route
 
 import skift
 
-from ._metrics import CONTENT_TYPE
+from ._metrics import CONTENT_TYPE, Metrics
 
-if TYPE_CHECKING:
-    from ._server import SkiftServer
+
+class Routed(Protocol):
+    """What serves the board's pages (``skift_server.board.Board``)."""
+
+    def routes(self) -> list[BaseRoute]: ...
+
+
+class Served(Protocol):
+    """What the HTTP side needs of the server (``_server.Served`` offers it)."""
+
+    @property
+    def base(self) -> skift.LocalSkift: ...
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def draining(self) -> bool: ...
+    @property
+    def metrics(self) -> Metrics: ...
+    @property
+    def board(self) -> Routed: ...
+    async def refresh_webhook_metrics(self) -> None: ...
 
 
 _ADMIN_ONLY = (
@@ -33,7 +52,7 @@ _ADMIN_ONLY = (
 )
 
 
-async def _server_admin(server: SkiftServer, request: Request) -> Response | None:
+async def _server_admin(server: Served, request: Request) -> Response | None:
     """None when the request carries a server administrator's bearer token; else the refusal
     (401 without a token or with one that does not authenticate, 403 for anyone else's)."""
     scheme, _, secret = request.headers.get("authorization", "").partition(" ")
@@ -53,25 +72,24 @@ async def _server_admin(server: SkiftServer, request: Request) -> Response | Non
     return None
 
 
-def metrics_app(server: SkiftServer) -> Starlette:
+def metrics_app(server: Served) -> Starlette:
     """``--metrics``: /metrics, /healthz and /readyz without sign-in, and nothing else."""
     return Starlette(routes=_plain_routes(server, open_metrics=True))
 
 
-def http_app(server: SkiftServer) -> Starlette:
+def http_app(server: Served) -> Starlette:
     """The board's listener: /healthz, /readyz, /metrics (a server admin's) and the board."""
     return Starlette(routes=[*_plain_routes(server, open_metrics=False), *server.board.routes()])
 
 
-def _plain_routes(server: SkiftServer, *, open_metrics: bool) -> list[BaseRoute]:
+def _plain_routes(server: Served, *, open_metrics: bool) -> list[BaseRoute]:
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok\n")
 
     async def readyz(request: Request) -> Response:
         if server.ready:
             return PlainTextResponse("ready\n")
-        draining = server.service is not None and server.service.draining
-        why = "draining" if draining else "store unreachable"
+        why = "draining" if server.draining else "store unreachable"
         return PlainTextResponse(f"not ready: {why}\n", status_code=503)
 
     async def metrics(request: Request) -> Response:

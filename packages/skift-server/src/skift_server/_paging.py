@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, TypeVar, cast
@@ -40,39 +41,72 @@ RESPONSE_BUDGET: Final = CLIENT_LIMIT - 256 * 1024
 
 @attrs.frozen
 class Token:
-    """Where a page starts: the core window (``core``) and how much of it was sent."""
+    """Where a page starts: the core window (``core``) and how much of it was sent.
+
+    A token carries no page size: the request's ``page_size`` applies to every page
+    (AIP-158). It carries the digest of the request's other fields (its filter), so a
+    token used with another filter is refused rather than read as a position in a
+    different list.
+    """
 
     rpc: str
     core: str | None = None
     offset: int = 0
-    size: int | None = None
+    filter: str | None = None
 
 
-def encode(token: Token) -> str:
-    doc = {"m": token.rpc, "c": token.core, "o": token.offset, "n": token.size}
+def filter_digest(request: Any) -> str:
+    """The digest of a list request's fields other than ``page_token`` and ``page_size``."""
+    token, size = request.page_token, getattr(request, "page_size", None)
+    request.page_token = ""
+    if size is not None:
+        request.page_size = 0
+    try:
+        raw = bytes(request)
+    finally:
+        request.page_token = token
+        if size is not None:
+            request.page_size = size
+    return hashlib.sha256(type(request).__name__.encode() + raw).hexdigest()[:16]
+
+
+def encode(token: Token, request: Any = None) -> str:
+    """The token as text; with ``request``, bound to its filter (see :class:`Token`)."""
+    digest = filter_digest(request) if request is not None else token.filter
+    doc = {"m": token.rpc, "c": token.core, "o": token.offset, "f": digest}
     raw = json.dumps(doc, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(rpc: str, value: str) -> Token | None:
-    """The token of ``rpc`` in ``value`` (None for the first page)."""
+def decode(rpc: str, request: Any) -> Token | None:
+    """The token of ``rpc`` in ``request.page_token`` (None for the first page); a token of
+    another RPC, an edited one, or one made for another filter is INVALID_ARGUMENT."""
+    value: str = request.page_token
     if not value:
         return None
     try:
         raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
         doc: Any = json.loads(raw)
+        digest = doc.get("f")
         token = Token(
             rpc=str(doc["m"]),
             core=None if doc["c"] is None else str(doc["c"]),
             offset=int(doc["o"]),
-            size=None if doc["n"] is None else int(doc["n"]),
+            filter=None if digest is None else str(digest),
         )
-    except (binascii.Error, ValueError, KeyError, TypeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, AttributeError):
         token = None
     if token is None or token.rpc != rpc or token.offset < 0:
         raise skift.Invalid(
             f"page_token is not a page token of {rpc}",
             next="Pass next_page_token exactly as the previous page of the same call returned it.",
+            field="page_token",
+        )
+    if token.filter is not None and token.filter != filter_digest(request):
+        raise skift.Invalid(
+            f"page_token was made for a {rpc} request with other arguments",
+            next="Send the same arguments as the first page with its next_page_token (only "
+            "page_size may change), or leave page_token out to start over.",
             field="page_token",
         )
     return token
@@ -106,14 +140,16 @@ def fit_from_end(items: Sequence[betterproto2.Message], budget: int = RESPONSE_B
     return fit(list(reversed(items)), budget)
 
 
-def slice_page(rpc: str, items: Sequence[T], token: Token | None, size: int) -> tuple[list[T], str]:
+def slice_page(
+    rpc: str, items: Sequence[T], token: Token | None, size: int, request: Any
+) -> tuple[list[T], str]:
     """One page of a list the API returns whole: the items and the next page's token."""
     start = token.offset if token else 0
     window = list(items[start : start + size])
     k = fit(window)
     end = start + k
     more = end < len(items)
-    return window[:k], encode(Token(rpc, offset=end)) if more else ""
+    return window[:k], encode(Token(rpc, offset=end), request) if more else ""
 
 
 def cut_inputs(

@@ -403,6 +403,11 @@ class SkiftServer:
         return f"{base.rstrip('/')}/signin?code={code}"
 
     @property
+    def draining(self) -> bool:
+        """Shutting down: new calls are refused."""
+        return self.service is not None and self.service.draining
+
+    @property
     def ready(self) -> bool:
         """Serving: not draining, and the store answered the last probe."""
         return self._store_ok and self.service is not None and not self.service.draining

@@ -86,9 +86,9 @@ async def add_webhook(sk: skift.LocalSkift, r: v1.AddWebhookRequest) -> v1.AddWe
 
 
 async def list_webhooks(sk: skift.LocalSkift, r: v1.ListWebhooksRequest) -> v1.ListWebhooksResponse:
-    token = paging.decode("ListWebhooks", r.page_token)
+    token = paging.decode("ListWebhooks", r)
     got = [webhook_pb(w) for w in await sk.webhooks(project=r.project)]
-    items, nxt = paging.slice_page("ListWebhooks", got, token, _size(sk, r.page_size))
+    items, nxt = paging.slice_page("ListWebhooks", got, token, _size(sk, r.page_size), r)
     return v1.ListWebhooksResponse(webhooks=items, next_page_token=nxt)
 
 
@@ -115,19 +115,15 @@ async def list_webhook_deliveries(
     sk: skift.LocalSkift, r: v1.ListWebhookDeliveriesRequest
 ) -> v1.ListWebhookDeliveriesResponse:
     """Pages of the newest deliveries; a listing reaches at most the engine's page-size limit."""
-    token = paging.decode("ListWebhookDeliveries", r.page_token)
-    size = token.size if token and token.size else _size(sk, r.page_size)
+    token = paging.decode("ListWebhookDeliveries", r)
+    size = _size(sk, r.page_size)
     skip = token.offset if token else 0
     reach = min(skip + size + 1, sk.engine.limits.page_size)
     got = await sk.webhook_deliveries(r.webhook, project=r.project, parked=r.parked, limit=reach)
     window = [delivery_pb(d) for d in got[skip : skip + size]]
     k = paging.fit(window)
     more = k < len(window) or len(got) > skip + size
-    nxt = (
-        paging.encode(paging.Token("ListWebhookDeliveries", offset=skip + k, size=size))
-        if more
-        else ""
-    )
+    nxt = paging.encode(paging.Token("ListWebhookDeliveries", offset=skip + k), r) if more else ""
     return v1.ListWebhookDeliveriesResponse(deliveries=window[:k], next_page_token=nxt)
 
 

@@ -385,9 +385,16 @@ class ContentTx(TxBase, PgWebhooksTx):
             await self.announce(events)
 
     async def events(
-        self, *, node_id: UUID | None = None, limit: int = 1000, hidden: Collection[UUID] = ()
+        self,
+        *,
+        node_id: UUID | None = None,
+        limit: int = 1000,
+        hidden: Collection[UUID] = (),
+        before: UUID | None = None,
     ) -> list[Event]:
-        rows = await self.rows("events", node=node_id, limit=limit, hidden=list(hidden))
+        rows = await self.rows(
+            "events", node=node_id, limit=limit, hidden=list(hidden), before=before
+        )
         return [event_from_row(r) for r in rows]
 
     # the change stream (queries/events.sql): positions are (xid, id)

@@ -689,10 +689,11 @@ VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(princi
         %(after)s, %(occurred_at)s)
 
 -- name: events
--- The newest events (optionally of one node), returned oldest first.
+-- The newest events (optionally of one node, optionally older than one), oldest first.
 SELECT * FROM (
     SELECT * FROM events
     WHERE org_id = %(org)s AND (%(node)s::uuid IS NULL OR node_id = %(node)s::uuid)
+      AND (%(before)s::uuid IS NULL OR id < %(before)s::uuid)
       AND (project_id IS NULL OR project_id <> ALL (%(hidden)s::uuid[]))
     ORDER BY id DESC
     LIMIT %(limit)s
