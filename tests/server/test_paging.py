@@ -97,3 +97,33 @@ async def test_event_pages_hold_still_while_events_are_written(serve: Serve) -> 
             channel.close()
     assert len(seen) == len(set(seen)), "an event was sent twice"
     assert [i for i in seen if i in before] == before, "an event was skipped"
+
+
+async def test_list_pages_hold_still_while_the_list_changes(serve: Serve) -> None:
+    """A list the API returns whole (principals, by name) pages after the last item sent:
+    one added before the cursor or after it, and one removed, neither repeat an item nor
+    skip one that existed throughout."""
+    server = await serve("--memory")
+    async with skift_server.connect(f"unix://{server.socket}") as sk:
+        for name in ("m1", "m2", "m3", "m4", "m5", "m6"):
+            await sk.add_principal(name, "agent")
+        before = [p.name for p in await sk.list_principals()]
+        channel = Channel(path=str(server.socket), status_details_codec=ErrorDetailsCodec())
+        stub = v1.SkiftServiceStub(channel)
+        try:
+            seen: list[str] = []
+            token = ""
+            added = iter(["a0", "zz", "a1", "zy", "a2", "zx", "a3", "zw"])
+            while True:
+                page = await stub.list_principals(
+                    v1.ListPrincipalsRequest(page_size=2, page_token=token)
+                )
+                seen += [p.name for p in page.principals]
+                await sk.add_principal(next(added), "agent")
+                token = page.next_page_token
+                if not token:
+                    break
+        finally:
+            channel.close()
+    assert len(seen) == len(set(seen)), "a principal was sent twice"
+    assert [n for n in seen if n in before] == before, "a principal was skipped"

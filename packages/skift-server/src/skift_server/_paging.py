@@ -140,16 +140,38 @@ def fit_from_end(items: Sequence[betterproto2.Message], budget: int = RESPONSE_B
     return fit(list(reversed(items)), budget)
 
 
+def item_key(item: betterproto2.Message) -> str:
+    """What names an item of a list across calls: its id (a rate's model, an org's name),
+    else the digest of the item itself (an edge)."""
+    for name in ("id", "model", "name"):
+        value = getattr(item, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return hashlib.sha256(bytes(item)).hexdigest()[:16]
+
+
 def slice_page(
     rpc: str, items: Sequence[T], token: Token | None, size: int, request: Any
 ) -> tuple[list[T], str]:
-    """One page of a list the API returns whole: the items and the next page's token."""
+    """One page of a list the API returns whole: the items and the next page's token.
+
+    The token names the last item sent (and its position): the next page starts after
+    that item wherever it now stands, so items added or removed elsewhere in the list
+    between pages neither repeat one nor skip one. Only if that very item is gone does
+    the page fall back to its position.
+    """
     start = token.offset if token else 0
+    if token is not None and token.core is not None:
+        for i, item in enumerate(items):
+            if item_key(item) == token.core:
+                start = i + 1
+                break
     window = list(items[start : start + size])
     k = fit(window)
     end = start + k
-    more = end < len(items)
-    return window[:k], encode(Token(rpc, offset=end), request) if more else ""
+    if end >= len(items) or k == 0:
+        return window[:k], ""
+    return window[:k], encode(Token(rpc, core=item_key(window[k - 1]), offset=end), request)
 
 
 def cut_inputs(
