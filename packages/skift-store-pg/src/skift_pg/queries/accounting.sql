@@ -79,9 +79,8 @@ SELECT * FROM budgets WHERE org_id = %(org)s AND scope_id = ANY (%(ids)s::uuid[]
 -- Set a node's or a project's budget and cap.
 INSERT INTO budgets (scope_id, org_id, scope, budget, cap, updated_at)
 VALUES (%(scope_id)s, %(org)s, %(scope)s, %(budget)s, %(cap)s, %(updated_at)s)
-ON CONFLICT (scope_id) DO UPDATE SET
+ON CONFLICT (org_id, scope_id) DO UPDATE SET
     budget = EXCLUDED.budget, cap = EXCLUDED.cap, updated_at = EXCLUDED.updated_at
-WHERE budgets.org_id = %(org)s
 
 -- name: capped_nodes
 -- Every node budget row that carries a cap (ClaimNext's skip list starts here).

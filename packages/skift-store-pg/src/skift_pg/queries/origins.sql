@@ -15,7 +15,7 @@ ORDER BY o.project_id
 -- Record where a node came from, or what its source says now.
 INSERT INTO node_origins (node_id, org_id, project_id, source, external_id, extra)
 VALUES (%(node_id)s, %(org)s, %(project_id)s, %(source)s, %(external_id)s, %(extra)s)
-ON CONFLICT (node_id, source) DO UPDATE
+ON CONFLICT (org_id, node_id, source) DO UPDATE
 SET external_id = excluded.external_id, extra = excluded.extra
 
 -- name: origins_scratch
@@ -31,5 +31,5 @@ TRUNCATE origins_in
 -- Record the origins copied into the scratch table (upsert_origin for many).
 INSERT INTO node_origins (node_id, org_id, project_id, source, external_id, extra)
 SELECT node_id, org_id, project_id, source, external_id, extra FROM origins_in
-ON CONFLICT (node_id, source) DO UPDATE
+ON CONFLICT (org_id, node_id, source) DO UPDATE
 SET external_id = excluded.external_id, extra = excluded.extra

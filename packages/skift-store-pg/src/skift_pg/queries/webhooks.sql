@@ -31,7 +31,7 @@ INSERT INTO webhook_deliveries AS d (id, org_id, project_id, endpoint_id, throug
 SELECT /*:_new_ulid*/, %(org)s, per.project_id, per.endpoint_id, pg_current_xact_id(),
        per.through_id, per.counts, %(now)s, %(now)s
 FROM per
-ON CONFLICT (endpoint_id) WHERE sealed_at IS NULL DO UPDATE SET
+ON CONFLICT (org_id, endpoint_id) WHERE sealed_at IS NULL DO UPDATE SET
     through_seq = greatest(d.through_seq, EXCLUDED.through_seq),
     through_id = CASE WHEN (EXCLUDED.through_seq, EXCLUDED.through_id) > (d.through_seq, d.through_id)
                       THEN EXCLUDED.through_id ELSE d.through_id END,
