@@ -17,6 +17,14 @@ handed out. The time is informational: the replay window
 cursor whose next event occurred before the window opened is refused with
 :class:`~skift.CursorExpired` naming the oldest cursor still good, never
 answered with an empty page, whatever time the cursor carries.
+
+Two versions travel in a cursor: the seal's (``v2.`` outside, ``_seal``) and the
+position's (``v1.`` inside: one cluster's commit order, a transaction id and an event
+id). A store that orders events otherwise (per organization on a Citus shard, or by
+logical decoding; docs/operations.md) mints a new position version; a cursor of a
+version this server does not read is refused naming it (:class:`Invalid`, the same
+next move as a malformed cursor: start over from the replay window), never misread.
+Clients hold cursors opaque, so nothing changes for them.
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ if TYPE_CHECKING:
     from ._models import Event
 
 VERSION = "v1"
+"""The position format this server mints and reads: one cluster's commit order."""
 _CURSOR = re.compile(r"^v1\.(?P<seq>\d{1,20})\.(?P<id>0|[0-9A-Za-z]{26})\.(?P<ms>\d{1,15})$")
+_VERSIONED = re.compile(r"^v(?P<n>\d{1,6})\.")
 _NIL = EventPosition(seq=0).id
 
 _BAD_CURSOR_NEXT = (
@@ -65,6 +75,16 @@ def decode(text: str, seal: CursorSeal) -> tuple[EventPosition, datetime]:
     shown = text if len(text) <= 80 else text[:77] + "..."
     bad = Invalid(f"{shown!r} is not a skift event cursor", next=_BAD_CURSOR_NEXT, field="cursor")
     plain = seal.open(text.strip(), bad) if text else ""
+    other = _VERSIONED.match(plain)
+    if other is not None and f"v{other.group('n')}" != VERSION:
+        raise Invalid(
+            f"this event cursor has position format v{other.group('n')}, which this server "
+            f"does not read (it reads {VERSION}): a server of another version, or of a "
+            "store the events have moved from, made it",
+            next="Leave the cursor out to start at the oldest event still in the replay "
+            "window (events already handled come again: skip them by id).",
+            field="cursor",
+        )
     m = _CURSOR.match(plain) if plain else None
     ident = parse_ulid(m.group("id")) if m and m.group("id") != "0" else _NIL
     if m is None or ident is None:
