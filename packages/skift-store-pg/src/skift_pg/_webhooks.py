@@ -230,6 +230,7 @@ async def settle(
     cur = await conn.execute(
         q("settle_delivery"),
         {
+            "org": delivery.org_id,
             "id": delivery.id,
             "attempts": delivery.attempts,
             "delivered": delivered,

@@ -120,7 +120,7 @@ SELECT * FROM blobs WHERE org_id = %(org)s AND digest = %(digest)s
 -- outside the hidden projects names it, or no artifact names it and the principal uploaded it.
 SELECT b.* FROM blobs b
 WHERE b.org_id = %(org)s AND b.digest = %(digest)s
-  AND (EXISTS (SELECT 1 FROM artifacts a JOIN nodes n ON n.id = a.node_id
+  AND (EXISTS (SELECT 1 FROM artifacts a JOIN nodes n ON n.org_id = a.org_id AND n.id = a.node_id
                WHERE a.org_id = b.org_id AND a.parts @> %(probe)s
                  AND n.project_id <> ALL (%(hidden)s::uuid[]))
        OR (b.created_by = %(principal)s

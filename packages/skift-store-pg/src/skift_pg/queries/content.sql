@@ -24,7 +24,7 @@ WHERE org_id = %(org)s AND id = %(id)s
 -- Keep a comment's prior body as its next revision (the comment row is locked by the edit).
 INSERT INTO comment_revisions (comment_id, n, org_id, body, author_id, at)
 SELECT %(comment)s, coalesce(max(r.n), 0) + 1, %(org)s, %(body)s, %(author)s, %(at)s
-FROM comment_revisions r WHERE r.comment_id = %(comment)s
+FROM comment_revisions r WHERE r.org_id = %(org)s AND r.comment_id = %(comment)s
 
 -- name: comment_by_id
 -- One comment.
@@ -82,15 +82,15 @@ docs AS MATERIALIZED (
                 WHERE c.node_id = n.id),
                ''::tsvector) AS doc
     FROM candidates k
-    JOIN nodes n ON n.id = k.id
-    JOIN projects p ON p.id = n.project_id
+    JOIN nodes n ON n.org_id = %(org)s AND n.id = k.id
+    JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
     WHERE n.org_id = %(org)s
       AND (%(archived)s OR p.archived_at IS NULL)
       AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
       AND n.project_id <> ALL (%(hidden)s::uuid[])
 )
 SELECT n.*, ts_rank(d.doc, /*:_q_all*/) AS rank
-FROM docs d JOIN nodes n ON n.id = d.id
+FROM docs d JOIN nodes n ON n.org_id = %(org)s AND n.id = d.id
 WHERE d.doc @@ /*:_q_all*/
 ORDER BY rank DESC, n.project_id, n.number
 LIMIT %(limit)s

@@ -17,8 +17,8 @@ held_tree AS (
 -- name: _blocked
 -- A blocks edge into n whose source has not satisfied it: open, or a dropped gate.
 EXISTS (
-    SELECT 1 FROM edges e JOIN nodes s ON s.id = e.from_id
-    WHERE e.to_id = n.id AND e.kind = 'blocks'
+    SELECT 1 FROM edges e JOIN nodes s ON s.org_id = e.org_id AND s.id = e.from_id
+    WHERE e.org_id = n.org_id AND e.to_id = n.id AND e.kind = 'blocks'
       AND (s.status = 'open' OR (s.status = 'dropped' AND s.assignee_kind IS NOT DISTINCT FROM 'user'))
 )
 
@@ -30,7 +30,8 @@ EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.status = 'open')
 -- n has a live lease: unreleased and not yet expired by the transaction's clock.
 EXISTS (
     SELECT 1 FROM leases l
-    WHERE l.node_id = n.id AND l.released_at IS NULL AND l.expires_at > %(now)s
+    WHERE l.org_id = n.org_id AND l.node_id = n.id AND l.released_at IS NULL
+      AND l.expires_at > %(now)s
 )
 
 -- name: _held
@@ -144,7 +145,7 @@ SELECT count(*) AS n FROM (
         FROM held_tree WHERE status = 'open'
     ) n CROSS JOIN LATERAL (
         SELECT 1 FROM projects p
-        WHERE p.id = n.project_id AND (n.by_project OR p.held_at IS NULL)
+        WHERE p.org_id = n.org_id AND p.id = n.project_id AND (n.by_project OR p.held_at IS NULL)
           AND /*:_filter*/ AND /*:_ready_unheld*/
         OFFSET 0
     ) x
@@ -162,13 +163,13 @@ SELECT count(*) AS n FROM (
 -- claim needs no second read of it. (Kept under psycopg's 4,096-byte limit
 -- for caching a query's parsed form: past it, every call re-parses the SQL.)
 WITH first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
 AND (%(after)s::uuid IS NULL OR n.project_id > %(after)s::uuid)
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
 AND %(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid
 ORDER BY n.project_id, n.priority, n.created_at, n.number
@@ -184,7 +185,7 @@ SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_count
        p.held_at AS p_held_at, p.held_by AS p_held_by, p.held_reason AS p_held_reason,
        p.hold_group AS p_hold_group, p.created_at AS p_created_at, p.readers AS p_readers,
        set_config('skift.claimed', x.id::text, true) AS claimed_mark
-FROM picked x JOIN projects p ON p.id = x.project_id
+FROM picked x JOIN projects p ON p.org_id = x.org_id AND p.id = x.project_id
 
 -- name: take_next_ready
 -- ClaimNext's first statement when nothing about the filter needs working out in Python:
@@ -198,12 +199,12 @@ FROM picked x JOIN projects p ON p.id = x.project_id
 -- Planned for each call's values (an optional filter); take_next_ready_any, for a filter
 -- of nothing, is prepared.
 WITH /*:_take_cursor*/, first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_take_ready*/ AND /*:_take_after*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE /*:_filter*/ AND /*:_take_ready*/ AND /*:_take_upto*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
@@ -214,13 +215,13 @@ LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 -- agent or a person): no optional filter, so prepared and planned once per connection
 -- (its planning cost as much as its execution, per claim).
 WITH /*:_take_cursor*/, first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE n.org_id = %(org)s AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
 AND /*:_take_ready*/ AND /*:_take_after*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.id = n.project_id
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE n.org_id = %(org)s AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
 AND /*:_take_ready*/ AND /*:_take_upto*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
@@ -264,7 +265,7 @@ p.hold_group AS p_hold_group, p.created_at AS p_created_at, p.readers AS p_reade
 set_config('skift.claimed', x.id::text, true) AS claimed_mark,
 c.project_id AS cursor, c.now, c.restricted, c.policy_digest, c.has_caps,
 EXISTS (SELECT 1 FROM ok) AS simple
-FROM c LEFT JOIN (picked x JOIN projects p ON p.id = x.project_id) ON true
+FROM c LEFT JOIN (picked x JOIN projects p ON p.org_id = x.org_id AND p.id = x.project_id) ON true
 
 -- name: _take_ready
 -- _ready_unheld and not held, the live lease judged by the clock of ok, and only when ok
@@ -273,7 +274,8 @@ FROM c LEFT JOIN (picked x JOIN projects p ON p.id = x.project_id) ON true
 EXISTS (SELECT 1 FROM ok) AND n.status = 'open' AND p.archived_at IS NULL
 AND NOT /*:_blocked*/ AND NOT /*:_open_children*/
 AND NOT EXISTS (SELECT 1 FROM leases l
-WHERE l.node_id = n.id AND l.released_at IS NULL AND l.expires_at > (SELECT now FROM ok))
+WHERE l.org_id = n.org_id AND l.node_id = n.id AND l.released_at IS NULL
+AND l.expires_at > (SELECT now FROM ok))
 AND NOT /*:_held_one*/
 
 -- name: _claimed_id
@@ -288,7 +290,7 @@ SELECT * FROM edges WHERE org_id = %(org)s AND to_id = /*:_claimed_id*/
 -- name: derive_claimed
 -- derive of the node just locked, by the statement's clock, sent with the lock.
 SELECT /*:_derived*/, /*:_claimed_now*/ AS claimed
-FROM nodes n JOIN projects p ON p.id = n.project_id
+FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE n.org_id = %(org)s AND n.id = /*:_claimed_id*/
 
 -- name: unreleased_lease_of_claimed
@@ -303,7 +305,7 @@ WHERE org_id = %(org)s AND released_at IS NULL
 -- name: derive
 -- The derived facts of some nodes: blocked, held, claimed, open children, archived.
 SELECT /*:_derived*/, /*:_claimed*/ AS claimed
-FROM nodes n JOIN projects p ON p.id = n.project_id
+FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE n.org_id = %(org)s AND n.id = ANY (%(ids)s::uuid[])
 
 -- name: _derived
@@ -317,8 +319,8 @@ EXISTS (
 -- name: _claimed_now
 -- _claimed by the statement's clock (for reads sent before the transaction knows it).
 EXISTS (
-    SELECT 1 FROM leases l WHERE l.node_id = n.id AND l.released_at IS NULL
-      AND l.expires_at > now() + %(offset)s::interval
+    SELECT 1 FROM leases l WHERE l.org_id = n.org_id AND l.node_id = n.id
+      AND l.released_at IS NULL AND l.expires_at > now() + %(offset)s::interval
 )
 
 -- name: derive_by_number
@@ -326,7 +328,7 @@ EXISTS (
 -- complete's, sent behind its lock with the transaction's first read (expect_complete).
 SELECT /*:_derived*/, /*:_claimed_now*/ AS claimed
 FROM project_slugs s JOIN nodes n ON n.project_id = s.project_id
-JOIN projects p ON p.id = n.project_id
+JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE s.org_id = %(org)s AND s.slug = %(slug)s AND n.org_id = %(org)s AND n.number = %(number)s
 
 -- name: node_by_number_locked_ahead
@@ -358,7 +360,7 @@ WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 -- ListNodes: nodes matching the filter in any state, by project then number.
 WITH RECURSIVE /*:_held_tree*/
 SELECT n.*
-FROM nodes n JOIN projects p ON p.id = n.project_id
+FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE /*:_filter*/
   AND (%(status)s::text IS NULL OR n.status = %(status)s::text)
   AND (%(held)s::boolean IS NULL OR /*:_held*/ = %(held)s::boolean)
@@ -399,7 +401,7 @@ SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
 (SELECT coalesce(jsonb_agg(jsonb_build_object(
     'id', p.id, 'slug', p.slug, 'readers', p.readers,
     'names', (SELECT coalesce(jsonb_agg(x.name), '[]') FROM principals x
-              WHERE x.id = ANY (p.readers))) ORDER BY p.id), '[]')
+              WHERE x.org_id = p.org_id AND x.id = ANY (p.readers))) ORDER BY p.id), '[]')
  FROM projects p WHERE p.org_id = %(org)s AND p.readers IS NOT NULL)
 
 -- name: graph_lock
@@ -456,7 +458,7 @@ SELECT * FROM projects WHERE org_id = %(org)s AND id = %(id)s FOR UPDATE
 
 -- name: project_by_slug
 -- The project a current or retired slug names.
-SELECT p.* FROM project_slugs s JOIN projects p ON p.id = s.project_id
+SELECT p.* FROM project_slugs s JOIN projects p ON p.org_id = s.org_id AND p.id = s.project_id
 WHERE s.org_id = %(org)s AND s.slug = %(slug)s
 
 -- name: project_by_slug_primed
@@ -466,7 +468,7 @@ WHERE s.org_id = %(org)s AND s.slug = %(slug)s
 SELECT p.*, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
        /*:_policy_digest*/ AS policy_digest
 FROM (SELECT) AS one
-LEFT JOIN (project_slugs s JOIN projects p ON p.id = s.project_id)
+LEFT JOIN (project_slugs s JOIN projects p ON p.org_id = s.org_id AND p.id = s.project_id)
     ON s.org_id = %(org)s AND s.slug = %(slug)s
 
 -- name: projects_by_id
@@ -576,7 +578,8 @@ WITH RECURSIVE chain (id, parent_id, depth) AS (
     FROM nodes p JOIN chain ON p.id = chain.parent_id
     WHERE p.org_id = %(org)s AND chain.depth < 10000
 )
-SELECT n.* FROM chain JOIN nodes n ON n.id = chain.id WHERE chain.depth > 0 ORDER BY chain.depth
+SELECT n.* FROM chain JOIN nodes n ON n.org_id = %(org)s AND n.id = chain.id
+WHERE chain.depth > 0 ORDER BY chain.depth
 
 -- name: edges_into
 -- Edges into some nodes.
@@ -702,7 +705,8 @@ ORDER BY id
 
 -- name: principal_by_identity
 -- Authentication: the principal holding a live identity, in whatever organization.
-SELECT p.*, i.id AS identity_id FROM identities i JOIN principals p ON p.id = i.principal_id
+SELECT p.*, i.id AS identity_id FROM identities i
+JOIN principals p ON p.org_id = i.org_id AND p.id = i.principal_id
 WHERE i.scheme = %(scheme)s AND i.value = %(value)s AND i.revoked_at IS NULL
 
 -- name: org_by_id
@@ -774,13 +778,13 @@ LEFT JOIN LATERAL (
       AND (e.op = 'create_node' OR (e.op = 'update_node' AND e.after ? 'body'))
     ORDER BY e.id DESC LIMIT 1
 ) b ON true
-LEFT JOIN principals bp ON bp.id = b.principal_id
+LEFT JOIN principals bp ON bp.org_id = n.org_id AND bp.id = b.principal_id
 LEFT JOIN LATERAL (
     SELECT e.principal_id, e.principal_kind FROM events e
     WHERE e.node_id = n.id AND e.op = 'complete_node'
     ORDER BY e.id DESC LIMIT 1
 ) r ON true
-LEFT JOIN principals rp ON rp.id = r.principal_id
+LEFT JOIN principals rp ON rp.org_id = n.org_id AND rp.id = r.principal_id
 
 -- name: upstream_cone
 -- Explain's cone in one statement: the root, then the sources of edges into a node and
@@ -800,7 +804,8 @@ WITH RECURSIVE cone (id, walk, parent_id) AS (
     CROSS JOIN LATERAL (
         SELECT e.from_id AS id, s.parent_id,
                s.status = 'open' AND NOT (s.project_id = ANY (%(hidden)s::uuid[])) AS open
-        FROM edges e JOIN nodes s ON s.id = e.from_id WHERE e.to_id = c.id
+        FROM edges e JOIN nodes s ON s.org_id = e.org_id AND s.id = e.from_id
+        WHERE e.org_id = %(org)s AND e.to_id = c.id
         UNION ALL
         SELECT k.id, k.parent_id,
                k.status = 'open' AND NOT (k.project_id = ANY (%(hidden)s::uuid[]))
@@ -815,12 +820,15 @@ WITH RECURSIVE cone (id, walk, parent_id) AS (
       AND NOT EXISTS (SELECT 1 FROM picked w WHERE w.id = c.parent_id AND w.walk)
     UNION
     SELECT a.parent_id FROM up
-    CROSS JOIN LATERAL (SELECT n.parent_id FROM nodes n WHERE n.id = up.id OFFSET 0) a
+    CROSS JOIN LATERAL (
+        SELECT n.parent_id FROM nodes n WHERE n.org_id = %(org)s AND n.id = up.id OFFSET 0
+    ) a
     WHERE a.parent_id IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM picked w WHERE w.id = a.parent_id AND w.walk)
 )
 SELECT n.*, CASE WHEN c.walk
-    THEN ARRAY(SELECT e.from_id FROM edges e WHERE e.to_id = c.id) ELSE '{}' END AS sources,
+    THEN ARRAY(SELECT e.from_id FROM edges e WHERE e.org_id = %(org)s AND e.to_id = c.id)
+    ELSE '{}' END AS sources,
     CASE WHEN c.id = %(id)s THEN /*:_claimed*/ END AS leased
 FROM picked c CROSS JOIN LATERAL (
     SELECT /*:_node_columns*/ FROM nodes n WHERE n.id = c.id AND n.org_id = %(org)s OFFSET 0

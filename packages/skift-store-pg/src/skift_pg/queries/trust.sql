@@ -1,7 +1,7 @@
 -- name: org_live_leases
 -- The organization's live leases, of some projects when given, oldest first.
 SELECT l.* FROM leases l
-JOIN nodes n ON n.id = l.node_id
+JOIN nodes n ON n.org_id = l.org_id AND n.id = l.node_id
 WHERE l.org_id = %(org)s AND l.released_at IS NULL AND l.expires_at > %(now)s
   AND (%(projects)s::uuid[] IS NULL OR n.project_id = ANY (%(projects)s::uuid[]))
 ORDER BY l.created_at, l.id

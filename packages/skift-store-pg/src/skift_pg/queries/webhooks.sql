@@ -142,9 +142,9 @@ WHERE org_id = %(org)s AND id = %(id)s
 -- Each claimed row's next attempt moves `until` ahead (the attempt's lease).
 WITH h AS (SELECT /*:_horizon*/ AS xmin),
 picked AS (
-    SELECT d.id, d.sealed_at IS NULL AS opening
+    SELECT d.org_id, d.id, d.sealed_at IS NULL AS opening
     FROM webhook_deliveries d
-    JOIN webhook_endpoints e ON e.id = d.endpoint_id
+    JOIN webhook_endpoints e ON e.org_id = d.org_id AND e.id = d.endpoint_id
     WHERE d.delivered_at IS NULL AND d.parked_at IS NULL
       AND d.next_attempt_at <= %(now)s
       AND e.disabled_at IS NULL
@@ -167,18 +167,18 @@ claimed AS (
         after_seq = CASE WHEN p.opening THEN e.watermark_seq ELSE d.after_seq END,
         after_id = CASE WHEN p.opening THEN e.watermark_id ELSE d.after_id END
     FROM picked p, webhook_endpoints e
-    WHERE d.id = p.id AND e.id = d.endpoint_id
+    WHERE d.org_id = p.org_id AND d.id = p.id AND e.org_id = d.org_id AND e.id = d.endpoint_id
     RETURNING d.*, p.opening, e.url, e.secret
 ),
 moved AS (
     UPDATE webhook_endpoints e
     SET watermark_seq = c.through_seq, watermark_id = c.through_id
     FROM claimed c
-    WHERE c.opening AND e.id = c.endpoint_id
+    WHERE c.opening AND e.org_id = c.org_id AND e.id = c.endpoint_id
 )
 SELECT c.*, c.after_seq::text AS after_seq_text, c.through_seq::text AS through_seq_text,
        pr.slug AS project_slug
-FROM claimed c JOIN projects pr ON pr.id = c.project_id
+FROM claimed c JOIN projects pr ON pr.org_id = c.org_id AND pr.id = c.project_id
 ORDER BY c.next_attempt_at, c.id
 
 -- name: settle_delivery
@@ -190,7 +190,8 @@ SET delivered_at = CASE WHEN %(delivered)s THEN %(now)s END,
     next_attempt_at = coalesce(%(retry_at)s::timestamptz, next_attempt_at),
     last_status = %(status)s,
     last_error = %(error)s
-WHERE id = %(id)s AND attempts = %(attempts)s AND delivered_at IS NULL AND parked_at IS NULL
+WHERE org_id = %(org)s AND id = %(id)s AND attempts = %(attempts)s
+  AND delivered_at IS NULL AND parked_at IS NULL
 
 -- name: delivery_stats
 -- Deliveries by state in every organization, and when the oldest pending one was made.
