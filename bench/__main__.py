@@ -19,7 +19,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _baselines, _beads, _board, _events, _mcp, _readpolicy, _scenarios, _webhooks
+from . import (
+    _baselines,
+    _beads,
+    _board,
+    _events,
+    _mcp,
+    _orgkeys,
+    _readpolicy,
+    _scenarios,
+    _webhooks,
+)
 from ._env import ROOT, Server, machine, server
 from ._stats import Result
 
@@ -39,6 +49,7 @@ SCENARIOS = (
     "events",
     "readpolicy",
     "adversary",
+    "orgkeys",
 )
 
 
@@ -208,6 +219,10 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
 
         _log("adversary: a bystander's reads, quiet and under each attack")
         results += await _adversary.scenario(srv, smoke=args.smoke)
+    if "orgkeys" in only:
+        for size in cfg.sizes:
+            _log(f"migration 0025's keys, before and after, at {size} nodes")
+            results += await _orgkeys.org_keys(srv, size, rounds=2 if args.smoke else 10)
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)
