@@ -21,11 +21,12 @@ from uuid import UUID
 import attrs
 import psycopg
 from psycopg import AsyncPipeline, pq, sql
+from psycopg import _queries as _pgq  # pyright: ignore[reportPrivateUsage]
 from psycopg.abc import Params, Query, QueryNoTemplate
 
 from skift import Project, Restriction
 
-from ._queries import custom_planned, q
+from ._queries import custom_planned, q, queries
 from ._rows import Row
 
 COPY_FROM: Final = 64
@@ -51,6 +52,22 @@ class Expected:
     principal: UUID
     rid: str
     sized: bool
+
+
+def _cache_every_named_query() -> None:
+    """Let psycopg keep the parsed form of every named query, however long.
+
+    psycopg parses a query's placeholders once per text and caches the result only for
+    texts up to 4,096 bytes (an ORM's queries vary endlessly). skift's are a fixed set,
+    and the claim's are longer (they splice the readiness fragments twice, with org_id on
+    every key since migration 0025): past the limit each call parsed the text again.
+    """
+    longest = max(len(text.encode()) for text in queries().values())
+    if longest > _pgq.MAX_CACHED_STATEMENT_LENGTH:
+        _pgq.MAX_CACHED_STATEMENT_LENGTH = longest
+
+
+_cache_every_named_query()
 
 
 class PgConn(psycopg.AsyncConnection[Row]):
