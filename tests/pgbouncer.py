@@ -4,8 +4,9 @@ PostgreSQL server: a real process on a free loopback port (issue 33).
 ``PgBouncer.start(server_dsn)`` writes a configuration that routes every database name
 to the server behind ``server_dsn`` (``* = host=… port=…``), starts ``pgbouncer`` and
 waits until it answers; ``through(dsn)`` is the same DSN reached through it. PgBouncer
-refuses to run as root: as root it is started with ``-u nobody`` (uid 65534), so its
-directory is readable by everyone. ``stop`` ends the process it started, by its id.
+refuses to run as root: as root it is started as uid 65534, so its directory is
+readable by everyone. ``stop`` ends the process it started, by its id; if the test
+process dies first, the kernel ends it (``PR_SET_PDEATHSIG``).
 
 The settings are the distribution's defaults that matter to skift: ``pool_mode =
 transaction``, no ``ignore_startup_parameters`` beyond what psycopg sends, and
@@ -18,8 +19,10 @@ there on the next one: what docs/operations.md ("Behind PgBouncer") tells operat
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -35,6 +38,19 @@ START_TIMEOUT = 15.0
 def binary() -> str | None:
     """The pgbouncer executable (Debian puts it in /usr/sbin, often not on PATH)."""
     return shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/bin")
+
+
+def _as_child() -> None:
+    """In the child before exec: as root, become uid 65534 (PgBouncer refuses root),
+    then ask for SIGTERM when the test process dies, so a test run killed before its
+    teardown leaves no PgBouncer behind (after the uid change, which would clear it)."""
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _free_port() -> int:
@@ -86,12 +102,10 @@ class PgBouncer:
         )
         for f in self.dir.iterdir():
             f.chmod(0o644)
-        args = [exe]
-        if os.geteuid() == 0:
-            args += ["-u", "nobody"]
-        args.append(str(config))
         log = (self.dir / "log.txt").open("wb")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [exe, str(config)], stdout=log, stderr=subprocess.STDOUT, preexec_fn=_as_child
+        )
         log.close()
         self._wait(user)
 
