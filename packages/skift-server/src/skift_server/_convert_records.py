@@ -9,6 +9,7 @@ import skift
 
 from ._convert import enum_pb, from_struct, kind_word, opt_ts, to_struct, ts, utc
 from ._convert_graph import node_pb, node_view
+from ._convert_types import from_pb, to_pb
 from ._proto.skift import v1
 
 # ------------------------------------------------------------------ comments and search
@@ -162,15 +163,11 @@ def principal_view(m: v1.Principal | None) -> skift.PrincipalInfo:
 
 
 def token_pb(t: skift.TokenInfo) -> v1.CreateTokenResponse:
-    return v1.CreateTokenResponse(
-        id=t.id, principal=t.principal, token=t.token, created_at=utc(t.created_at)
-    )
+    return to_pb(t, v1.CreateTokenResponse)
 
 
 def token_view(m: v1.CreateTokenResponse) -> skift.TokenInfo:
-    return skift.TokenInfo(
-        id=m.id, principal=m.principal, token=m.token, created_at=ts(m.created_at)
-    )
+    return from_pb(m, skift.TokenInfo)
 
 
 # ------------------------------------------------------------------ usage and cost
@@ -278,28 +275,11 @@ def report_view(m: v1.UsageReport | None) -> skift.UsageReport:
 
 
 def rate_pb(r: skift.RateInfo) -> v1.Rate:
-    return v1.Rate(
-        model=r.model,
-        input=str(r.input),
-        output=str(r.output),
-        cache_read=str(r.cache_read),
-        cache_write=str(r.cache_write),
-        currency=r.currency,
-        updated_at=utc(r.updated_at),
-    )
+    return to_pb(r, v1.Rate)
 
 
 def rate_view(m: v1.Rate | None) -> skift.RateInfo:
-    m = m or v1.Rate()
-    return skift.RateInfo(
-        model=m.model,
-        input=Decimal(m.input or "0"),
-        output=Decimal(m.output or "0"),
-        cache_read=Decimal(m.cache_read or "0"),
-        cache_write=Decimal(m.cache_write or "0"),
-        currency=m.currency,
-        updated_at=ts(m.updated_at),
-    )
+    return from_pb(m or v1.Rate(), skift.RateInfo)
 
 
 def org_limits_pb(o: skift.OrgLimits) -> v1.OrgLimits:
