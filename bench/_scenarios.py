@@ -555,9 +555,9 @@ async def policy_cost(cfg: Config) -> Result:
     captured: list[dict[str, Any]] = []
     original = policy.deny
 
-    def recording(request: dict[str, Any]) -> list[dict[str, str]]:
+    def recording(request: dict[str, Any], tenant: object = None) -> list[dict[str, str]]:
         captured.append(request)
-        return original(request)
+        return original(request, tenant)
 
     policy.deny = recording  # type: ignore[method-assign]
     async with skift.open("memory:", principal=skift.User("ada"), policy=policy) as sk:

@@ -88,7 +88,7 @@ async def test_peer_uid_identifies_the_caller(serve: Serve) -> None:
     refused = as_nobody(server.dir, server.url)
     assert refused["error"]["class"] == "Unauthenticated"
     assert "65534" in refused["error"]["message"]
-    assert f"--uid {NOBODY}" in refused["error"]["next"]
+    assert f"uid {NOBODY}" in refused["error"]["next"]  # the CLI words it as --uid
 
     async with skift_server.connect(server.url) as owner:
         await owner.create_project("Shared")
