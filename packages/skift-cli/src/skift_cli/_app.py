@@ -110,7 +110,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code of SURFACE.md."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=args, prog_name="skift", standalone_mode=False)
+        # Without standalone mode click hands back a command's `Exit(code)` as the return
+        # value (it does not raise it): that is the exit code, wherever the command sits
+        # on the line (`skift --json sweep read` is as much misuse as `skift sweep read`).
+        rv = cli.main(args=args, prog_name="skift", standalone_mode=False)
     except Failure as exc:
         _show_failure(exc, _json_wanted(args))
         return exc.exit_code
@@ -139,4 +142,4 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    return 0
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0

@@ -412,6 +412,65 @@ def read_text(path: str, flag: str) -> str:
 
 # --------------------------------------------------------------------------- root
 
+# Words a newcomer tries that name no command, and the command that does what they meant.
+SYNONYMS: dict[str, str] = {
+    "watch": "events --follow",
+    "tail": "events --follow",
+    "log": "events",
+    "history": "events",
+    "undo": "reopen' (a done or dropped node), 'skift unhold' or 'skift unlink",
+    "done": "complete",
+    "close": "complete",
+    "finish": "complete",
+    "delete": "drop",
+    "remove": "drop",
+    "rm": "drop",
+    "new": "create",
+    "add": "create",
+    "ls": "list",
+    "get": "show",
+    "view": "show",
+    "take": "claim",
+    "whoami": "status",
+}
+
+
+def close_names(name: str, names: list[str]) -> list[str]:
+    """The names a mistyped ``name`` is one slip away from: one letter added, dropped,
+    changed or swapped (two for names of seven letters or more), never the first letter
+    changed. ``watch`` is not a slip of ``patch``, nor ``undo`` of ``unhold``."""
+    budget = 2 if len(name) >= 7 else 1
+    return [n for n in names if n[:1] == name[:1] and _distance(name, n) <= budget]
+
+
+def _distance(a: str, b: str) -> int:
+    """Damerau-Levenshtein distance (adjacent swaps count one)."""
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def no_such_command(ctx: click.Context, name: str, names: list[str]) -> click.UsageError:
+    """ "No such command", with a suggestion only when one is close (or a known synonym)."""
+    where = ctx.command_path
+    close = close_names(name, names)
+    if close:
+        hint = f" Did you mean {' or '.join(repr(c) for c in close[:2])}?"
+    elif name in SYNONYMS and ctx.parent is None:
+        hint = f" For that, use 'skift {SYNONYMS[name]}'."
+    else:
+        hint = f" See '{where} --help' for the commands."
+    return click.UsageError(f"No such command {name!r}.{hint}", ctx=ctx)
+
 
 class Root(rich_click.RichGroup):
     """The root group: a command's module is imported when the command is asked for.
@@ -447,6 +506,21 @@ class Root(rich_click.RichGroup):
         self.load_all()
         return super().list_commands(ctx)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise no_such_command(ctx, exc.command_name, self.list_commands(ctx)) from None
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        # Every module first: the help's sections are read before the commands are listed,
+        # and a command a module files under its section must be there by then (else it
+        # is shown twice, in its section and under "Commands").
+        self.load_all()
+        super().format_help(ctx, formatter)
+
 
 @click.group(
     cls=Root,
@@ -463,10 +537,12 @@ def cli(ctx: click.Context) -> None:
     children; readiness is derived. Agents take ready work under a lease;
     people park work with holds and answer agents through gates.
 
-    Start with `skift demo` (a tour on an in-memory store), `skift serve`,
-    then `skift init`. References: `slug#N`, `#N` inside the current project,
-    or a ULID. Exit codes: 0 done, 1 refused/conflict/limit/unauthenticated,
-    2 usage or invalid input, 3 not found, 4 server unavailable, 5 nothing ready.
+    Start with `skift demo` (a tour on an in-memory store), then `skift serve`
+    and `skift project create TITLE`; `skift status` says which server and
+    identity a command uses. References: `slug#N`, `#N` inside the current
+    project, or a ULID. Exit codes: 0 done, 1 refused/conflict/limit/
+    unauthenticated, 2 usage or invalid input, 3 not found, 4 server
+    unavailable, 5 nothing ready.
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())

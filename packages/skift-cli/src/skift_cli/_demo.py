@@ -19,10 +19,13 @@ import skift
 from . import _render
 
 
-async def tour(*, pause: float = 0.0) -> None:
+async def tour(*, pause: float = 0.0) -> dict[str, object]:
+    """Run the tour; returns its steps and the project as it ends (``skift demo --json``)."""
     out = _render.out()
+    steps: list[str] = []
 
     async def step(title: str, what: str) -> None:
+        steps.append(title)
         if pause:
             await asyncio.sleep(pause)
         out.print()
@@ -128,6 +131,12 @@ async def tour(*, pause: float = 0.0) -> None:
         _render.explanation(await ada.explain(plan.created["deploy"]))
         out.print()
         out.print(
-            "[dim]That was an in-memory store. Next: 'skift serve', then 'skift init', "
-            "then 'skift project create TITLE'.[/dim]"
+            "[dim]That was an in-memory store. Next: 'skift serve' (or 'make run'), then "
+            "'skift project create TITLE' in another terminal.[/dim]"
         )
+        return {
+            "project": slug,
+            "steps": steps,
+            "nodes": [skift.to_json(n) for n in listing.nodes],
+            "store": "memory:",
+        }

@@ -44,6 +44,14 @@ def out() -> Console:
     return _out
 
 
+def quiet() -> None:
+    """Send what :func:`out` prints nowhere (``skift demo --json`` prints one document)."""
+    global _out
+    import io
+
+    _out = Console(file=io.StringIO(), highlight=False)
+
+
 def err() -> Console:
     global _err
     if _err is None:

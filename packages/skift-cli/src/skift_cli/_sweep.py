@@ -108,18 +108,36 @@ def _command(ns: argparse.Namespace) -> Command:
     )
 
 
-def _show(out: Outcome) -> int:
-    sys.stdout.write(out.text())
+def _show(out: Outcome, as_json: bool = False) -> int:
+    if as_json:  # skift's --json: one document, {"status": WORD, "payload": ...}
+        import json
+
+        doc: dict[str, object] = {"status": out.word, "payload": out.payload}
+        if out.error:
+            doc["error"] = out.error
+        sys.stdout.write(json.dumps(doc) + "\n")
+    else:
+        sys.stdout.write(out.text())
     sys.stdout.flush()
     if out.error:
         sys.stderr.write(f"skift sweep: {out.error}\n")
     return 0
 
 
-def main(argv: Sequence[str], *, server: str | None = None) -> int:
-    """Run ``skift sweep ARGV``; returns the exit code (0 unless the command line is misused)."""
+def main(argv: Sequence[str], *, server: str | None = None, as_json: bool = False) -> int:
+    """Run ``skift sweep ARGV``; returns the exit code (0 unless the command line is misused).
+
+    ``as_json`` (skift's own ``--json``, given before ``sweep``, or as a bare
+    ``--json`` to any subcommand but ``upsert-item``, whose ``--json`` is the
+    item): the answer as one JSON document, ``{"status", "payload"}``.
+    """
     import os
 
+    argv = list(argv)
+    positional = [a for a in argv if not a.startswith("-")]
+    if "--json" in argv and positional[:1] != ["upsert-item"]:
+        argv = [a for a in argv if a != "--json"]
+        as_json = True
     parser = _parser()
     # arguments are UTF-8 whatever the locale (under LC_ALL=C Python decodes them as ASCII)
     ns = parser.parse_args([os.fsencode(a).decode("utf-8", "surrogateescape") for a in argv])
@@ -131,11 +149,11 @@ def main(argv: Sequence[str], *, server: str | None = None) -> int:
             parser.error("--lease is a skift lease on an item's node: it needs --state skift:SLUG")
         from skift.sweep import FileState
 
-        return _show(FileState(state).run(_command(ns)))
+        return _show(FileState(state).run(_command(ns)), as_json)
     slug = state[len(PROJECT_PREFIX) :].strip()
     if not slug:
         parser.error("--state skift:SLUG names no project")
-    return _show(_on_server(ns, slug, ns.server or server))
+    return _show(_on_server(ns, slug, ns.server or server), as_json)
 
 
 def _server_url(given: str | None) -> str | None:

@@ -31,7 +31,8 @@ def sweep(args: tuple[str, ...]) -> None:
     from .. import _sweep  # its argparse tree: not for `skift --help`
 
     try:
-        code = _sweep.main(list(args), server=app().g.server)
+        a = app()
+        code = _sweep.main(list(args), server=a.g.server, as_json=a.g.json)
     except SystemExit as exc:  # argparse: --help (0) or misuse (2)
         code = exc.code if isinstance(exc.code, int) else 2
     raise click.exceptions.Exit(code)
