@@ -2,8 +2,8 @@
 
 The process reaches ``skift serve`` as a client: by default over the server's
 unix socket, so the kernel names the caller and the agent acts as the
-principal of its uid; ``--server`` / ``SKIFT_SERVER`` and ``SKIFT_TOKEN``
-reach a remote server as the token's principal.
+principal of its uid; ``--server`` / ``SKIFT_SERVER`` (then the config file's
+``server``) and ``SKIFT_TOKEN`` reach a remote server as the token's principal.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def parser(prog: str = "skift-mcp") -> argparse.ArgumentParser:
         "--server",
         default=os.environ.get("SKIFT_SERVER"),
         help="the skift server: unix:///path.sock, http://host:port or https://host:port "
-        "(default: SKIFT_SERVER, else the socket of the user's `skift serve`, found as the "
-        "CLI finds it). Over TCP the token comes from SKIFT_TOKEN.",
+        "(default: SKIFT_SERVER, then the config file's server, then the user's default "
+        "socket, as the CLI resolves it; `skift mcp config` writes it out). Over TCP the "
+        "token comes from SKIFT_TOKEN.",
     )
     p.add_argument(
         "--transport",
@@ -61,6 +62,10 @@ async def _serve(url: str | None, transport: str, host: str, port: int) -> None:
 def main(argv: list[str] | None = None, *, prog: str = "skift-mcp") -> None:
     """Run the MCP server until its transport closes (stdin ends, or a signal)."""
     ns = parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
+    if not ns.server:
+        from skift_server._paths import configured_server
+
+        ns.server = configured_server()
     try:
         anyio.run(_serve, ns.server, ns.transport, ns.host, ns.port)
     except KeyboardInterrupt:

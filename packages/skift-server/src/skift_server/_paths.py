@@ -1,16 +1,15 @@
-"""Where ``skift serve`` puts its unix socket, and how it claims the path.
+"""Where ``skift serve`` puts its unix socket, and how a client finds its server.
 
-The default socket is ``$XDG_RUNTIME_DIR/skift/skift.sock`` (the user's
-runtime directory, created by the login manager, private to the user); for
-root without one, ``/run/skift/skift.sock``; otherwise
-``/tmp/skift-$UID/skift.sock`` in a directory the user owns. Clients
-(``skift_server.connect()`` with no URL, the CLI, ``skift-mcp``) look there
-and in the other candidates (``socket_candidates``), so a client with a
-minimal environment finds a server started from a login shell. While it
-starts, the server leaves ``skift.sock.starting`` (its pid) beside the
-socket, and a client waits for it rather than failing; it also records its
-socket in ``~/.local/state/skift/socket`` (``announce_file``), so a client
-finds a server started with ``--socket`` elsewhere.
+A client given no server uses, in order: ``--server``, ``SKIFT_SERVER``, the
+config file's ``server``, then the user's default socket
+(``default_socket_path``: ``$XDG_RUNTIME_DIR/skift/skift.sock``, else
+``/run/user/$UID/skift/skift.sock`` when that directory is the user's, else
+``/run/skift/skift.sock`` for root, ``/tmp/skift-$UID/skift.sock`` for anyone
+else). A server started on another path is reached by naming it; which server
+started last never matters. While it starts, the server leaves
+``skift.sock.starting`` (its pid) beside the socket, and a client waits for it
+rather than failing. ``skift serve`` on a socket a live server holds is
+refused, naming it, and removes what it created.
 
 A client trusts a socket only when the socket and its directory belong to
 the caller or to root (``check_socket_owner``): anyone else who created
@@ -29,63 +28,74 @@ import skift
 
 
 def default_socket_path() -> Path:
+    """The user's default socket: where ``skift serve`` listens and a client looks, given none.
+
+    ``$XDG_RUNTIME_DIR/skift/skift.sock``; without that variable (an MCP harness
+    starts its servers with a minimal environment) the standard runtime
+    directory ``/run/user/$UID`` when it exists and is the user's, so a server
+    started from a login shell and a client started without its environment
+    agree; else ``/run/skift/skift.sock`` for root, ``/tmp/skift-$UID/skift.sock``
+    for anyone else. Nothing else is looked at: a server started on another
+    path (``--socket``) is reached by naming it, never by having started last.
+    """
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime and Path(runtime).is_absolute():
         return Path(runtime) / "skift" / "skift.sock"
+    standard = Path(f"/run/user/{os.getuid()}")
+    with contextlib.suppress(OSError):
+        if standard.is_dir() and standard.stat().st_uid == os.getuid():
+            return standard / "skift" / "skift.sock"
     if os.geteuid() == 0:
         return Path("/run/skift/skift.sock")
     return Path(f"/tmp/skift-{os.getuid()}") / "skift.sock"
 
 
 def socket_candidates() -> list[Path]:
-    """Where a client looks for ``skift serve``'s socket when it is given none, in order.
-
-    A process started with a minimal environment (an MCP harness drops
-    ``XDG_RUNTIME_DIR``) still finds a server started from a login shell:
-    the standard runtime directory ``/run/user/$UID`` is looked at too.
-    """
-    out: list[Path] = []
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and Path(runtime).is_absolute():
-        out.append(Path(runtime) / "skift" / "skift.sock")
-    announced = announced_socket()
-    if announced is not None:
-        out.append(announced)
-    out.append(Path(f"/run/user/{os.getuid()}") / "skift" / "skift.sock")
-    if os.geteuid() == 0:
-        out.append(Path("/run/skift/skift.sock"))
-    out.append(Path(f"/tmp/skift-{os.getuid()}") / "skift.sock")
-    return list(dict.fromkeys(out))
+    """Where a client looks for ``skift serve``'s socket when it is given none: the user's
+    default socket alone (kept as a list for the error that names what was looked at)."""
+    return [default_socket_path()]
 
 
 def find_socket() -> tuple[Path, list[Path]]:
-    """The socket a client should use (the first candidate a server is at or starting on),
-    and every path it looked at; none found: the server's own default."""
-    candidates = socket_candidates()
-    for path in candidates:
-        if path.exists() or starting_pid(path) is not None:
-            return path, candidates
-    return default_socket_path(), candidates
+    """The socket a client given no server uses (the user's default), and what it looked at."""
+    path = default_socket_path()
+    return path, [path]
 
 
-def announce_file() -> Path:
-    """Where ``skift serve`` records the socket it serves on, for clients without its environment.
-
-    ``$XDG_STATE_HOME/skift/socket`` (default ``~/.local/state/skift/socket``):
-    under the home directory, which even a minimal environment keeps.
-    """
-    base = os.environ.get("XDG_STATE_HOME", "")
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
-    return root / "skift" / "socket"
+def config_file() -> Path:
+    """The command line's config file, ``$XDG_CONFIG_HOME/skift/config.toml``."""
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
+    return root / "skift" / "config.toml"
 
 
-def announced_socket() -> Path | None:
-    """The socket the last ``skift serve`` of this user announced, if any."""
+def configured_server() -> str | None:
+    """The ``server`` of the config file, if it names one (an unreadable file names none)."""
     try:
-        text = announce_file().read_text(encoding="utf-8").strip()
-    except (OSError, RuntimeError, UnicodeDecodeError):
+        raw = config_file().read_bytes()
+    except (OSError, RuntimeError):
         return None
-    return Path(text) if text and Path(text).is_absolute() else None
+    import tomllib
+
+    try:
+        value = tomllib.loads(raw.decode("utf-8")).get("server")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def resolve_server(flag: str | None = None) -> tuple[str, str]:
+    """The server a client uses and where that came from, in this order: the flag
+    (``--server``), ``SKIFT_SERVER``, the config file, the user's default socket."""
+    if flag:
+        return flag, "--server"
+    env = os.environ.get("SKIFT_SERVER", "")
+    if env:
+        return env, "SKIFT_SERVER"
+    configured = configured_server()
+    if configured:
+        return configured, f"the config file {config_file()}"
+    return f"unix://{default_socket_path()}", "the default socket"
 
 
 def starting_marker(path: Path) -> Path:
@@ -95,19 +105,37 @@ def starting_marker(path: Path) -> Path:
 
 def announce_starting(path: Path) -> None:
     """Say that a server is starting on ``path``, so clients wait for it instead of failing."""
-    marker = starting_marker(path)
-    marker.write_text(f"{os.getpid()}\n", encoding="ascii")
-    with contextlib.suppress(OSError, RuntimeError):
-        record = announce_file()
-        record.parent.mkdir(parents=True, exist_ok=True)
-        tmp = record.with_name(f"socket.{os.getpid()}.tmp")
-        tmp.write_text(f"{path.absolute()}\n", encoding="utf-8")
-        tmp.replace(record)
+    starting_marker(path).write_text(f"{os.getpid()}\n", encoding="ascii")
 
 
 def clear_starting(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        starting_marker(path).unlink()
+    """Remove the "starting" marker beside ``path`` if this process wrote it."""
+    marker = starting_marker(path)
+    try:
+        pid = int(marker.read_text(encoding="ascii").strip() or "0")
+    except (OSError, ValueError):
+        return
+    if pid == os.getpid():
+        with contextlib.suppress(FileNotFoundError):
+            marker.unlink()
+
+
+def live_server_at(path: Path) -> bool:
+    """Whether a process answers on the unix socket ``path``."""
+    try:
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            return False
+    except OSError:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def starting_pid(path: Path) -> int | None:
@@ -162,9 +190,11 @@ def prepare_socket_path(path: Path) -> None:
     except OSError:
         pass
     else:
-        raise skift.Unavailable(
+        raise skift.Refused(
             f"another server is listening on {path}",
-            next="Stop it first, or give this one another path with --socket.",
+            next="It is the server your commands reach: use it (`skift status` shows it), "
+            "stop it first, or give this one another path with --socket (clients then "
+            "reach it with --server unix://PATH).",
         )
     finally:
         probe.close()

@@ -168,12 +168,24 @@ class SkiftServer:
     async def start(self) -> None:
         o = self.options
         path = o.socket or default_socket_path()
-        prepare_socket_path(path)
-        announce_starting(path)  # clients wait while the store opens (seconds on a fresh cluster)
+        made_dir = not path.parent.exists()
         try:
-            await self._start(o)
-        finally:
+            prepare_socket_path(path)
+            announce_starting(
+                path
+            )  # clients wait while the store opens (seconds on a fresh cluster)
+            try:
+                await self._start(o)
+            finally:
+                clear_starting(path)
+        except BaseException:
+            # a server that does not serve leaves nothing behind: its marker (cleared above,
+            # or left by `skift serve` before this process got here) and a directory it made
             clear_starting(path)
+            if made_dir:
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()  # only when empty: never another server's socket
+            raise
 
     async def _start(self, o: ServeOptions) -> None:
         await self._open_store()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -25,45 +26,85 @@ def serve(args: tuple[str, ...]) -> None:
     """Serve skift over gRPC: the same flags as `skift-serve` (see `skift serve --help`).
 
     [--dsn DSN | --memory] [--socket PATH] [--listen HOST:PORT] [--http HOST:PORT] ...
+    (--json: the log as JSON lines, as --log-format json)
     """
     from importlib.metadata import entry_points
 
     found = list(entry_points(group="console_scripts", name="skift-serve"))
     if not found:
         usage_error("skift-serve is not installed (it comes with the skift-server package)")
-    _announce_starting(list(args))
+    argv = [x for x in args if x != "--json"]
+    if len(argv) != len(args) or app().g.json:  # --json: the server's log as JSON lines
+        argv = [*argv, "--log-format", "json"]
+    path, made = _announce_starting(argv)
     main: Callable[[list[str]], int] = found[0].load()
-    raise click.exceptions.Exit(main(list(args)))
+    code = 1
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse: --help (0) or misuse (2); a message: misuse
+        if isinstance(exc.code, str):
+            click.echo(exc.code, err=True)
+        code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        if code != 0 and path is not None:
+            _forget_start(path, made)
+    raise click.exceptions.Exit(code)
 
 
-def _announce_starting(args: list[str]) -> None:
+def _announce_starting(args: list[str]) -> tuple[Path | None, bool]:
     """Leave the "starting" marker beside the socket before loading the server (about a
-    second of imports): a client run right after ``skift serve &`` then waits for it."""
-    if any(a in ("-h", "--help") for a in args):
-        return
+    second of imports): a client run right after ``skift serve &`` then waits for it.
+
+    Not when a live server holds the socket (this one will be refused, naming it).
+    Returns the socket path announced (None: nothing) and whether its directory was made here.
+    """
+    if any(a in ("-h", "--help", "--version") for a in args):
+        return None, False
     sock: str | None = None
     for i, arg in enumerate(args):
         if arg == "--socket" and i + 1 < len(args):
             sock = args[i + 1]
         elif arg.startswith("--socket="):
             sock = arg.split("=", 1)[1]
-    from pathlib import Path
-
-    from skift_server._paths import announce_starting, default_socket_path
+    from skift_server._paths import announce_starting, default_socket_path, live_server_at
 
     path = Path(sock) if sock else default_socket_path()
+    if live_server_at(path):
+        return None, False
+    made = not path.parent.exists()
     try:
         path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         announce_starting(path)
     except OSError:
-        pass  # the server itself reports what is wrong with the path
+        return None, made  # the server itself reports what is wrong with the path
+    return path, made
+
+
+def _forget_start(path: Path, made: bool) -> None:
+    """A server that did not serve removes what was made for it: its marker, the directory."""
+    import contextlib
+
+    from skift_server._paths import clear_starting
+
+    clear_starting(path)
+    if made:
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # only when empty
 
 
 @command("Setup and admin", context_settings=_PASS, add_help_option=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def mcp(args: tuple[str, ...]) -> None:
-    """The MCP server over stdio (the same flags as `skift-mcp`; see `skift mcp --help`)."""
+    """The MCP server over stdio (the same flags as `skift-mcp`; see `skift mcp --help`).
+
+    `skift mcp config [--harness NAME]` prints the block that registers it with an
+    agent harness (absolute paths; the server named), and who the agent acts as.
+    """
     a = app()
+    rest = [x for x in args if x != "--json"]  # MCP speaks JSON-RPC anyway
+    if rest[:1] == ["config"]:
+        _mcp_config(a, rest[1:], as_json=a.json or "--json" in args)
+        return
     if a.g.server:
         os.environ["SKIFT_SERVER"] = a.g.server
     if a.g.projects:
@@ -71,8 +112,56 @@ def mcp(args: tuple[str, ...]) -> None:
     import skift_mcp
 
     main: Callable[..., int | None] = getattr(skift_mcp, "main")  # noqa: B009
-    rv = main(list(args), prog="skift mcp")
+    try:
+        rv = main(rest, prog="skift mcp")
+    except SystemExit as exc:  # argparse: --help (0) or misuse (2)
+        if isinstance(exc.code, str):
+            click.echo(exc.code, err=True)
+        rv = exc.code if isinstance(exc.code, int) else 2
     raise click.exceptions.Exit(int(rv or 0))
+
+
+def _mcp_config(a: App, args: list[str], *, as_json: bool) -> None:
+    import argparse
+
+    from .. import _mcpconfig as mc
+
+    p = argparse.ArgumentParser(
+        prog="skift mcp config",
+        description="Print the block that registers skift-mcp with an agent harness: absolute "
+        "paths and the server's URL, so it works from the harness's minimal environment.",
+    )
+    p.add_argument("--harness", choices=mc.HARNESSES, default="generic")
+    try:
+        ns = p.parse_args(args)
+    except SystemExit as exc:
+        raise click.exceptions.Exit(exc.code if isinstance(exc.code, int) else 2) from None
+    from skift_server._paths import resolve_server
+
+    server, source = resolve_server(a.server())
+    token = not server.startswith("unix:")
+    text, entry = mc.block(ns.harness, server, token)
+    line = mc.command_line(ns.harness, entry)
+    who = mc.acts_as(server)
+    if as_json:
+        a.emit(
+            {
+                "harness": ns.harness,
+                "where": mc.WHERE[ns.harness],
+                "server": server,
+                "server_from": source,
+                "entry": entry,
+                "text": text,
+                "command_line": line,
+                "acts_as": who,
+            }
+        )
+        return
+    click.echo(text)
+    note = f"\n# put it in {mc.WHERE[ns.harness]}; the server is {server} ({source})"
+    if line:
+        note += f"\n# or run: {line}"
+    click.echo(f"{note}\n# {who}", err=True)
 
 
 @command("Setup and admin")
@@ -195,17 +284,28 @@ def _check_project(a: App, slug: str, server: str | None) -> None:
 
 @command("Setup and admin")
 @click.option("--pause", type=float, default=0.0, help="Seconds to pause between steps.")
+@global_options
 def demo(pause: float) -> None:
-    """A self-contained tour on an in-memory store: decomposition, agents, a gate, a hold, Explain."""
+    """A self-contained tour on an in-memory store: decomposition, agents, a gate, a hold, Explain.
+
+    With --json: the tour's steps and the project as it ends, as one document.
+    """
     import asyncio
 
+    from .. import _render
     from .._demo import tour
 
-    asyncio.run(tour(pause=pause))
+    a = app()
+    if a.json:
+        _render.quiet()
+    summary = asyncio.run(tour(pause=pause))
+    if a.json:
+        a.emit(summary)
 
 
 @command("Setup and admin")
 @click.argument("shell", type=click.Choice(("bash", "zsh", "fish")))
+@global_options
 def completion(shell: str) -> None:
     """Print the shell completion script (commands, flags, project slugs, node refs).
 
@@ -219,4 +319,9 @@ def completion(shell: str) -> None:
 
     cls = get_completion_class(shell)
     assert cls is not None
-    click.echo(cls(cli, {}, "skift", "_SKIFT_COMPLETE").source())
+    script = cls(cli, {}, "skift", "_SKIFT_COMPLETE").source()
+    a = app()
+    if a.json:
+        a.emit({"shell": shell, "script": script})
+    else:
+        click.echo(script)
