@@ -97,8 +97,36 @@ def bad_arguments(tool: str, exc: ValidationError) -> str:
     )
 
 
+def unknown_arguments(tool: str, given: Sequence[str], known: Sequence[str]) -> str | None:
+    """The refusal of arguments the tool does not take, naming each and the closest known
+    one; None when every argument is known. A misspelt filter (``label`` for ``labels``)
+    silently ignored would widen a claim to work the agent never asked for."""
+    import difflib
+
+    unknown = [name for name in given if name not in known]
+    if not unknown:
+        return None
+    parts: list[str] = []
+    moves: list[str] = []
+    for name in unknown[:3]:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if close:
+            parts.append(f"`{name}` (did you mean `{close[0]}`?)")
+            moves.append(f"`{close[0]}` for `{name}`")
+        else:
+            parts.append(f"`{name}`")
+    which = "is not an argument" if len(unknown) == 1 else "are not arguments"
+    more = f" (and {len(unknown) - 3} more)" if len(unknown) > 3 else ""
+    move = f"use {', '.join(moves)}" if moves else "leave it out"
+    return (
+        f"invalid: {', '.join(parts)}{more} {which} of {tool}; nothing was done. "
+        f"Next: call {tool} again and {move} (its input schema lists the arguments)."
+    )
+
+
 class SkiftTool(Tool):
-    """A tool whose failures reach the agent as one sentence and a next move."""
+    """A tool whose failures reach the agent as one sentence and a next move; arguments it
+    does not take are refused before it runs (no lease taken, nothing written)."""
 
     async def run(
         self,
@@ -106,6 +134,10 @@ class SkiftTool(Tool):
         context: Context[Any, Any],
         convert_result: bool = False,
     ) -> Any:
+        known: dict[str, Any] = self.parameters.get("properties") or {}
+        refusal = unknown_arguments(self.name, list(arguments), list(known))
+        if refusal is not None:
+            raise ToolError(refusal)
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
@@ -124,7 +156,9 @@ def compact_schema(schema: Any) -> Any:
 
     Drops pydantic's ``title`` (it repeats the property name), folds an
     ``anyOf`` of one type and ``null`` into that type (leaving a parameter
-    out is how an agent says "none"), and drops ``"default": null``.
+    out is how an agent says "none"), and drops a default that is the
+    type's zero value (``null``, ``false``, ``""``, ``[]``): leaving the
+    parameter out says the same.
     """
     if isinstance(schema, list):
         return [compact_schema(v) for v in schema]  # pyright: ignore[reportUnknownVariableType]
@@ -134,7 +168,7 @@ def compact_schema(schema: Any) -> Any:
     for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
         if key == "title" and isinstance(value, str):
             continue
-        if key == "default" and value is None:
+        if key == "default" and (value is None or value is False or value == "" or value == []):
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {k: compact_schema(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
@@ -151,8 +185,98 @@ def compact_schema(schema: Any) -> Any:
     return out
 
 
+def compact_output_schema(schema: Any) -> Any:
+    """An output schema two levels deep, without what costs tokens, still true of every answer.
+
+    A client validates each result against it, so it may only widen:
+    ``title``, ``description``, ``default`` and ``"additionalProperties":
+    true`` go (the answers are what they are; more properties are allowed
+    anyway), a shared shape keeps its required properties, an ``anyOf`` of one plain type and ``null`` becomes ``"type": [T,
+    "null"]``, and a shape nested in a shared one (a node's attributed body
+    inside the node) is only ``{"type": "object"}``: the tool descriptions
+    and the server's instructions say what those carry, and every tool would
+    otherwise repeat them.
+    """
+    if not isinstance(schema, dict) or "$defs" not in schema:
+        return _compact_output(schema)
+    defs: dict[str, Any] = dict(schema["$defs"])  # pyright: ignore[reportUnknownArgumentType]
+    shallow = {name: _objects_for_refs(d) for name, d in defs.items()}
+    top = {k: v for k, v in schema.items() if k != "$defs"}  # pyright: ignore[reportUnknownVariableType]
+    used = _refs(top)
+    pending = list(used)
+    while pending:
+        for ref in _refs(shallow.get(pending.pop(), {})):
+            if ref not in used:
+                used.add(ref)
+                pending.append(ref)
+    out = _compact_output(top)
+    if used:
+        out["$defs"] = {
+            n: _compact_output(_required_only(shallow[n])) for n in sorted(used) if n in shallow
+        }
+    return out
+
+
+def _required_only(schema: dict[str, Any]) -> dict[str, Any]:
+    """A shared shape with its required properties only (the others stay allowed)."""
+    required: list[str] = schema.get("required") or []
+    props: dict[str, Any] = schema.get("properties") or {}
+    if not props:
+        return schema
+    return {**schema, "properties": {k: v for k, v in props.items() if k in required}}
+
+
+def _refs(schema: Any) -> set[str]:
+    if isinstance(schema, list):
+        return set().union(*(_refs(v) for v in schema)) if schema else set()  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return set()
+    found: set[str] = set()
+    for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
+        if key == "$ref" and isinstance(value, str):
+            found.add(value.rsplit("/", 1)[-1])
+        else:
+            found |= _refs(value)
+    return found
+
+
+def _objects_for_refs(schema: Any) -> Any:
+    """A shared shape whose own nested shapes are only ``{"type": "object"}``."""
+    if isinstance(schema, list):
+        return [_objects_for_refs(v) for v in schema]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return {"type": "object"}
+    return {k: _objects_for_refs(v) for k, v in schema.items()}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _compact_output(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_compact_output(v) for v in schema]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():  # pyright: ignore[reportUnknownVariableType]
+        if key in ("title", "description") and isinstance(value, str):
+            continue
+        if key == "default" or (key == "additionalProperties" and value is True):
+            continue  # (additional properties are allowed unless a schema says otherwise)
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {k: _compact_output(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+            continue
+        out[key] = _compact_output(value)
+    branches: list[Any] = out.get("anyOf") or []
+    if len(branches) == 2 and {"type": "null"} in branches:
+        other = next(b for b in branches if b != {"type": "null"})
+        if isinstance(other, dict) and set(other) == {"type"} and isinstance(other["type"], str):  # pyright: ignore[reportUnknownArgumentType]
+            del out["anyOf"]
+            out["type"] = [other["type"], "null"]
+    return out
+
+
 def make_tool(fn: Callable[..., Any], *, name: str | None = None, read_only: bool = False) -> Tool:
-    """``fn`` as a compact tool: its docstring without indentation, its schema without noise."""
+    """``fn`` as a compact tool: its docstring without indentation, its schemas without noise."""
     t = SkiftTool.from_function(
         fn,
         name=name,
@@ -160,6 +284,9 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, read_only: boo
         annotations=READ_ONLY if read_only else None,
     )
     t.parameters = compact_schema(t.parameters)
+    meta = t.fn_metadata
+    if meta.output_schema is not None:
+        meta.output_schema = compact_output_schema(meta.output_schema)
     return t
 
 
