@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._limits import DEFAULT_LIMITS, Limits
     from ._memory import MemoryStore
     from ._models import (
+        BOOKKEEPING_KIND,
         AssigneeKind,
         Comment,
         Edge,
@@ -276,6 +277,7 @@ _LAZY: dict[str, str] = {
     "WebhookInfo": "_webhooks",
     "delivery_request": "_webhooks",
     "AssigneeKind": "_models",
+    "BOOKKEEPING_KIND": "_models",
     "Comment": "_models",
     "Edge": "_models",
     "EdgeKind": "_models",
@@ -389,6 +391,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BOOKKEEPING_KIND",
     "DEFAULT_LIMITS",
     "DEFAULT_RETRY_SCHEDULE",
     "NOT_SIMPLE",

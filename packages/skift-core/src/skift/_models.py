@@ -133,6 +133,12 @@ class Project:
     the organization, as the default policy reads it)."""
 
 
+BOOKKEEPING_KIND = "sweep-state"
+"""The one kind skift reads: a node that keeps a tool's state (the ce-sweep's state node,
+used as its write lock), not work. Ready, ClaimNext and a person's *Waiting on me* leave it
+out unless the filter's kinds name it; listings, show and claim by ref treat it as any node."""
+
+
 @attrs.frozen(kw_only=True)
 class Node:
     id: UUID
@@ -158,6 +164,11 @@ class Node:
     @property
     def is_gate(self) -> bool:
         return self.assignee_kind is AssigneeKind.USER
+
+    @property
+    def is_bookkeeping(self) -> bool:
+        """A tool's state, not work (``BOOKKEEPING_KIND``)."""
+        return self.kind == BOOKKEEPING_KIND
 
     def satisfies_edge(self) -> bool:
         """Does this node, as the source of a ``blocks`` edge, let its target go?

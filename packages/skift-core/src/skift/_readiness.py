@@ -67,6 +67,8 @@ def matches(node: Node, q: ReadyQuery) -> bool:
         return False
     if q.agent_only and node.assignee_kind is AssigneeKind.USER:
         return False
+    if not q.bookkeeping and node.is_bookkeeping:
+        return False
     if node.priority.rank > q.max_priority_rank:
         return False
     if q.exclude and node.id in q.exclude:

@@ -19,7 +19,7 @@ from ._context import Actor, Context
 from ._errors import Invalid
 from ._filter import NodeFilter
 from ._filter import filter_from as filter_from
-from ._models import Node, Project, Status
+from ._models import BOOKKEEPING_KIND, Node, Project, Status
 from ._refs import format_ref, ulid_str
 from ._store import Derived, ReadyQuery, Tx
 from ._views import Explanation, NodeInfo, ReadyPage, Reason
@@ -59,6 +59,8 @@ class Reads(Context):
             any_labels=flt.any_labels,
             assignee_kind=flt.assignee_kind,
             agent_only=for_work and not actor.is_user,
+            # a tool's state is not work: Ready and ClaimNext leave it out unless asked for
+            bookkeeping=not for_work or BOOKKEEPING_KIND in flt.kinds,
             max_priority_rank=flt.min_priority.rank if flt.min_priority else 4,
             parent=parent,
             # the projects the caller may not read; a filter naming projects has

@@ -136,6 +136,9 @@ class ReadyQuery:
     any_labels: tuple[str, ...] = ()
     assignee_kind: AssigneeKind | None = None
     agent_only: bool = False
+    # bookkeeping nodes (``_models.BOOKKEEPING_KIND``) match; Ready and ClaimNext set it
+    # false unless the filter's kinds name that kind (``Reads.resolve_filter``)
+    bookkeeping: bool = True
     max_priority_rank: int = 4
     parent: UUID | None = None
     after_project: UUID | None = None

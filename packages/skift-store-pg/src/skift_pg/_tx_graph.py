@@ -12,6 +12,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from skift import (
+    BOOKKEEPING_KIND,
     NOT_SIMPLE,
     Authors,
     Conflict,
@@ -481,9 +482,10 @@ class GraphTx(TxBase):
             "projects": list(query.projects),
             "kinds": list(query.kinds),
             "labels": list(query.labels),
-            "any_labels": list(query.any_labels),
-            "assignee_kind": query.assignee_kind.value if query.assignee_kind else None,
-            "agent_only": query.agent_only,
+            "anyl": list(query.any_labels),
+            "akind": query.assignee_kind.value if query.assignee_kind else None,
+            "agents": query.agent_only,
+            "skip_kind": "" if query.bookkeeping else BOOKKEEPING_KIND,
             "max_rank": query.max_priority_rank,
             "parent": query.parent,
             "exclude": list(query.exclude),

@@ -3,8 +3,9 @@
 Only the public :class:`skift.Skift` API is used, so the same code runs in
 process (memory, PostgreSQL) and against a server. The layout:
 
-- **The state node** (label ``sweep-state``, a gate so no agent is ever handed
-  it): its body carries the document without its items (``schema_version``,
+- **The state node** (label and kind ``sweep-state``, skift's bookkeeping
+  kind: never ready work nor a gate waiting on a person, though it is a gate
+  so no agent may take it): its body carries the document without its items (``schema_version``,
   the sweep lease, ``sources``, ``last_run``, unknown top-level keys) as a
   fenced JSON block.
 - **The write lock** is a skift lease on the state node: every
@@ -33,6 +34,7 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
+from .._models import BOOKKEEPING_KIND
 from ._file import load as load_file
 from ._file import write as write_file
 from ._file import write_lock
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
 STATE_LABEL = "sweep-state"
 ITEM_LABEL = "sweep-item"
 ITEM_KIND = "sweep-item"
-STATE_KIND = "sweep-state"
+STATE_KIND = BOOKKEEPING_KIND  # "sweep-state": out of Ready, ClaimNext and Waiting on me
 _FENCE = "```json\n"
 _OPS_PER_PATCH = 500
 # the commands that write on an absent state (they create the project)

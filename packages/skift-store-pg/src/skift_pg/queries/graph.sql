@@ -59,13 +59,18 @@ EXISTS (
 -- name: _filter
 -- The NodeFilter of Ready, ClaimNext and ListNodes, and the projects the
 -- caller may not read (%(hidden)s, the policy's read decision; usually empty).
+-- %(skip_kind)s is the bookkeeping kind Ready and ClaimNext leave out, else ''
+-- (no node's kind: an empty kind is stored as task). The parameters' names are
+-- short because lock_next_ready splices this twice and must stay under
+-- psycopg's 4,096 bytes for caching a query's parsed form.
 n.org_id = %(org)s
 AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
 AND (cardinality(%(kinds)s::text[]) = 0 OR n.kind = ANY (%(kinds)s::text[]))
 AND n.labels @> %(labels)s::text[]
-AND (cardinality(%(any_labels)s::text[]) = 0 OR n.labels && %(any_labels)s::text[])
-AND (%(assignee_kind)s::text IS NULL OR n.assignee_kind = %(assignee_kind)s::text)
-AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND (cardinality(%(anyl)s::text[]) = 0 OR n.labels && %(anyl)s::text[])
+AND (%(akind)s::text IS NULL OR n.assignee_kind = %(akind)s::text)
+AND (NOT %(agents)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND n.kind <> %(skip_kind)s
 AND n.priority <= %(max_rank)s
 AND (%(parent)s::uuid IS NULL OR n.parent_id = %(parent)s::uuid)
 AND n.id <> ALL (%(exclude)s::uuid[])
