@@ -86,7 +86,7 @@ def command(line: str) -> str:
     return re.sub(r"\s+#\s.*$", "", line).strip()
 
 
-def script(lines: list[str], dsn: str, port: int) -> str:
+def script(lines: list[str], dsn: str, port: int, *, own_server: bool = True) -> str:
     out = [
         "set -eE -o pipefail",
         "trap 'echo \"tour: exit $? from: $BASH_COMMAND\"' ERR",
@@ -105,8 +105,13 @@ def script(lines: list[str], dsn: str, port: int) -> str:
         out.append(run)
     assert served, "the tour no longer starts `skift serve`: update this test's harness"
     out.append(f"printf '%s\\n' {shlex.quote(MARK + 'end')} \"LEASE=$LEASE\"")
-    out.append("kill %1")  # the README: "Stop it with `kill %1`"
-    out.append("wait %1")  # and it stops cleanly (exit 0)
+    if own_server:
+        out.append("kill %1")  # the README: "Stop it with `kill %1`"
+        out.append("wait %1")  # and it stops cleanly (exit 0)
+    else:  # `make run` serves: the tour's own server must have refused, not served beside it
+        out.append(
+            'if wait %1; then echo "tour: its skift serve exited 0 beside make run"; exit 9; fi'
+        )
     return "\n".join(out) + "\n"
 
 
@@ -142,6 +147,15 @@ def sections(output: str) -> dict[str, str]:
     return found
 
 
+def check_claims(ran: dict[str, str], port: int, report: str) -> None:
+    for cmd, present, absent in CLAIMS:
+        assert cmd in ran, f"the tour no longer runs `{cmd}`: update CLAIMS\n{report}"
+        for text in present:
+            assert text.format(port=port) in ran[cmd], f"`{cmd}` lacks {text!r}\n{report}"
+        for text in absent:
+            assert text not in ran[cmd], f"`{cmd}` prints {text!r}\n{report}"
+
+
 def test_the_readme_tour_pasted_as_one_block(pg_empty_dsn: str, tmp_path: Path) -> None:
     lines = tour_block()
     port = free_port()
@@ -172,9 +186,87 @@ def test_the_readme_tour_pasted_as_one_block(pg_empty_dsn: str, tmp_path: Path) 
     lease = re.search(r"^LEASE=(\S+)$", ran["end"], re.M)
     assert lease, report  # `skift claim -q` printed the lease id alone
     assert "skift is serving on unix://" in log.read_text()  # "the server is ready when ..."
-    for cmd, present, absent in CLAIMS:
-        assert cmd in ran, f"the tour no longer runs `{cmd}`: update CLAIMS\n{report}"
-        for text in present:
-            assert text.format(port=port) in ran[cmd], f"`{cmd}` lacks {text!r}\n{report}"
-        for text in absent:
-            assert text not in ran[cmd], f"`{cmd}` prints {text!r}\n{report}"
+    check_claims(ran, port, report)
+
+
+def make_run(dsn: str, port: int) -> str:
+    """What ``make run`` runs, read from the Makefile: its recipe with ``$(UV) run`` as the
+    environment's own bin directory (what ``uv run`` puts first on PATH), the test database
+    for the embedded cluster (``--dsn`` through ``ARGS``) and a free port for 7434."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = text.split("\nrun: sync\n", 1)[1].splitlines()[0].strip()
+    assert recipe.startswith("$(UV) run skift-serve "), recipe
+    assert "127.0.0.1:7434" in recipe, recipe
+    venv_bin = Path(sys.executable).parent
+    line = recipe.replace("$(UV) run ", f"{venv_bin}/", 1).replace(
+        "127.0.0.1:7434", f"127.0.0.1:{port}"
+    )
+    return line.replace("$(ARGS)", f"--dsn {shlex.quote(dsn)}")
+
+
+def test_the_readme_top_to_bottom_make_run_then_the_tour_in_another_shell(
+    pg_empty_dsn: str, tmp_path: Path
+) -> None:
+    """Set up's ``make run`` in one terminal (left running, as the README says), then the
+    tour pasted in another with the same user's environment: the tour's own ``skift serve``
+    exits 1 naming the socket ``make run`` holds and leaves nothing behind, and every other
+    line works against the running server (the board's link is ``make run``'s)."""
+    import signal
+    import time
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = text.split("\n## Set up\n", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    assert command(setup.splitlines()[0]) == "make run", setup
+    port, tour_port = free_port(), free_port()
+    work = tmp_path / "clone"
+    work.mkdir()
+    (work / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    home = tmp_path / "home"
+    home.mkdir()
+    runtime = Path(tempfile.mkdtemp(prefix="tour-", dir="/tmp"))
+    env = environment(home, runtime)
+    first = subprocess.Popen(
+        ["bash", "-c", f"exec {make_run(pg_empty_dsn, port)}"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None
+        banner = ""
+        deadline = time.monotonic() + 90
+        while "skift is serving on" not in banner and time.monotonic() < deadline:
+            line = first.stdout.readline()
+            if not line:
+                break
+            banner += line
+        sock = runtime / "skift" / "skift.sock"
+        assert f"skift is serving on unix://{sock}" in banner, banner
+        proc = subprocess.run(
+            ["bash", "-c", script(tour_block(), pg_empty_dsn, tour_port, own_server=False)],
+            cwd=work,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+        )
+        log = work / "skift-serve.log"
+        said = log.read_text() if log.exists() else ""
+        report = f"{proc.stdout}\n--- the tour's skift-serve.log:\n{said}"
+        assert proc.returncode == 0, report
+        ran = sections(proc.stdout)
+        assert list(ran) == [*(command(line) for line in tour_block()), "end"], report
+        assert f"another server is listening on {sock}" in said, report
+        assert not (runtime / "skift" / "skift.sock.starting").exists()  # nothing left behind
+        check_claims(ran, port, report)  # the board link is make run's
+    finally:
+        first.send_signal(signal.SIGINT)  # Ctrl-C in make run's terminal
+        try:
+            rest, _ = first.communicate(timeout=60)  # (and closes its stdout)
+        finally:
+            first.kill()
+            shutil.rmtree(runtime, ignore_errors=True)
+    assert first.returncode == 0, rest
