@@ -538,11 +538,10 @@ def cli(ctx: click.Context) -> None:
     people park work with holds and answer agents through gates.
 
     Start with `skift demo` (a tour on an in-memory store), then `skift serve`
-    and `skift project create TITLE`; `skift status` says which server and
-    identity a command uses. References: `slug#N`, `#N` inside the current
-    project, or a ULID. Exit codes: 0 done, 1 refused/conflict/limit/
-    unauthenticated, 2 usage or invalid input, 3 not found, 4 server
-    unavailable, 5 nothing ready.
+    and `skift project create TITLE` in another terminal. References:
+    `slug#N`, `#N` inside the current project, or a ULID. Exit codes: 0 done,
+    1 refused/conflict/limit/unauthenticated, 2 usage or invalid input, 3 not
+    found, 4 server unavailable, 5 nothing ready.
     """
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
