@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 import pytest
+from cli_harness import Cli
 from test_cli_inprocess import _commands
 
 from skift_cli._app import run
@@ -132,3 +133,52 @@ def test_did_you_mean_only_for_a_slip(
 
 def test_the_command_tree_is_loaded() -> None:
     assert any(isinstance(c, click.Command) for _, c in _commands())
+
+
+def test_listings_at_60_columns_wrap_cleanly(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 60 columns every listing keeps every word of its titles (no column dropped or
+    cut to an ellipsis) and no line runs past the edge."""
+    import secrets
+
+    monkeypatch.setenv("SKIFT_SERVER", cli.server.url)
+    monkeypatch.setenv("COLUMNS", "60")
+    title = f"Narrow terminals {secrets.token_hex(3)} with a project title that is long"
+    code, out, err = _code(capsys, "project", "create", title, "--json")
+    assert code == 0, err
+    slug = json.loads(out)["slug"]
+    node = "Recommend a provider for the login flow and its callback page"
+    for args in (
+        ["-p", slug, "create", node, "--body", "we need an OAuth provider"],
+        ["-p", slug, "create", "Sign up", "--assignee-kind", "user"],
+        ["comment", f"{slug}#1", "A comment about the provider choice"],
+        ["claim", f"{slug}#2", "-q"],
+    ):
+        code, _, err = _code(capsys, *args)
+        assert code == 0, err
+    listings = {
+        "search": ["search", "provider", "-p", slug],
+        "leases": ["leases", "-p", slug],
+        "project list": ["project", "list"],
+        "ready": ["ready", "-p", slug],
+        "list": ["list", "-p", slug],
+        "comments": ["comments", f"{slug}#1"],
+        "principal list": ["principal", "list"],
+    }
+    for name, args in listings.items():
+        code, out, err = _code(capsys, *args)
+        assert code == 0, f"{name}: {err}"
+        for line in out.splitlines():
+            assert len(line.rstrip()) <= 60, f"{name}: a line of {len(line)}:\n{out}"
+        words = " ".join(w for w in out.split() if w not in ("│", "├──", "└──"))
+        assert "…" not in out, f"{name} cut something short:\n{out}"
+        expect = {
+            "search": node,
+            "leases": "Sign up",
+            "project list": title,
+            "ready": node,
+            "list": node,
+        }.get(name)
+        if expect:
+            assert expect in words, f"{name} lacks {expect!r}:\n{out}"

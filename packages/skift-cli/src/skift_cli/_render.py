@@ -119,9 +119,58 @@ def _title(node: skift.NodeInfo) -> Text:
 # ------------------------------------------------------------------- listings
 
 
+NARROW = 80  # below this many columns, listings are records, not tables
+
+
+def is_narrow() -> bool:
+    """A terminal (or COLUMNS) narrower than :data:`NARROW`. Piped output (width unknown)
+    stays a table: one line a row, never cropped."""
+    c = out()
+    return not c.soft_wrap and c.width < NARROW
+
+
+def records(items: Sequence[tuple[Text, Sequence[Text | str]]]) -> Group:
+    """Listings for a narrow terminal: each item a heading line, then its details indented
+    on lines of their own, wrapped at word boundaries (a table would crop or drop columns)."""
+    parts: list[Any] = []
+    for head, details in items:
+        head.overflow = "fold"
+        parts.append(head)
+        for d in details:
+            text = d if isinstance(d, Text) else Text(d)
+            if text.plain:
+                parts.append(Padding(text, (0, 0, 0, 2), expand=False))
+    return Group(*parts)
+
+
+def _line(*cells: Text | str, sep: str = "  ") -> Text:
+    t = Text()
+    for i, c in enumerate(cells):
+        if i:
+            t.append(sep)
+        t.append_text(c if isinstance(c, Text) else Text(c))
+    return t
+
+
 def node_table(
     nodes: Sequence[skift.NodeInfo], *, turn: bool = False, aliases: Mapping[str, str] | None = None
-) -> Table:
+) -> Table | Group:
+    if is_narrow():
+        now = datetime.now(UTC)
+        items: list[tuple[Text, Sequence[Text | str]]] = []
+        for i, n in enumerate(nodes, 1):
+            head = _line(
+                *([Text(f"{i}.", style="dim")] if turn else []),
+                Text(n.ref, style="bold cyan"),
+                state(n),
+                _prio(n.priority),
+            )
+            alias = (aliases or {}).get(n.ref, "")
+            extra = Text(f"{n.kind} · {reltime(n.created_at, now)}", style="dim")
+            if alias:
+                extra = Text(f"alias {alias} · ", style="dim").append_text(extra)
+            items.append((head, [_title(n), extra]))
+        return records(items)
     # Narrow terminals keep ref, state and a title that ends in … rather than wrapping a
     # word per line: the turn, kind and age columns go first.
     narrow = out().width < 80
@@ -237,28 +286,48 @@ def node_tree(nodes: Sequence[skift.NodeInfo], blockers: Mapping[str, Sequence[s
     return Group(*trees)
 
 
-def project_table(projects: Sequence[skift.ProjectInfo]) -> Table:
+def project_table(projects: Sequence[skift.ProjectInfo]) -> Table | Group:
+    if is_narrow():
+        now = datetime.now(UTC)
+        return records(
+            [
+                (
+                    _line(Text(p.slug, style="bold cyan"), _project_state(p)),
+                    [
+                        p.title,
+                        Text(
+                            f"{_enum(p.priority)} · {p.node_count} "
+                            f"{'node' if p.node_count == 1 else 'nodes'} · active "
+                            f"{reltime(p.active_at, now)}",
+                            style="dim",
+                        ),
+                    ],
+                )
+                for p in projects
+            ]
+        )
     table = Table(box=None, pad_edge=False, header_style="bold")
     for name in ("slug", "title", "pri", "nodes", "state", "active"):
         table.add_column(name, no_wrap=name != "title")
     now = datetime.now(UTC)
     for p in projects:
-        st = (
-            Text("archived", style="dim")
-            if p.archived
-            else Text("held", style="magenta")
-            if p.held
-            else Text("live", style="green")
-        )
         table.add_row(
             Text(p.slug, style="bold cyan"),
             p.title,
             _prio(p.priority),
             str(p.node_count),
-            st,
+            _project_state(p),
             reltime(p.active_at, now),
         )
     return table
+
+
+def _project_state(p: skift.ProjectInfo) -> Text:
+    if p.archived:
+        return Text("archived", style="dim")
+    if p.held:
+        return Text("held", style="magenta")
+    return Text("live", style="green")
 
 
 def project_panel(p: skift.ProjectInfo) -> Panel:
@@ -484,7 +553,23 @@ def events(evs: Iterable[skift.EventInfo]) -> None:
         c.print(line)
 
 
-def principals(ps: Sequence[skift.PrincipalInfo]) -> Table:
+def principals(ps: Sequence[skift.PrincipalInfo]) -> Table | Group:
+    if is_narrow():
+        return records(
+            [
+                (
+                    _line(Text(p.name, style="bold"), Text(str(p.kind), style="dim")),
+                    [
+                        ", ".join(
+                            f"{i.scheme}:{i.value}" + (" (revoked)" if i.revoked else "")
+                            for i in p.identities
+                        ),
+                        Text(f"created {reltime(p.created_at)}", style="dim"),
+                    ],
+                )
+                for p in ps
+            ]
+        )
     table = Table(box=None, pad_edge=False, header_style="bold")
     for name in ("name", "kind", "identities", "created"):
         table.add_column(name)
@@ -537,6 +622,22 @@ def search_hits(hits: Sequence[skift.SearchHit]) -> None:
     if not hits:
         c.print("[dim]nothing found[/dim]")
         return
+    if is_narrow():
+        c.print(
+            records(
+                [
+                    (
+                        _line(Text(h.node.ref, style="bold cyan"), state(h.node)),
+                        [
+                            h.node.title,
+                            Text(f"in {', '.join(h.matched)}: {h.snippet}", style="dim"),
+                        ],
+                    )
+                    for h in hits
+                ]
+            )
+        )
+        return
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("ref", style="bold cyan", no_wrap=True)
     table.add_column("state", no_wrap=True)
@@ -546,6 +647,24 @@ def search_hits(hits: Sequence[skift.SearchHit]) -> None:
     for h in hits:
         table.add_row(h.node.ref, state(h.node), h.node.title, ",".join(h.matched), h.snippet)
     c.print(table)
+
+
+def leases(got: Sequence[skift.LeaseInfo]) -> None:
+    """Live leases: a line each (piped or wide), or a record each at a narrow terminal."""
+    items: list[tuple[Text, Sequence[Text | str]]] = []
+    for x in got:
+        where = f" via {x.harness}" if x.harness else ""
+        held = f"held by {x.holder}{where} until {x.expires_at:%Y-%m-%d %H:%M:%S}"
+        token = f"lease {x.id}" if x.id else ""
+        if is_narrow():
+            items.append(
+                (Text(x.node, style="bold cyan"), [x.title, Text(held, style="dim"), token])
+            )
+        else:
+            line = f"{x.node}  {x.title}  {held}" + (f"  {token}" if token else "")
+            out().print(Text(line), soft_wrap=True)
+    if items:
+        out().print(records(items))
 
 
 def usage_report(r: skift.UsageReport) -> None:

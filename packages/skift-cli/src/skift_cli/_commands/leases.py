@@ -46,10 +46,6 @@ def leases(mine: bool) -> None:
     if not got:
         click.echo("no live leases")
         return
-    for x in got:
-        where = f" via {x.harness}" if x.harness else ""
-        token = f"  lease {x.id}" if x.id else ""
-        click.echo(
-            f"{x.node}  {x.title}  held by {x.holder}{where} "
-            f"until {x.expires_at:%Y-%m-%d %H:%M:%S}{token}"
-        )
+    from .. import _render
+
+    _render.leases(got)
