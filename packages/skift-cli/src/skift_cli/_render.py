@@ -143,6 +143,11 @@ def records(items: Sequence[tuple[Text, Sequence[Text | str]]]) -> Group:
     return Group(*parts)
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 comment``, ``2 comments`` (``many`` when adding an s is wrong)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
 def _line(*cells: Text | str, sep: str = "  ") -> Text:
     t = Text()
     for i, c in enumerate(cells):
@@ -296,8 +301,7 @@ def project_table(projects: Sequence[skift.ProjectInfo]) -> Table | Group:
                     [
                         p.title,
                         Text(
-                            f"{_enum(p.priority)} · {p.node_count} "
-                            f"{'node' if p.node_count == 1 else 'nodes'} · active "
+                            f"{_enum(p.priority)} · {plural(p.node_count, 'node')} · active "
                             f"{reltime(p.active_at, now)}",
                             style="dim",
                         ),

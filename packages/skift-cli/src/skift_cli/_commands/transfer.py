@@ -130,11 +130,13 @@ def import_beads(file: str, dry_run: bool, break_cycles: bool, skip_dangling: bo
         return
     for w in res.warnings:
         click.echo(f"warning: {w}", err=True)
+    from .._render import plural
+
     verb = "would import" if dry_run else "imported"
     click.echo(
-        f"{verb} {len(res.nodes)} issues into {res.project}: {res.created} created, "
-        f"{res.updated} updated, {res.unchanged} unchanged; {res.edges} edges and "
-        f"{res.comments} comments added"
+        f"{verb} {plural(len(res.nodes), 'issue')} into {res.project}: {res.created} created, "
+        f"{res.updated} updated, {res.unchanged} unchanged; {plural(res.edges, 'edge')} and "
+        f"{plural(res.comments, 'comment')} added"
     )
     shown = list(res.nodes.items())[:SHOWN_NODES]
     width = max((len(k) for k, _ in shown), default=0)
@@ -185,7 +187,12 @@ def _write(a: App, text: str, output: str | None, **about: Any) -> None:
     if a.json:
         a.emit({**about, "path": output})
     else:
-        click.echo(f"wrote {about['count']} issues of {about['project']} to {output}", err=True)
+        from .._render import plural
+
+        click.echo(
+            f"wrote {plural(int(about['count']), 'issue')} of {about['project']} to {output}",
+            err=True,
+        )
 
 
 @import_.command("archive")
@@ -219,10 +226,13 @@ def import_archive(file: str, map_authors: bool) -> None:
         return
     for w in res.warnings:
         click.echo(f"warning: {w}", err=True)
+    from .._render import plural as n
+
     click.echo(
-        f"imported project {res.project}: {res.nodes} nodes, {res.edges} edges, "
-        f"{res.comments} comments, {res.artifacts} artifacts ({res.blobs} blobs), "
-        f"{res.leases} leases, {res.usage} usage records, {res.events} events"
+        f"imported project {res.project}: {n(res.nodes, 'node')}, {n(res.edges, 'edge')}, "
+        f"{n(res.comments, 'comment')}, {n(res.artifacts, 'artifact')} "
+        f"({n(res.blobs, 'blob')}), {n(res.leases, 'lease')}, "
+        f"{n(res.usage, 'usage record')}, {n(res.events, 'event')}"
     )
     click.echo(f"next: skift ready -p {res.project}")
 
