@@ -395,6 +395,39 @@ async def test_every_page_at_two_widths_light_and_dark(
             await ctx.close()
 
 
+MENU_OFF_SCREEN = """() => [...document.querySelectorAll("header.top nav a, header.top .who button")]
+    .filter((el) => {
+        const r = el.getBoundingClientRect();
+        const box = el.closest("nav") ? el.closest("nav").getBoundingClientRect() : null;
+        const clipped = box && (r.left < box.left - 0.5 || r.right > box.right + 0.5);
+        return r.width === 0 || r.left < 0 || r.right > window.innerWidth + 0.5 || clipped;
+    }).map((el) => el.textContent.trim())"""
+
+
+async def test_the_whole_menu_shows_at_375_px(browser: Any, person: Person, shots: Path) -> None:
+    """At 375 px every menu item (and Sign out) is inside the viewport and not clipped by a
+    scrolling strip: the menu wraps onto a second line. The screenshot is saved."""
+    await _tour(person)
+    link = await person.link()  # works once: the second context reuses the session's cookies
+    state: Any = None
+    for scheme in ("light", "dark"):
+        ctx = await browser.new_context(viewport={"width": 375, "height": 700}, color_scheme=scheme)
+        if state is None:
+            page = await ctx.new_page()
+            await page.goto(link)
+            await page.wait_for_url(f"{person.server.url}/")
+            state = await ctx.storage_state()
+        else:
+            await ctx.add_cookies(state["cookies"])
+            page = await ctx.new_page()
+            await page.goto(person.server.url + "/")
+        assert await page.evaluate(MENU_OFF_SCREEN) == []
+        items = await page.locator("header.top nav a").all_inner_texts()
+        assert items == ["Waiting on me", "Ready", "Projects", "Holds & focus", "Activity"]
+        await page.locator("header.top").screenshot(path=shots / f"menu-375-{scheme}.png")
+        await ctx.close()
+
+
 async def test_keyboard_reaches_everything(browser: Any, person: Person) -> None:
     """From the top of a page, Tab reaches the skip link first (Enter on it moves focus to the
     content), then the navigation; a gate can be answered with the keyboard alone."""
