@@ -364,9 +364,7 @@ def test_serve_and_mcp_are_wired_to_their_programs(
     sk: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for cmd, marker in (("serve", "--socket"), ("mcp", "--transport")):
-        with pytest.raises(SystemExit) as exc:
-            run([cmd, "--help"])
-        assert exc.value.code == 0
+        assert run([cmd, "--help"]) == 0  # their parsers' exit comes back as skift's
         assert marker in capsys.readouterr().out
 
 

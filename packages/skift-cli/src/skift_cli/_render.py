@@ -120,6 +120,7 @@ def _title(node: skift.NodeInfo) -> Text:
 
 
 NARROW = 80  # below this many columns, listings are records, not tables
+MIN_TITLE = 20  # a node row narrower than this leaves its title too little: records instead
 
 
 def is_narrow() -> bool:
@@ -157,25 +158,30 @@ def _line(*cells: Text | str, sep: str = "  ") -> Text:
     return t
 
 
+def _node_records(
+    nodes: Sequence[skift.NodeInfo], *, turn: bool, aliases: Mapping[str, str] | None
+) -> Group:
+    """Nodes as records: for a narrow terminal where a one-line row leaves the title no room."""
+    now = datetime.now(UTC)
+    items: list[tuple[Text, Sequence[Text | str]]] = []
+    for i, n in enumerate(nodes, 1):
+        head = _line(
+            *([Text(f"{i}.", style="dim")] if turn else []),
+            Text(n.ref, style="bold cyan"),
+            state(n),
+            _prio(n.priority),
+        )
+        alias = (aliases or {}).get(n.ref, "")
+        extra = Text(f"{n.kind} · {reltime(n.created_at, now)}", style="dim")
+        if alias:
+            extra = Text(f"alias {alias} · ", style="dim").append_text(extra)
+        items.append((head, [_title(n), extra]))
+    return records(items)
+
+
 def node_table(
     nodes: Sequence[skift.NodeInfo], *, turn: bool = False, aliases: Mapping[str, str] | None = None
 ) -> Table | Group:
-    if is_narrow():
-        now = datetime.now(UTC)
-        items: list[tuple[Text, Sequence[Text | str]]] = []
-        for i, n in enumerate(nodes, 1):
-            head = _line(
-                *([Text(f"{i}.", style="dim")] if turn else []),
-                Text(n.ref, style="bold cyan"),
-                state(n),
-                _prio(n.priority),
-            )
-            alias = (aliases or {}).get(n.ref, "")
-            extra = Text(f"{n.kind} · {reltime(n.created_at, now)}", style="dim")
-            if alias:
-                extra = Text(f"alias {alias} · ", style="dim").append_text(extra)
-            items.append((head, [_title(n), extra]))
-        return records(items)
     # Narrow terminals keep ref, state and a title that ends in … rather than wrapping a
     # word per line: the turn, kind and age columns go first.
     narrow = out().width < 80
@@ -214,7 +220,10 @@ def node_table(
             for k in range(len(rows[0]))
             if k != at
         )
-        room = max(8, out().width - others - 2 * (len(rows[0]) - 1))
+        room = out().width - others - 2 * (len(rows[0]) - 1)
+        if room < MIN_TITLE and is_narrow():  # long refs: a record each, the title whole
+            return _node_records(nodes, turn=turn, aliases=aliases)
+        room = max(8, room)
         for r in rows:
             title: Text = r[at]
             title.truncate(room, overflow="ellipsis")

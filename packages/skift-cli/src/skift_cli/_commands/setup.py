@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import _config
 from .._base import App, Failure, app, command, global_options, usage_error
+
+if TYPE_CHECKING:  # pathlib is imported where used: `skift --help` loads this module
+    from pathlib import Path
 
 _PASS: dict[str, Any] = {
     "ignore_unknown_options": True,
@@ -66,6 +68,8 @@ def _announce_starting(args: list[str]) -> tuple[Path | None, bool]:
             sock = args[i + 1]
         elif arg.startswith("--socket="):
             sock = arg.split("=", 1)[1]
+    from pathlib import Path
+
     from skift_server._paths import announce_starting, default_socket_path, live_server_at
 
     path = Path(sock) if sock else default_socket_path()
