@@ -6,8 +6,9 @@ returned (state comes from the node's derived flags, reasons from Explain).
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,12 +45,19 @@ def out() -> Console:
     return _out
 
 
-def quiet() -> None:
-    """Send what :func:`out` prints nowhere (``skift demo --json`` prints one document)."""
+@contextlib.contextmanager
+def quiet() -> Generator[None]:
+    """While it lasts, what :func:`out` prints goes nowhere (``skift demo --json`` prints one
+    document); then the console is back."""
     global _out
     import io
 
+    before = _out
     _out = Console(file=io.StringIO(), highlight=False)
+    try:
+        yield
+    finally:
+        _out = before
 
 
 def err() -> Console:

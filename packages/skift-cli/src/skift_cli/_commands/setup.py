@@ -301,10 +301,11 @@ def demo(pause: float) -> None:
 
     a = app()
     if a.json:
-        _render.quiet()
-    summary = asyncio.run(tour(pause=pause))
-    if a.json:
+        with _render.quiet():
+            summary = asyncio.run(tour(pause=pause))
         a.emit(summary)
+    else:
+        asyncio.run(tour(pause=pause))
 
 
 @command("Setup and admin")
