@@ -142,8 +142,13 @@ def test_listings_at_60_columns_wrap_cleanly(
     cut to an ellipsis) and no line runs past the edge."""
     import secrets
 
+    from skift_cli import _render
+
     monkeypatch.setenv("SKIFT_SERVER", cli.server.url)
     monkeypatch.setenv("COLUMNS", "60")
+    # the consoles are made once a process, at the width of their day: make them again
+    monkeypatch.setattr(_render, "_out", None)
+    monkeypatch.setattr(_render, "_err", None)
     title = f"Narrow terminals {secrets.token_hex(3)} with a project title that is long"
     code, out, err = _code(capsys, "project", "create", title, "--json")
     assert code == 0, err
