@@ -74,3 +74,44 @@ async def test_a_held_bookkeeping_node_is_not_counted_as_parked_work(
     page = await sk.ready(projects=[slug])
     assert page.held_count == 0
     assert (await sk.ready(projects=[slug], kinds=[BK])).held_count == 1
+
+
+async def test_claim_next_with_no_filter_at_all_leaves_bookkeeping_out(
+    sk: skift.LocalSkift,
+) -> None:
+    """A filter of nothing (every project, kind and label) takes its own path in PostgreSQL;
+    the rule holds there too."""
+    p = await sk.create_project("Only state")
+    await sk.patch(p.slug, [skift.CreateNode(title="sweep state", kind=BK)])
+    assert (await sk.ready()).nodes == ()
+    with pytest.raises(skift.NothingReady):
+        await sk.claim_next()
+    await sk.patch(p.slug, [skift.CreateNode(title="Real work")])
+    assert (await sk.claim_next()).node.title == "Real work"
+
+
+async def test_agent_work_leaves_gates_out_of_a_persons_ready_and_claim_next(
+    sk: skift.LocalSkift,
+) -> None:
+    """``agent_work``: only what an agent may take, whoever asks. A person's Ready and
+    ClaimNext include gates; with it they do not (MCP's claim without a ref)."""
+    p = await sk.create_project("Gates")
+    await sk.patch(
+        p.slug,
+        [
+            skift.CreateNode(title="Approve", assignee_kind=skift.AssigneeKind.USER),
+            skift.CreateNode(title="Build"),
+        ],
+    )
+    assert sorted(n.title for n in (await sk.ready(projects=[p.slug])).nodes) == [
+        "Approve",
+        "Build",
+    ]
+    only = await sk.ready(projects=[p.slug], agent_work=True)
+    assert [n.title for n in only.nodes] == ["Build"]
+    got = await sk.claim_next(projects=[p.slug], agent_work=True)
+    assert got.node.title == "Build"
+    with pytest.raises(skift.NothingReady):
+        await sk.claim_next(projects=[p.slug], agent_work=True)
+    gate = await sk.claim_next(projects=[p.slug])  # asked without it, a person takes the gate
+    assert gate.node.title == "Approve"

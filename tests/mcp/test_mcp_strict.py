@@ -50,6 +50,20 @@ async def test_an_unknown_argument_is_refused_naming_it_and_the_closest_and_no_l
         assert got["node"]["title"] == "Labelled"
 
 
+async def test_claim_without_a_ref_never_takes_a_gate_even_for_a_person(
+    owner: skift_server.RemoteSkift, project: str
+) -> None:
+    """The server's owner is a user: over MCP, claim without a ref still takes only agent
+    work (a gate waits for its person); by ref it may take the gate."""
+    await owner.patch(project, [skift.CreateNode(title="Sign the contract", assignee_kind="user")])
+    async with talk(owner) as me:
+        text = await me.refused("claim", projects=[project])
+        assert "nothing_ready" in text
+        assert not (await owner.get(f"{project}#1")).claimed
+        got = await me.call("claim", ref=f"{project}#1")
+        assert got["node"]["title"] == "Sign the contract"
+
+
 def _sizes(tools: list[dict[str, object]]) -> tuple[int, int]:
     inputs = outputs = 0
     for t in tools:

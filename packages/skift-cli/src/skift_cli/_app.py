@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "orgs": ("org", "policy"),  # `org create` and `org list` join admin's `org` group
     "projects": ("project",),
     "setup": ("serve", "mcp", "migrate", "init", "demo", "completion"),
+    "status": ("status",),
     "sweep": ("sweep",),
     "transfer": ("import", "export"),
     "usage": ("usage", "rate"),

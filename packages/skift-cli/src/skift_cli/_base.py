@@ -77,6 +77,7 @@ SECTIONS: dict[str, list[str]] = {
     "Content": ["comment", "comments", "search", "usage", "rate", "blob"],
     "Projects": ["project"],
     "Setup and admin": [
+        "status",
         "init",
         "demo",
         "serve",

@@ -174,6 +174,7 @@ if TYPE_CHECKING:
         Resolved,
         SearchHit,
         TokenInfo,
+        WhoAmI,
     )
     from ._webhook_records import Delivery, DeliveryStats, DueDelivery, Endpoint
     from ._webhook_wire import (
@@ -364,6 +365,7 @@ _LAZY: dict[str, str] = {
     "Input": "_views",
     "LeaseInfo": "_views",
     "NodeInfo": "_views",
+    "WhoAmI": "_views",
     "PatchResult": "_views",
     "PrincipalInfo": "_views",
     "ProjectInfo": "_views",
@@ -544,6 +546,7 @@ __all__ = [
     "User",
     "WebhookInfo",
     "WebhookVerificationError",
+    "WhoAmI",
     "Writer",
     "address_refusal",
     "check_inputs",

@@ -45,6 +45,7 @@ from ._principal_spec import Service as Service
 from ._principal_spec import User as User
 from ._principals import check_uid
 from ._refs import ulid_str
+from ._secrets import redact_dsn
 from ._signin import (
     SESSION_TTL,
     SIGNIN_CODE_TTL,
@@ -60,7 +61,7 @@ from ._signin import digest_of as signin_digest
 from ._signin import new_secret as signin_secret
 from ._store import Store, Tx
 from ._surface import Skift as Skift
-from ._views import PrincipalInfo, TokenInfo
+from ._views import PrincipalInfo, TokenInfo, WhoAmI
 
 
 @check_inputs
@@ -132,6 +133,25 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         )
         handle._credential = (scheme, lookup, expires_at)
         return handle
+
+    async def whoami(self) -> WhoAmI:
+        """Who this handle acts as, in which organization, and what serves it (``skift status``)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        actor = await self._whoami()
+        try:
+            release = version("skift-core")
+        except PackageNotFoundError:
+            release = "0"
+        dsn = getattr(self.store, "dsn", None)
+        return WhoAmI(
+            principal=actor.principal.name,
+            kind=actor.principal.kind.value,
+            org=self.org_name,
+            admin=None,  # the organization admin role is not in this release yet
+            version=release,
+            database=redact_dsn(dsn) if isinstance(dsn, str) else "memory:",
+        )
 
     async def bootstrap_owner(self, uid: int, name: str | None = None) -> PrincipalInfo:
         """Make sure the owner of a server (a uid) is a user principal of this organization.

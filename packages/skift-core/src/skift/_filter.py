@@ -21,7 +21,10 @@ class NodeFilter:
     """One filter for Ready, ClaimNext and ListNodes (references unresolved).
 
     ``status`` and ``held`` apply to ListNodes only; Ready and ClaimNext
-    refuse them.
+    refuse them. ``agent_work``: only what an agent may take (``assignee_kind``
+    agent or unset), whoever asks: a person's claim that must never take a
+    gate (MCP's ``claim`` without a ref). An agent's Ready and ClaimNext are so
+    anyway.
     """
 
     projects: tuple[str, ...] = ()
@@ -33,10 +36,11 @@ class NodeFilter:
     parent: str | None = None
     status: Status | None = None
     held: bool | None = None
+    agent_work: bool = False
 
     def scope_hash(self) -> str:
         """A digest of the fields that define the scope, for the rotation cursor."""
-        doc = {
+        doc: dict[str, object] = {
             "projects": sorted(self.projects),
             "kinds": sorted(self.kinds),
             "labels": sorted(self.labels),
@@ -45,6 +49,8 @@ class NodeFilter:
             "min_priority": self.min_priority.value if self.min_priority else None,
             "parent": self.parent,
         }
+        if self.agent_work:  # (absent when off: the cursors of existing filters stay)
+            doc["agent_work"] = True
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -58,6 +64,7 @@ def filter_from(
     parent: str | None = None,
     status: Status | str | None = None,
     held: bool | None = None,
+    agent_work: bool = False,
 ) -> NodeFilter:
     """The filter keywords of ``ready``, ``list_nodes`` and ``claim_next``, checked: the one
     reading of them (the remote client builds its filter with it too)."""
@@ -72,6 +79,7 @@ def filter_from(
             parent=parent,
             status=Status(status) if status else None,
             held=held,
+            agent_work=agent_work,
         )
     except ValueError as exc:
         raise Invalid(

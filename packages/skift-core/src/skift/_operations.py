@@ -283,6 +283,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
     Op("rates", "ListRates", R, page_key="model", limits=PAGE, cli="rate list"),
     Op("set_org_limits", "SetOrgLimits", IDEM, admin="set_org_limits", cli="org limits"),
     Op("org_limits", "GetOrgLimits", R),
+    Op("whoami", "WhoAmI", R, cli="status"),
     Op("policy", "GetPolicy", R, cli="policy show"),
     Op("set_policy", "SetPolicy", IDEM, admin="set_policy", cli="policy set"),
     Op("reset_policy", "ResetPolicy", IDEM, admin="set_policy", cli="policy reset"),

@@ -58,7 +58,7 @@ class Reads(Context):
             labels=flt.labels,
             any_labels=flt.any_labels,
             assignee_kind=flt.assignee_kind,
-            agent_only=for_work and not actor.is_user,
+            agent_only=for_work and (not actor.is_user or flt.agent_work),
             # a tool's state is not work: Ready and ClaimNext leave it out unless asked for
             bookkeeping=not for_work or BOOKKEEPING_KIND in flt.kinds,
             max_priority_rank=flt.min_priority.rank if flt.min_priority else 4,

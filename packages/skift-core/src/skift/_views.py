@@ -266,6 +266,22 @@ class IdentityInfo:
 
 
 @attrs.frozen(kw_only=True)
+class WhoAmI:
+    """Who the caller is to this skift and what it serves (``skift status``).
+
+    ``admin`` is None where the server does not say (no organization admin role yet).
+    ``database`` names the store without a password: ``memory:`` or the PostgreSQL DSN.
+    """
+
+    principal: str
+    kind: str
+    org: str
+    admin: bool | None
+    version: str
+    database: str
+
+
+@attrs.frozen(kw_only=True)
 class PrincipalInfo:
     id: str
     name: str

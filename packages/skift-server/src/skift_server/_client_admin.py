@@ -15,6 +15,17 @@ from ._proto.skift import v1
 class AdminCalls(RemoteBase):
     """The organization's policy and the server's organizations, over gRPC."""
 
+    async def whoami(self) -> skift.WhoAmI:
+        got = await self._call("WhoAmI", v1.WhoAmIRequest(), v1.WhoAmIResponse)
+        return skift.WhoAmI(
+            principal=got.principal,
+            kind=got.kind,
+            org=got.org,
+            admin=got.admin,
+            version=got.version,
+            database=got.database,
+        )
+
     async def policy(self) -> skift.OrgPolicy:
         got = await self._call("GetPolicy", v1.GetPolicyRequest(), v1.GetPolicyResponse)
         return ad.org_policy_view(got.policy)

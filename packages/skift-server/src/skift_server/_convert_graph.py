@@ -296,6 +296,7 @@ def filter_pb(f: skift.NodeFilter) -> v1.NodeFilter:
         parent=f.parent,
         status=enum_pb(v1.NodeStatus, f.status),
         held=f.held,
+        agent_work=f.agent_work,
     )
 
 
@@ -317,4 +318,6 @@ def filter_kwargs(m: v1.NodeFilter | None) -> dict[str, Any]:
         "held": m.held,
     }
     out.update({k: v for k, v in words.items() if v is not None})
+    if m.agent_work:
+        out["agent_work"] = True
     return out

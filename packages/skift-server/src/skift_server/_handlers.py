@@ -556,6 +556,18 @@ async def set_org_limits(
     return v1.SetOrgLimitsResponse(limits=org_limits_pb(await sk.set_org_limits(**sizes)))
 
 
+async def who_am_i(sk: skift.LocalSkift, r: v1.WhoAmIRequest) -> v1.WhoAmIResponse:
+    w = await sk.whoami()
+    return v1.WhoAmIResponse(
+        principal=w.principal,
+        kind=w.kind,
+        org=w.org,
+        admin=w.admin,
+        version=w.version,
+        database=w.database,
+    )
+
+
 async def get_org_limits(
     sk: skift.LocalSkift, r: v1.GetOrgLimitsRequest
 ) -> v1.GetOrgLimitsResponse:

@@ -192,7 +192,7 @@ def prepare_socket_path(path: Path) -> None:
     else:
         raise skift.Refused(
             f"another server is listening on {path}",
-            next="It is the server your commands reach: use it, "
+            next="It is the server your commands reach: use it (`skift status` shows it), "
             "stop it first, or give this one another path with --socket (clients then "
             "reach it with --server unix://PATH).",
         )

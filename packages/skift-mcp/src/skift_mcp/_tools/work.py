@@ -160,7 +160,6 @@ def tools(sk: skift.Skift) -> list[Tool]:
         kinds: Kinds = None,
         labels: Labels = None,
         any_labels: AnyLabels = None,
-        assignee_kind: AssigneeKind = None,
         min_priority: MinPriority = None,
         parent: Parent = None,
         ttl_seconds: Annotated[float | None, Field(description="Lease length.", gt=0)] = None,
@@ -171,7 +170,7 @@ def tools(sk: skift.Skift) -> list[Tool]:
         agent_ref: Annotated[str, Field(description="Where this attempt runs (a URI).")] = "",
         verbose: Verbose = False,
     ) -> Annotated[CallToolResult, ClaimOut]:
-        """Take a node to work on: ref, or the next ready node matching the filters.
+        """Take a node to work on: ref, or the next ready node matching the filters (never a gate).
 
         Returns the node (its body is the task), a lease (keep lease.id for
         heartbeat, complete, release, gate, patch) and inputs: the results of
@@ -192,9 +191,9 @@ def tools(sk: skift.Skift) -> list[Tool]:
                 kinds=as_list(kinds),
                 labels=as_list(labels),
                 any_labels=as_list(any_labels),
-                assignee_kind=assignee_kind,
                 min_priority=min_priority,
                 parent=parent,
+                agent_work=True,  # without a ref, never a gate: a person's work waits for them
             )
         return await claim_out(c, verbose)
 

@@ -59,7 +59,7 @@ EXISTS (
 -- name: _filter
 -- The NodeFilter of Ready, ClaimNext and ListNodes, and the projects the
 -- caller may not read (%(hidden)s, the policy's read decision; usually empty).
--- %(skip_kind)s is the bookkeeping kind Ready and ClaimNext leave out, else ''
+-- %(skip)s is the bookkeeping kind Ready and ClaimNext leave out, else ''
 -- (no node's kind: an empty kind is stored as task). The parameters' names are
 -- short because lock_next_ready splices this twice and must stay under
 -- psycopg's 4,096 bytes for caching a query's parsed form.
@@ -70,7 +70,7 @@ AND n.labels @> %(labels)s::text[]
 AND (cardinality(%(anyl)s::text[]) = 0 OR n.labels && %(anyl)s::text[])
 AND (%(akind)s::text IS NULL OR n.assignee_kind = %(akind)s::text)
 AND (NOT %(agents)s OR n.assignee_kind IS DISTINCT FROM 'user')
-AND n.kind <> %(skip_kind)s
+AND n.kind <> %(skip)s
 AND n.priority <= %(max_rank)s
 AND (%(parent)s::uuid IS NULL OR n.parent_id = %(parent)s::uuid)
 AND n.id <> ALL (%(exclude)s::uuid[])
@@ -217,18 +217,19 @@ LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 
 -- name: take_next_ready_any
 -- take_next_ready for a filter of nothing (every project, kind, label and priority, an
--- agent or a person): no optional filter, so prepared and planned once per connection
--- (its planning cost as much as its execution, per claim).
+-- agent or a person; the bookkeeping kind left out as _filter leaves it): no optional
+-- filter, so prepared and planned once per connection (its planning cost as much as its
+-- execution, per claim).
 WITH /*:_take_cursor*/, first AS (
 SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
-AND /*:_take_ready*/ AND /*:_take_after*/
+WHERE n.org_id = %(org)s AND (NOT %(agents)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND n.kind <> %(skip)s AND /*:_take_ready*/ AND /*:_take_after*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), wrapped AS (
 SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND (NOT %(agent_only)s OR n.assignee_kind IS DISTINCT FROM 'user')
-AND /*:_take_ready*/ AND /*:_take_upto*/
+WHERE n.org_id = %(org)s AND (NOT %(agents)s OR n.assignee_kind IS DISTINCT FROM 'user')
+AND n.kind <> %(skip)s AND /*:_take_ready*/ AND /*:_take_upto*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), /*:_take_picked*/

@@ -226,6 +226,8 @@ __all__ = (
     "WatchEventsResponse",
     "Webhook",
     "WebhookDelivery",
+    "WhoAmIRequest",
+    "WhoAmIResponse",
 )
 
 import datetime
@@ -4639,6 +4641,12 @@ def _make_NodeFilter() -> None:
     ListNodes only: held or not held. Ready and ClaimNext refuse it.
     """
 
+        agent_work: "bool" = betterproto2.field(10, betterproto2.TYPE_BOOL)
+        """
+    Ready and ClaimNext: only work an agent may take (assignee_kind agent or
+    unset), whoever asks; a person's claim that must never take a gate.
+    """
+
 
     default_message_pool.register_message("skift.v1", "NodeFilter", NodeFilter)
 
@@ -6975,6 +6983,66 @@ def _make_WebhookDelivery() -> None:
     default_message_pool.register_message("skift.v1", "WebhookDelivery", WebhookDelivery)
 
 
+def _make_WhoAmIRequest() -> None:
+    global WhoAmIRequest
+
+    @dataclass(eq=False, repr=False)
+    class WhoAmIRequest(betterproto2.Message):
+        """
+    WhoAmI's request: nothing; the transport names the caller.
+    """
+
+        pass
+
+
+    default_message_pool.register_message("skift.v1", "WhoAmIRequest", WhoAmIRequest)
+
+
+def _make_WhoAmIResponse() -> None:
+    global WhoAmIResponse
+
+    @dataclass(eq=False, repr=False)
+    class WhoAmIResponse(betterproto2.Message):
+        """
+    WhoAmI's response.
+    """
+
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    The caller's principal name.
+    """
+
+        kind: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
+    The principal's kind: user, agent or service.
+    """
+
+        org: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
+    The caller's organization.
+    """
+
+        admin: "bool | None" = betterproto2.field(4, betterproto2.TYPE_BOOL, optional=True)
+        """
+    Whether the caller administers the organization; absent when the server
+    does not say.
+    """
+
+        version: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
+    The server's skift version.
+    """
+
+        database: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+        """
+    The store the server serves: `memory:` or a PostgreSQL DSN without its
+    password.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "WhoAmIResponse", WhoAmIResponse)
+
+
 def _make_SkiftServiceStub() -> None:
     global SkiftServiceStub
 
@@ -8626,6 +8694,33 @@ def _make_SkiftServiceStub() -> None:
                 metadata=metadata,
             )
 
+        async def who_am_i(
+            self,
+            message: "WhoAmIRequest | None" = None,
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "WhoAmIResponse":
+            """
+        ---- who am I (skift status)
+
+        Who the caller is to this server (principal, kind, organization), the
+        server's version and the database it serves (without a password).
+        """
+
+            if message is None:
+                message = WhoAmIRequest()
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/WhoAmI",
+                message,
+                WhoAmIResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -9244,6 +9339,16 @@ def _make_SkiftServiceBase() -> None:
 
             raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+        async def who_am_i(self, message: "WhoAmIRequest") -> "WhoAmIResponse":
+            """
+        ---- who am I (skift status)
+
+        Who the caller is to this server (principal, kind, organization), the
+        server's version and the database it serves (without a password).
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
         async def __rpc_create_project(
             self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
         ) -> None:
@@ -9854,6 +9959,14 @@ def _make_SkiftServiceBase() -> None:
             response = await self.end_board_sessions(request)
             await stream.send_message(response)
 
+        async def __rpc_who_am_i(
+            self, stream: "grpclib.server.Stream[WhoAmIRequest, WhoAmIResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.who_am_i(request)
+            await stream.send_message(response)
+
         def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
             return {
                 "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -10306,6 +10419,12 @@ def _make_SkiftServiceBase() -> None:
                     EndBoardSessionsRequest,
                     EndBoardSessionsResponse,
                 ),
+                "/skift.v1.SkiftService/WhoAmI": grpclib.const.Handler(
+                    self.__rpc_who_am_i,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    WhoAmIRequest,
+                    WhoAmIResponse,
+                ),
             }
 
 
@@ -10521,8 +10640,10 @@ _MAKERS = {
     'WatchEventsResponse': (207, _make_WatchEventsResponse, ('Event', )),
     'Webhook': (208, _make_Webhook, ()),
     'WebhookDelivery': (209, _make_WebhookDelivery, ('DeliveryState', )),
-    'SkiftServiceStub': (210, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
-    'SkiftServiceBase': (211, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', )),
+    'WhoAmIRequest': (210, _make_WhoAmIRequest, ()),
+    'WhoAmIResponse': (211, _make_WhoAmIResponse, ()),
+    'SkiftServiceStub': (212, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
+    'SkiftServiceBase': (213, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
 }
 _MAKING = __import__("threading").RLock()
 

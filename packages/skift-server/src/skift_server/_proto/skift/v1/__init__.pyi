@@ -219,6 +219,8 @@ __all__ = (
     "WatchEventsResponse",
     "Webhook",
     "WebhookDelivery",
+    "WhoAmIRequest",
+    "WhoAmIResponse",
 )
 
 import datetime
@@ -4215,6 +4217,12 @@ class NodeFilter(betterproto2.Message):
     ListNodes only: held or not held. Ready and ClaimNext refuse it.
     """
 
+    agent_work: "bool" = betterproto2.field(10, betterproto2.TYPE_BOOL)
+    """
+    Ready and ClaimNext: only work an agent may take (assignee_kind agent or
+    unset), whoever asks; a person's claim that must never take a gate.
+    """
+
 
 default_message_pool.register_message("skift.v1", "NodeFilter", NodeFilter)
 
@@ -6338,6 +6346,60 @@ class WebhookDelivery(betterproto2.Message):
 default_message_pool.register_message("skift.v1", "WebhookDelivery", WebhookDelivery)
 
 
+@dataclass(eq=False, repr=False)
+class WhoAmIRequest(betterproto2.Message):
+    """
+    WhoAmI's request: nothing; the transport names the caller.
+    """
+
+    pass
+
+
+default_message_pool.register_message("skift.v1", "WhoAmIRequest", WhoAmIRequest)
+
+
+@dataclass(eq=False, repr=False)
+class WhoAmIResponse(betterproto2.Message):
+    """
+    WhoAmI's response.
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The caller's principal name.
+    """
+
+    kind: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The principal's kind: user, agent or service.
+    """
+
+    org: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The caller's organization.
+    """
+
+    admin: "bool | None" = betterproto2.field(4, betterproto2.TYPE_BOOL, optional=True)
+    """
+    Whether the caller administers the organization; absent when the server
+    does not say.
+    """
+
+    version: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    The server's skift version.
+    """
+
+    database: "str" = betterproto2.field(6, betterproto2.TYPE_STRING)
+    """
+    The store the server serves: `memory:` or a PostgreSQL DSN without its
+    password.
+    """
+
+
+default_message_pool.register_message("skift.v1", "WhoAmIResponse", WhoAmIResponse)
+
+
 class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
     """
     ============================================================== the service
@@ -7986,6 +8048,33 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def who_am_i(
+        self,
+        message: "WhoAmIRequest | None" = None,
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "WhoAmIResponse":
+        """
+        ---- who am I (skift status)
+
+        Who the caller is to this server (principal, kind, organization), the
+        server's version and the database it serves (without a password).
+        """
+
+        if message is None:
+            message = WhoAmIRequest()
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/WhoAmI",
+            message,
+            WhoAmIResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -8601,6 +8690,16 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def who_am_i(self, message: "WhoAmIRequest") -> "WhoAmIResponse":
+        """
+        ---- who am I (skift status)
+
+        Who the caller is to this server (principal, kind, organization), the
+        server's version and the database it serves (without a password).
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
     ) -> None:
@@ -9211,6 +9310,14 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.end_board_sessions(request)
         await stream.send_message(response)
 
+    async def __rpc_who_am_i(
+        self, stream: "grpclib.server.Stream[WhoAmIRequest, WhoAmIResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.who_am_i(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -9662,5 +9769,11 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 EndBoardSessionsRequest,
                 EndBoardSessionsResponse,
+            ),
+            "/skift.v1.SkiftService/WhoAmI": grpclib.const.Handler(
+                self.__rpc_who_am_i,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                WhoAmIRequest,
+                WhoAmIResponse,
             ),
         }
