@@ -350,3 +350,27 @@ async def test_a_revoked_or_expired_identity_ends_a_waiting_call(sk: skift.Local
         await dora.watch_events(after=(await sk.watch_events()).cursor, wait=timedelta(seconds=10))
     with pytest.raises(skift.Unauthenticated, match="expired"):
         await sk.authenticate("oidc", "https://id.example|dora", expires_at=soon)
+
+
+async def test_whoami_names_the_caller_its_organization_and_a_store_without_a_password(
+    sk: skift.LocalSkift,
+) -> None:
+    """``whoami`` (``skift status``): the principal the handle acts as, its kind and
+    organization, a version, and the store without any password."""
+    me = await sk.whoami()
+    assert me.principal == "ada"
+    assert me.kind == "user"
+    assert me.org
+    assert me.version
+    assert me.database == "memory:" or me.database.startswith(("postgresql", "host="))
+    assert "password" not in me.database
+    bot = await sk.acting_as(skift.Agent("bot")).whoami()
+    assert (bot.principal, bot.kind, bot.org) == ("bot", "agent", me.org)
+
+
+def test_a_dsn_is_shown_without_its_password() -> None:
+    from skift._secrets import redact_dsn
+
+    assert redact_dsn("postgresql://ada:s3cret@db:5432/skift") == "postgresql://ada@db:5432/skift"
+    assert redact_dsn("postgresql://db/skift") == "postgresql://db/skift"
+    assert "s3cret" not in redact_dsn("host=db password=s3cret dbname=skift")

@@ -160,6 +160,7 @@ def tools(sk: skift.Skift) -> list[Tool]:
         kinds: Kinds = None,
         labels: Labels = None,
         any_labels: AnyLabels = None,
+        assignee_kind: AssigneeKind = None,
         min_priority: MinPriority = None,
         parent: Parent = None,
         ttl_seconds: Annotated[float | None, Field(description="Lease length.", gt=0)] = None,
@@ -191,6 +192,7 @@ def tools(sk: skift.Skift) -> list[Tool]:
                 kinds=as_list(kinds),
                 labels=as_list(labels),
                 any_labels=as_list(any_labels),
+                assignee_kind=assignee_kind,
                 min_priority=min_priority,
                 parent=parent,
                 agent_work=True,  # without a ref, never a gate: a person's work waits for them
