@@ -71,7 +71,7 @@ def connect(
     token: str | None = None,
     principal: skift.PrincipalSpec | None = None,
     org: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
     retry_window: float | None = None,
     pool_size: int = 2,
@@ -93,8 +93,11 @@ def connect(
     ``SKIFT_RETRY_WINDOW``, else 20; at most
     ``attempts`` times; ``attempts=1`` never retries) once the server has answered
     through this connection: a server restart is waited out. A server never reached
-    is reported as unavailable within a second.
+    is reported as unavailable within a second. Each call's deadline is ``timeout``
+    seconds (default ``SKIFT_TIMEOUT``, else 30).
     """
+    if timeout is None:
+        timeout = _env_seconds("SKIFT_TIMEOUT", DEFAULT_TIMEOUT)
     looked_at: list[Path] = []
     if not (url or os.environ.get("SKIFT_SERVER")):
         found, looked_at = find_socket()
@@ -166,5 +169,23 @@ def _retry_window_from_env() -> float:
         raise skift.Invalid(
             f"SKIFT_RETRY_WINDOW is {raw!r}; it must be a number of seconds from 0 to 86400",
             next="Set it to how long a client keeps retrying through an outage, or unset it.",
+        )
+    return value
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """A number of seconds from the environment, or ``default`` when unset."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86_400:
+        raise skift.Invalid(
+            f"{name}={text!r} is not a number of seconds from 0 to 86,400",
+            next=f"Set {name} to a number of seconds, e.g. 120, or unset it for {default:g}.",
+            field=name,
         )
     return value

@@ -53,6 +53,15 @@ MAX_BACKOFF = 2.0
 _NOT_SENT = (ConnectionRefusedError, FileNotFoundError, ConnectionResetError)
 
 
+def deadline_passed(seconds: float) -> skift.Unavailable:
+    """A call that ran past its deadline: the server may be busy, not gone."""
+    return skift.Unavailable(
+        f"the skift server did not answer within the call's {seconds:g} s deadline",
+        next="It may be busy (a large import, a slow query): retry, or allow more time "
+        "(SKIFT_TIMEOUT=SECONDS, or connect(timeout=…)).",
+    )
+
+
 class UnixChannel(GatheringChannel):
     """A channel over a unix socket that first checks who owns the socket (see ``_paths``)."""
 
@@ -261,7 +270,13 @@ class RemoteBase:
                 if attempt < self.attempts - 1 and await self._shared.wait_for_start():
                     attempt += 1
                     continue
-            except (TimeoutError, StreamTerminatedError, H2ProtocolError, OSError) as exc:
+            except TimeoutError:
+                # the deadline ran out: the server may well be up, only slow (the CLI said
+                # "is skift serve running?" after a large import, while it was)
+                last = deadline_passed(timeout or self.timeout)
+                if not safe:
+                    raise last from None
+            except (StreamTerminatedError, H2ProtocolError, OSError) as exc:
                 last = skift.Unavailable(
                     f"the connection to the skift server failed: {exc or type(exc).__name__}",
                     next="Retry; a write with a request id is safe to send again.",

@@ -211,7 +211,13 @@ def from_grpc(err: GRPCError) -> skift.SkiftError:
     message = err.message or err.status.name
     if err.status is Status.UNAUTHENTICATED:
         return skift.Unauthenticated(message)
-    if err.status in (Status.UNAVAILABLE, Status.DEADLINE_EXCEEDED, Status.CANCELLED):
+    if err.status is Status.DEADLINE_EXCEEDED:
+        return skift.Unavailable(
+            f"the call ran past its deadline: {message}",
+            next="The server may be busy (a large import, a slow query): retry, or allow more "
+            "time (SKIFT_TIMEOUT=SECONDS, or connect(timeout=…)).",
+        )
+    if err.status in (Status.UNAVAILABLE, Status.CANCELLED):
         return skift.Unavailable(
             f"the skift server did not answer: {message}",
             next="Check that `skift serve` is running and reachable, then retry.",
