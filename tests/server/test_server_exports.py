@@ -25,11 +25,9 @@ def test_remote_offers_every_public_method_of_local_skift() -> None:
     """RemoteSkift has every public method LocalSkift has, except the in-process-only ones."""
     import skift
 
-    in_process_only = {"authenticate", "bootstrap_owner"}
-    # the coarse check the server's own edge makes before any work (tests/server covers it)
-    in_process_only |= {"check_action"}
-    # the board's side of sign-in: what the web board does in the server's process
-    in_process_only |= {"redeem_signin_code", "session", "end_session"}
+    # the operation table names the in-process-only methods, each with its reason
+    in_process_only = {op.method for op in skift.OPERATIONS if op.local}
+    assert {"authenticate", "check_action", "session"} <= in_process_only
     local = {n for n in dir(skift.LocalSkift) if not n.startswith("_")}
     local = {n for n in local if callable(getattr(skift.LocalSkift, n))} - in_process_only
     remote = {n for n in dir(skift_server.RemoteSkift) if not n.startswith("_")}
