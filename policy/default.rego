@@ -7,16 +7,24 @@
 # instead), because a refusal an agent reads is the next thing it acts on.
 #
 # Input (built by skift's engine, never by a client):
-#   principal: {id, name, kind: user|agent|service}
+#   principal: {id, name, kind: user|agent|service, admin}
+#     admin: the principal has its organization's admin role (people only),
+#            read in the request's transaction for the actions it decides
 #   lease:     {id, node} | null      the lease the request carries, verified live and held
 #   intents:   [{action, index, node, parent, from, to, changes, cascade}]
 #     action: create | update | drop | complete | reopen | link | unlink |
 #             hold | unhold | claim | focus | hold_project | unhold_project |
 #             create_project | update_project | archive_project | admin |
-#             comment | edit_comment | resolve_comment | preempt | import
+#             comment | edit_comment | resolve_comment | preempt | import |
+#             own_token | list_principals | sweep
 #     (import: a beads import, writing many nodes at once; a person's act)
+#     (admin: administer the organization's principals: add one, mint or
+#      revoke a token for another, invite or bind an identity, grant or
+#      revoke the admin role; an admin's act)
+#     (own_token: mint or revoke one's own token; list_principals: list the
+#      organization's principals; sweep: record expired leases; a person's)
 #     (set_policy: set or reset the organization's own Rego; asked of the
-#      base policy alone, never of the organization's modules)
+#      base policy alone, never of the organization's modules; an admin's act)
 #     node, parent, from, to: facts about a node, or null:
 #       {ref, project, gate, status, filed_by_me, new, in_my_lease}
 #         gate         assignee_kind is user: a person must complete it
@@ -29,9 +37,10 @@
 #       {id, mine, resolved}   mine: the acting principal wrote it
 #
 # The rules are the domain model's "Default policy". Users may do anything
-# (a person running an agent under their own uid is that person). Agents and
-# services may file work, work under a lease, and ask through gates.
-# Anything not permitted below is refused with a pointer to a gate.
+# (a person running an agent under their own uid is that person) except what
+# only an admin of the organization does (admin_actions). Agents and services
+# may file work, work under a lease, and ask through gates. Anything not
+# permitted below is refused with a pointer to a gate.
 package skift.authz
 
 import rego.v1
@@ -43,10 +52,22 @@ actions := {
 	"hold", "unhold", "claim", "focus", "hold_project", "unhold_project",
 	"create_project", "update_project", "archive_project", "admin",
 	"comment", "edit_comment", "resolve_comment", "preempt", "import",
-	"set_policy",
+	"set_policy", "own_token", "list_principals", "sweep",
 }
 
 person if input.principal.kind == "user"
+
+# The organization's admin role: people only (an agent is never an admin).
+admin if {
+	person
+	input.principal.admin == true
+}
+
+# What only an admin of the organization does: administer its principals
+# (add one, mint or revoke a token for another, invite or bind an identity,
+# grant or revoke the role), set or reset its stored policy, and restrict or
+# unrestrict a project. A person mints and revokes their own tokens.
+admin_actions := {"admin", "set_policy", "restrict_project", "unrestrict_project"}
 
 # ---------------------------------------------------------------- what is whose
 
@@ -81,7 +102,15 @@ linkable(n) if {
 
 # ---------------------------------------------------------------- permissions
 
-permitted(_) if person
+permitted(i) if {
+	person
+	not i.action in admin_actions
+}
+
+permitted(i) if {
+	i.action in admin_actions
+	admin
+}
 
 # File work: at a project's root, under a lineage it filed, or under its lease.
 permitted(i) if {
@@ -323,13 +352,24 @@ denial(i) := {
 } if {
 	i.action == "preempt"
 } else := {
-	"msg": "only a person sets the organization's policy",
-	"next": "File a gate asking a person to change the policy ('skift policy set FILE --reason R').",
+	"msg": "only an admin of the organization sets its policy",
+	"next": "Ask an admin of the organization to change it ('skift policy set FILE --reason R'; 'skift principal list' shows who is one), or file a gate asking them.",
 } if {
 	i.action == "set_policy"
 } else := {
+	"msg": sprintf("only an admin of the organization restricts who reads %s", [i.project]),
+	"next": "Ask an admin of the organization to restrict or unrestrict the project ('skift principal list' shows who is one), or file a gate asking them.",
+} if {
+	i.action in {"restrict_project", "unrestrict_project"}
+} else := {
 	"msg": "only a person administers principals, identities and tokens",
-	"next": "Ask an administrator (a person) to do it.",
+	"next": "Ask an admin of the organization (a person) to do it.",
+} if {
+	i.action in {"admin", "own_token", "list_principals", "sweep"}
+	not person
+} else := {
+	"msg": "only an admin of the organization adds principals, binds identities, grants the admin role, and mints or revokes another principal's tokens",
+	"next": "Ask an admin of the organization to do it ('skift principal list' shows who is one); you may mint and revoke your own tokens.",
 } if {
 	i.action == "admin"
 } else := {
@@ -442,7 +482,7 @@ deny contains {
 # ---------------------------------------------------------------- reads
 #
 # The read decision, asked once per request (not per row) with its own input:
-#   principal:  {id, name, kind}
+#   principal:  {id, name, kind, admin}
 #   restricted: [{id, slug, readers, reader_names}]  the organization's projects
 #               that carry a reader list ('skift project restrict'); readers are
 #               principal ids, reader_names their names
@@ -468,22 +508,13 @@ readable contains p.id if {
 	input.principal.id in p.readers
 }
 
-# Restricting and unrestricting a project is a person's call (like a hold:
-# hiding work from others is a decision someone answers for).
+# Restricting and unrestricting a project is an admin's call (admin_actions:
+# hiding work from the organization is a decision someone answers for). An
+# admin who is not a reader of a restricted project does not read it either:
+# restricting it again adds the admin to its readers, and the event says so.
 actions_read := {"restrict_project", "unrestrict_project"}
 
 well_formed(i) if {
 	is_object(i)
 	i.action in actions_read
 }
-
-deny contains {
-	"msg": sprintf("only a person restricts who reads %s", [i.project]),
-	"next": "File a gate asking a person to restrict or unrestrict the project.",
-} if {
-	some i in input.intents
-	i.action in actions_read
-	not person
-}
-
-permitted(i) if i.action in actions_read

@@ -26,8 +26,10 @@ A test that needs a server to itself (one that attaches a unix identity, which
 is unique across organizations) is marked ``own_server``. A server that does
 not exit cleanly on SIGTERM fails the session.
 
-- ``sk``: skift acting as the user ``ada``. ``sk.acting_as(skift.Agent("bot"))``
-  is a handle on the same store acting as another principal.
+- ``sk``: skift acting as the user ``ada``, an admin of its organization (its first
+  person; on a server of its own the owner grants ada the role).
+  ``sk.acting_as(skift.Agent("bot"))`` is a handle on the same store acting as another
+  principal (a person added so is not an admin).
 - ``open_skift``: a factory for tests that need other limits or another
   principal. Call it at most once per test: on ``memory`` each call is a fresh,
   empty store.
@@ -237,12 +239,27 @@ async def _open_remote(
             assert code == 0, f"skift serve exited with {code} on SIGTERM:\n{server.log()}"
 
         stack.push_async_callback(stop)
-        return await stack.enter_async_context(connect(server.url, principal=principal))
+        handle = await stack.enter_async_context(connect(server.url, principal=principal))
+        if principal.kind is skift.PrincipalKind.USER:
+            await _admin_of_own_server(dsn, handle, principal.name)
+        return handle
     shared: SharedServers = request.getfixturevalue("shared_servers")
     server = shared.get(limits)
     handle = connect(server.url, principal=principal, org=org)
     handle.store.set_clock_offset(timedelta(0))
     return await stack.enter_async_context(handle)
+
+
+async def _admin_of_own_server(dsn: str, handle: Any, name: str) -> None:
+    """On a server of its own the test's person is not the organization's first (the server's
+    owner is, at start): the owner grants them the admin role, in process over the server's
+    database, so ``sk`` is an admin of its organization on every store as on memory."""
+    import getpass
+
+    await handle.list_projects()  # the person exists
+    async with skift.open(dsn, principal=skift.User(getpass.getuser())) as owner:
+        if not next(p for p in await owner.list_principals() if p.name == name).admin:
+            await owner.grant_admin(name, reason="the test's person")
 
 
 @pytest.fixture

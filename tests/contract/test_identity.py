@@ -106,7 +106,7 @@ async def test_agent_may_not_administer(sk: skift.LocalSkift, snap: Snap) -> Non
         with pytest.raises(skift.Refused) as ei:
             await attempt
         assert "only a person administers" in ei.value.message
-        assert "administrator" in ei.value.next
+        assert "an admin of the organization" in ei.value.next
     assert await snap(sk) == before
     assert await sk.list_principals() == principals
 

@@ -147,21 +147,25 @@ async def test_a_change_needs_a_reason(sk: skift.LocalSkift) -> None:
     assert await sk.policy() == skift.OrgPolicy()
 
 
-async def test_only_a_person_sets_the_policy_and_a_bad_one_never_locks_them_out(
+async def test_only_an_admin_sets_the_policy_and_a_bad_one_never_locks_them_out(
     sk: skift.LocalSkift, snap: Snap
 ) -> None:
-    """An agent is refused with the next move; anyone may read it. Who may set or reset it is the
-    default's call, never the stored modules': a module denying everything still lets a person
-    reset it."""
+    """An agent, and a person who is not an admin, are refused with the next move; anyone may
+    read it. Who may set or reset it is the default's call, never the stored modules': a module
+    denying everything still lets an admin reset it."""
     bot = sk.acting_as(skift.Agent("bot"))
+    bob = sk.acting_as(skift.User("bob"))
+    await bob.list_projects()  # bob exists, a person of the organization
     before = await snap(sk)
     for attempt in (
         bot.set_policy({"release.rego": RELEASE_RULE}, reason="mine"),
         bot.reset_policy(reason="mine"),
+        bob.set_policy({"release.rego": RELEASE_RULE}, reason="mine"),
+        bob.reset_policy(reason="mine"),
     ):
         with pytest.raises(skift.Refused) as ei:
             await attempt
-        assert ei.value.message == "only a person sets the organization's policy"
+        assert ei.value.message == "only an admin of the organization sets its policy"
         assert "gate" in ei.value.next
     assert await snap(sk) == before
 

@@ -104,7 +104,7 @@ async def test_only_a_server_admin_binds_a_uid(
     with pytest.raises(skift.Unauthenticated):
         await local.authenticate("unix", "4343")
     await wile.add_principal("coyote", "user")  # without a uid: the tenant's own business
-    await wile.attach_identity("coyote", "oidc", "https://id.example|coyote")
+    await wile.invite_identity("coyote", "oidc", "https://id.example|coyote")
 
     with pytest.raises(skift.Conflict, match="uid 4242"):
         await sk.create_org("other", admin="x", uid=4242)

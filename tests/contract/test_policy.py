@@ -38,6 +38,7 @@ class Case:
     rule: str
     prep: Prep
     agent: Refusal | None  # None: allowed
+    person: Refusal | None = None  # a person who is not an admin; None: allowed
 
     @property
     def id(self) -> str:
@@ -47,11 +48,13 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(rule: str, agent: Refusal | None = None) -> Callable[[Prep], Prep]:
+def case(
+    rule: str, agent: Refusal | None = None, person: Refusal | None = None
+) -> Callable[[Prep], Prep]:
     """Register one row: ``prep(h, ada)`` does any setup as ``h`` and returns the act under test."""
 
     def register(prep: Prep) -> Prep:
-        CASES.append(Case(rule, prep, agent))
+        CASES.append(Case(rule, prep, agent, person))
         return prep
 
     return register
@@ -122,7 +125,12 @@ def gate_needs_a_person(ref: str, verb: str) -> Refusal:
 
 HOLD = Refusal("only a person may hold or release work", "say so in a comment")
 PROJECT = Refusal("only a person may rename, re-prioritize or archive a project", "File a gate")
-ADMIN = Refusal("only a person administers principals, identities and tokens", "administrator")
+ADMIN = Refusal("only a person administers principals, identities and tokens", "an admin")
+ADMIN_ONLY = Refusal(
+    "only an admin of the organization adds principals, binds identities, grants the admin "
+    "role, and mints or revokes another principal's tokens",
+    "you may mint and revoke your own tokens",
+)
 NEW_PROJECT = Refusal(
     "only a person creates a project: an agent files work in existing projects",
     "file a gate there asking a person to create the project",
@@ -495,15 +503,15 @@ async def archive_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.archive_project("p", reason="done")
 
 
-RESTRICT = Refusal("only a person restricts who reads p", "File a gate")
+RESTRICT = Refusal("only an admin of the organization restricts who reads p", "file a gate")
 
 
-@case("an agent may not restrict who reads a project", RESTRICT)
+@case("only an admin restricts who reads a project", RESTRICT, RESTRICT)
 async def restrict_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.restrict_project("p", readers=["bot"], reason="mine")
 
 
-@case("an agent may not unrestrict a project", RESTRICT)
+@case("only an admin unrestricts a project", RESTRICT, RESTRICT)
 async def unrestrict_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     for who in PRINCIPALS.values():
         await ada.acting_as(who).list_projects()  # each exists before it is named
@@ -514,25 +522,51 @@ async def unrestrict_project(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
 # ---------------------------------------------------------------------- admin
 
 
-@case("only users add principals", ADMIN)
+@case("only admins add principals", ADMIN, ADMIN_ONLY)
 async def add_principal(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
-    return lambda: h.add_principal("dora", "user")
+    return lambda: h.add_principal("erin", "user")
 
 
-@case("only users attach identities", ADMIN)
-async def attach_identity(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
-    return lambda: h.attach_identity("bot", "oidc", "https://id.example|bot")
+@case("only admins invite identities", ADMIN, ADMIN_ONLY)
+async def invite_identity(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    return lambda: h.invite_identity("bot", "oidc", "https://id.example|bot")
 
 
-@case("only users create tokens", ADMIN)
+@case("only admins mint a token for another principal", ADMIN, ADMIN_ONLY)
 async def create_token(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     return lambda: h.create_token("bot")
 
 
-@case("only users revoke tokens", ADMIN)
+@case("only admins revoke another principal's token", ADMIN, ADMIN_ONLY)
 async def revoke_token(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
     token = await ada.create_token("bot")
     return lambda: h.revoke_token(token.id)
+
+
+@case("a person mints a token for themself; an agent does not", ADMIN)
+async def create_own_token(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    me = h.spec.name
+    return lambda: h.create_token(me)
+
+
+@case("a person revokes their own token; an agent does not", ADMIN)
+async def revoke_own_token(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    await h.list_projects()  # h exists
+    token = await ada.create_token(h.spec.name)
+    return lambda: h.revoke_token(token.id)
+
+
+@case("only admins grant the admin role", ADMIN, ADMIN_ONLY)
+async def grant_admin(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    await ada.acting_as(skift.User("erin")).list_projects()
+    return lambda: h.grant_admin("erin", reason="runs ops")
+
+
+@case("only admins revoke the admin role", ADMIN, ADMIN_ONLY)
+async def revoke_admin(h: skift.LocalSkift, ada: skift.LocalSkift) -> Act:
+    await ada.acting_as(skift.User("erin")).list_projects()
+    await ada.grant_admin("erin", reason="runs ops")
+    return lambda: h.revoke_admin("erin", reason="moved on")
 
 
 # -------------------------------------------------------------------- atomicity
@@ -557,31 +591,37 @@ PRINCIPALS = {
     "agent": skift.Agent("bot"),
     "service": skift.Service("orchestrator"),
     "user": skift.User("carol"),
+    "admin": skift.User("dora"),
 }
 
 
 @pytest.mark.usefixtures("world")
-@pytest.mark.parametrize("actor", ["agent", "user"])
+@pytest.mark.parametrize("actor", ["agent", "user", "admin"])
 @pytest.mark.parametrize("row", CASES, ids=[c.id for c in CASES])
 async def test_default_policy(sk: skift.LocalSkift, snap: Snap, row: Case, actor: str) -> None:
-    """Every permission and every refusal of the default policy, as an agent and as a user.
+    """Every permission and every refusal of the default policy, as an agent, as a person
+    and as an admin of the organization.
 
-    A user (here carol, who filed none of it) may do anything. For an agent
-    each row's rule decides: allowed goes through and writes; refused is
-    skift.Refused naming the node and the rule, with the next move, and
-    writes nothing.
+    An admin (dora, whom ada made one; neither filed any of it) may do anything; a person
+    who is not an admin (carol) anything but what only an admin does. For the others each
+    row's rule decides: allowed goes through and writes; refused is skift.Refused naming
+    the node and the rule, with the next move, and writes nothing.
     """
     h = sk.acting_as(PRINCIPALS[actor])
+    if actor == "admin":
+        await h.list_projects()  # dora exists
+        await sk.grant_admin("dora", reason="runs the organization")
     act = await row.prep(h, sk)
     before = await snap(sk)
-    if actor == "user" or row.agent is None:
+    refusal = {"agent": row.agent, "user": row.person, "admin": None}[actor]
+    if refusal is None:
         await act()
         assert await snap(sk) != before, f"allowed but wrote nothing: {row.rule}"
         return
     with pytest.raises(skift.Refused) as ei:
         await act()
-    assert row.agent.msg in ei.value.message, row.rule
-    assert row.agent.next in ei.value.next, row.rule
+    assert refusal.msg in ei.value.message, row.rule
+    assert refusal.next.lower() in ei.value.next.lower(), row.rule
     assert await snap(sk) == before, f"a refusal wrote: {row.rule}"
 
 

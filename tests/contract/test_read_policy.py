@@ -164,22 +164,33 @@ async def test_its_readers_see_it_and_its_live_lease_stays_theirs(sk: skift.Loca
     assert [lease.node for lease in await sk.leases()] == ["secret#2"]
 
 
-async def test_restrict_and_unrestrict_are_events_and_a_persons_call(
+async def test_restrict_and_unrestrict_are_events_and_an_admins_call(
     sk: skift.LocalSkift,
 ) -> None:
+    """Only an admin of the organization restricts or unrestricts (ada is the organization's
+    first person, so its admin): an agent and a person who is not an admin are refused, a
+    reader or not; to a person who does not read the project it is still nothing."""
     who = await _world(sk)
     with pytest.raises(skift.Refused) as refused:
         await who["bot"].restrict_project("open", readers=["bot"], reason="mine")
-    assert "only a person" in str(refused.value)
+    assert "only an admin of the organization" in str(refused.value)
     assert refused.value.next
     # a non-reader cannot unrestrict what it cannot see
     with pytest.raises(skift.NotFound):
         await who["bob"].unrestrict_project("secret", reason="let me in")
+    # a reader who is not an admin may not lift or change the restriction either
+    for attempt in (
+        who["carol"].unrestrict_project("secret", reason="figures published"),
+        who["carol"].restrict_project("secret", readers=["bob"], reason="bob helps"),
+        who["bob"].restrict_project("open", readers=[], reason="mine"),
+    ):
+        with pytest.raises(skift.Refused, match="only an admin of the organization"):
+            await attempt
     with pytest.raises(skift.Invalid):
         await sk.unrestrict_project("secret", reason=" ")
     with pytest.raises(skift.NotFound):
         await sk.restrict_project("open", readers=["nobody"], reason="x")
-    got = await who["carol"].unrestrict_project("secret", reason="figures published")
+    got = await sk.unrestrict_project("secret", reason="figures published")
     assert got.readers is None
     bob = who["bob"]
     assert (await bob.get("secret#1")).result == f"{SECRET} result"
@@ -188,8 +199,8 @@ async def test_restrict_and_unrestrict_are_events_and_a_persons_call(
     assert ("unrestrict_project", "figures published") in ops
     with pytest.raises(skift.Refused):
         await sk.unrestrict_project("secret", reason="again")
-    # restricting again replaces the readers; the person restricting is always one
-    again = await bob.restrict_project("secret", readers=[], reason="mine now")
-    assert again.readers == ("bob",)
+    # restricting again replaces the readers; the admin restricting is always one
+    again = await sk.restrict_project("secret", readers=["bob"], reason="bob's now")
+    assert again.readers == ("ada", "bob")
     with pytest.raises(skift.NotFound):
-        await sk.get("secret#1")
+        await who["carol"].get("secret#1")

@@ -303,7 +303,7 @@ async def test_foreign_principals_and_tokens_are_nothing(
     assert {p.name for p in await eve.list_principals()} == {"eve"}
     await assert_like_nothing(lambda n: eve.create_token(n), "bot", "nobody")
     await assert_like_nothing(
-        lambda n: eve.attach_identity(n, "oidc", "https://id.example|7777"), "ada", "nobody"
+        lambda n: eve.invite_identity(n, "oidc", "https://id.example|7777"), "ada", "nobody"
     )
     await assert_like_nothing(lambda t: eve.revoke_token(t), default.token_id, unknown_ulid())
     bot = next(p for p in await sk.list_principals() if p.name == "bot")

@@ -51,7 +51,9 @@ async def test_admin_calls_are_refused_to_an_agent_before_any_work(serve: Serve)
                 bot.set_policy({"p.rego": "package skift.authz\n"}, reason="mine"),
                 bot.reset_policy(reason="mine"),
             ):
-                with pytest.raises(skift.Refused, match="only a person sets the organization's"):
+                with pytest.raises(
+                    skift.Refused, match="only an admin of the organization sets its policy"
+                ):
                     await attempt
             for attempt in (bot.create_org("evil", admin="x"), bot.list_orgs()):
                 with pytest.raises(skift.Refused, match="only an administrator of the server"):

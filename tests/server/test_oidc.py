@@ -101,7 +101,7 @@ async def test_an_oidc_token_acts_as_the_principal_holding_its_identity(
                 await sk.ready()
         assert f"{ISSUER}|stranger" in ei.value.message
         assert ei.value.move is not None
-        assert ei.value.move["do"] == "attach_identity"
+        assert ei.value.move["do"] == "invite_identity"
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,15 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 from uuid import UUID
 
+import attrs
+
 from ._api_content import ContentApi
 from ._api_import import ImportApi
 from ._api_work import WorkApi
 from ._blobs import FileBlobStore
+from ._context import ROLE_ACTIONS
 from ._engine import Actor, token_digest
-from ._errors import Invalid, NotFound, Unauthenticated
+from ._errors import Conflict, Invalid, NotFound, Unauthenticated
 from ._inputs import check_inputs
 from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
@@ -34,7 +37,15 @@ from ._ops import OpLike as OpLike
 from ._org_policy import reset_policy as policy_reset
 from ._org_policy import set_policy as policy_set
 from ._org_policy import show_policy as policy_show
-from ._orgs import OrgCreated, OrgInfo, is_server_admin, refuse_uid_binding, require_server_admin
+from ._orgs import (
+    OrgCreated,
+    OrgInfo,
+    is_server_admin,
+    refuse_oidc_binding,
+    refuse_uid_binding,
+    require_server_admin,
+)
+from ._orgs import bind_invited as orgs_bind_invited
 from ._orgs import create_org as orgs_create
 from ._orgs import list_orgs as orgs_list
 from ._policy import Policy
@@ -43,7 +54,7 @@ from ._principal_spec import Agent as Agent
 from ._principal_spec import PrincipalSpec as PrincipalSpec
 from ._principal_spec import Service as Service
 from ._principal_spec import User as User
-from ._principals import check_uid
+from ._principals import check_oidc, check_uid
 from ._refs import ulid_str
 from ._secrets import redact_dsn
 from ._signin import (
@@ -61,7 +72,7 @@ from ._signin import digest_of as signin_digest
 from ._signin import new_secret as signin_secret
 from ._store import Store, Tx
 from ._surface import Skift as Skift
-from ._views import PrincipalInfo, TokenInfo, WhoAmI
+from ._views import InviteInfo, PrincipalInfo, TokenInfo, WhoAmI
 
 
 @check_inputs
@@ -99,6 +110,10 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             )
         lookup = token_digest(value) if scheme == IdentityScheme.TOKEN.value else value
         principal = await self.store.principal_by_identity(scheme, lookup)
+        if principal is None and scheme == IdentityScheme.OIDC.value:
+            # its holder's proof: an admin of their organization may have invited it
+            await orgs_bind_invited(self.engine, self.store, scheme, lookup)
+            principal = await self.store.principal_by_identity(scheme, lookup)
         if principal is None:
             if scheme == IdentityScheme.UNIX.value:
                 raise Unauthenticated(
@@ -109,8 +124,9 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             if scheme == IdentityScheme.OIDC.value:
                 raise Unauthenticated(
                     f"the OIDC identity {value} is not attached to any principal",
-                    next=f"Ask an admin of skift to attach the OIDC identity {value} to a principal.",
-                    move={"do": "attach_identity", "scheme": "oidc", "value": value},
+                    next=f"Ask an admin of your organization to invite the OIDC identity {value} "
+                    "for your principal, then sign in again.",
+                    move={"do": "invite_identity", "scheme": "oidc", "value": value},
                 )
             raise Unauthenticated(
                 f"that {scheme} credential is unknown or revoked",
@@ -171,6 +187,22 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                     p = await self.engine.add_principal(tx, None, wanted, PrincipalKind.USER, uid)
                 else:
                     await self.engine._attach(tx, p, IdentityScheme.UNIX, str(uid))  # pyright: ignore[reportPrivateUsage]
+            if p.org_id == tx.org_id and p.kind is PrincipalKind.USER and not p.admin:
+                # the server's owner is an admin of its organization (so of the server)
+                await tx.set_admin(p.id, True)
+                owner = Actor(principal=p, identity_scheme=IdentityScheme.UNIX.value)
+                await tx.append_events(
+                    [
+                        await self.engine._event(  # pyright: ignore[reportPrivateUsage]
+                            tx,
+                            owner,
+                            "grant_admin",
+                            reason="the server's owner, at start",
+                            after={"principal": p.name, "admin": True},
+                        )
+                    ]
+                )
+                p = attrs.evolve(p, admin=True)
             return (await self.engine.principal_infos(tx, [p]))[0]
 
         return await self._run(go)
@@ -213,6 +245,8 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         if action == "server_admin":
             await require_server_admin(self.store, actor, "administers organizations")
             return
+        if action in ROLE_ACTIONS:  # decided by the role as stored now
+            actor = await self._run(lambda tx, a: self.engine.current(tx, a))
         self.engine.authorize_base(actor, [intent(action)])
 
     async def create_org(self, name: str, *, admin: str, uid: int | None = None) -> OrgCreated:
@@ -253,32 +287,77 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         return await self._run(lambda tx, a: policy_reset(self.engine, tx, a, reason))
 
     async def list_principals(self) -> list[PrincipalInfo]:
-        """The organization's principals and their identities (an administrator's call)."""
+        """The organization's principals, their roles and identities (a person's call)."""
 
         async def go(tx: Tx, a: Actor) -> list[PrincipalInfo]:
-            await self.engine.authorize(tx, a, [intent("admin")])
+            await self.engine.authorize(tx, a, [intent("list_principals")])
             return await self.engine.principal_infos(tx, await tx.list_principals())
 
         return await self._run(go)
 
     async def attach_identity(self, principal: str, scheme: str, value: str) -> PrincipalInfo:
-        """Give a principal another way in (unix uid, oidc subject, tailscale node). A unix
-        uid is bound only by an administrator of the server."""
-        binds = scheme.strip().lower() == IdentityScheme.UNIX.value and not (
+        """Give a principal another way in (unix uid, oidc subject, tailscale node): an
+        administrator of the server's call. An admin of another organization invites an OIDC
+        identity instead (:meth:`invite_identity`)."""
+        kind = scheme.strip().lower()
+        if kind == IdentityScheme.OIDC.value:
+            value = check_oidc(value)
+        binds = kind in ("unix", "oidc", "tailscale") and not (
             await is_server_admin(self.store, await self._whoami())
         )
 
         async def go(tx: Tx, a: Actor) -> PrincipalInfo:
             if binds:
                 await self.engine.authorize(tx, a, [intent("admin")])
-                refuse_uid_binding()
+                if kind == IdentityScheme.UNIX.value:
+                    refuse_uid_binding()
+                refuse_oidc_binding()
             p = await self.engine.attach_identity(tx, a, principal, scheme, value)
             return (await self.engine.principal_infos(tx, [p]))[0]
 
         return await self._run(go)
 
+    async def grant_admin(self, principal: str, *, reason: str) -> PrincipalInfo:
+        """Give a person the organization's admin role (an admin's call; an event)."""
+
+        async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            p = await self.engine.grant_admin(tx, a, principal, reason)
+            return (await self.engine.principal_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def revoke_admin(self, principal: str, *, reason: str) -> PrincipalInfo:
+        """Take the admin role from a person (an admin's call; an event); the organization's
+        last admin stays one."""
+
+        async def go(tx: Tx, a: Actor) -> PrincipalInfo:
+            p = await self.engine.revoke_admin(tx, a, principal, reason)
+            return (await self.engine.principal_infos(tx, [p]))[0]
+
+        return await self._run(go)
+
+    async def invite_identity(self, principal: str, scheme: str, value: str) -> InviteInfo:
+        """Invite an external identity (an OIDC ``issuer|subject``) for a principal of the
+        organization (an admin's call): its holder's first sign-in with it binds it. The
+        answer is the same whether or not another organization holds the identity (it is
+        then never bound here)."""
+        clean = check_oidc(value) if scheme.strip().lower() == IdentityScheme.OIDC.value else value
+        holder = await self.store.principal_by_identity(IdentityScheme.OIDC.value, clean)
+
+        async def go(tx: Tx, a: Actor) -> InviteInfo:
+            got = await self.engine.invite_identity(tx, a, principal, scheme, clean)
+            if holder is not None and holder.org_id == tx.org_id:
+                raise Conflict(
+                    f"{clean} is {holder.name}'s identity already",
+                    next="Nothing to invite: it signs in as them.",
+                )
+            return got
+
+        return await self._run(go)
+
     async def create_token(self, principal: str) -> TokenInfo:
-        """A new bearer token for a principal; its secret is in the result and nowhere else."""
+        """A new bearer token for a principal (a person's own, or an admin's for anyone); its
+        secret is in the result and nowhere else."""
         return await self._run(lambda tx, a: self.engine.create_token(tx, a, principal))
 
     async def revoke_token(self, token_id: str) -> None:

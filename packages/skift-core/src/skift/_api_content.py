@@ -363,7 +363,7 @@ class ContentApi(GraphApi):
 
     async def sweep_expired(self, limit: int = 500) -> int:
         """Record expiry events for leases whose time ran out; returns how many (an
-        administrator's call; the server's sweeper makes it)."""
+        person's call; the server's sweeper makes it)."""
         if isinstance(limit, bool) or not 1 <= limit <= 100_000:
             raise Invalid(
                 f"limit is {limit!r}; it must be a whole number from 1 to 100000",
@@ -372,7 +372,7 @@ class ContentApi(GraphApi):
             )
 
         async def go(tx: Tx, a: Actor) -> int:
-            await self.engine.authorize(tx, a, [intent("admin")])
+            await self.engine.authorize(tx, a, [intent("sweep")])
             return await self.engine.sweep_expired(tx, a, limit)
 
         return await self._run(go)

@@ -75,6 +75,17 @@ def jsonable(value: object) -> Any:
     return value
 
 
+ROLE_ACTIONS = frozenset({"admin", "set_policy", "restrict_project", "unrestrict_project"})
+"""The policy actions the default policy gives to the organization's admins only
+(``admin_actions`` in policy/default.rego): asked with the role as stored now."""
+
+
+def principal_input(actor: Actor) -> dict[str, Any]:
+    """The policy's ``input.principal``."""
+    p = actor.principal
+    return {"id": ulid_str(p.id), "name": p.name, "kind": p.kind.value, "admin": p.admin}
+
+
 def node_fields(node: Node, names: Iterable[str] | None = None) -> dict[str, Any]:
     keys = names or (
         "number",
@@ -280,11 +291,7 @@ class Context:
         if not restricted and policy.digest == default_digest():
             return frozenset()
         request = {
-            "principal": {
-                "id": ulid_str(actor.id),
-                "name": actor.principal.name,
-                "kind": actor.kind.value,
-            },
+            "principal": principal_input(actor),
             "restricted": [
                 {
                     "id": ulid_str(p.project_id),
@@ -373,7 +380,9 @@ class Context:
 
     # ---------------------------------------------------------------- projects
 
-    async def resolve_project(self, tx: Tx, ref: str) -> Project:
+    async def resolve_project(self, tx: Tx, ref: str, *, hidden_too: bool = False) -> Project:
+        """The project ``ref`` names; one the principal may not read is a slug nobody created
+        (``hidden_too``: an admin restricting a project it does not read names it)."""
         text = ref.strip()
         org: str | None = None
         if "/" in text:
@@ -385,7 +394,7 @@ class Context:
                 project = await tx.project_by_id(ident)
             if project is None:
                 project = await tx.project_by_slug(text.lower())
-        if project is not None and project.id in await self.hidden(tx):
+        if project is not None and not hidden_too and project.id in await self.hidden(tx):
             project = None  # a project the principal may not read is a slug nobody created
         if project is None:
             raise NotFound(
@@ -422,7 +431,10 @@ class Context:
         lease: Lease | None = None,
     ) -> None:
         """Ask the policy in force (:meth:`policy_in`) about a resolved request; one denial
-        refuses all of it."""
+        refuses all of it. A request with an action only an admin takes is decided with the
+        principal's role as stored now (:meth:`current`)."""
+        if any(i.get("action") in ROLE_ACTIONS for i in intents):
+            actor = await self.current(tx, actor)
         policy = await self.policy_in(tx)
         try:
             self._decide(policy, actor, intents, lease, tx.org_id)
@@ -441,6 +453,14 @@ class Context:
         out, self._trips = self._trips, []
         return out
 
+    async def current(self, tx: Tx, actor: Actor) -> Actor:
+        """The actor with its principal as stored now: a handle reads its principal once,
+        when it is made, and the ``admin`` role may have been granted or revoked since."""
+        found = (await tx.principals_by_id([actor.id])).get(actor.id)
+        if found is None or found == actor.principal:
+            return actor
+        return attrs.evolve(actor, principal=found)
+
     def authorize_base(self, actor: Actor, intents: Sequence[dict[str, Any]]) -> None:
         """Ask the base policy alone: the coarse check a transport makes before any work, and
         who may change the organization's stored policy (never decided by that policy)."""
@@ -455,11 +475,7 @@ class Context:
         tenant: object = None,
     ) -> None:
         request = {
-            "principal": {
-                "id": ulid_str(actor.id),
-                "name": actor.principal.name,
-                "kind": actor.kind.value,
-            },
+            "principal": principal_input(actor),
             "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
             "intents": list(intents),
         }

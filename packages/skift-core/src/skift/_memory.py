@@ -28,6 +28,7 @@ from ._models import (
     Edge,
     Event,
     Identity,
+    IdentityInvite,
     Lease,
     Node,
     Org,
@@ -120,12 +121,26 @@ class MemoryStore:
                 return self._state.principals.get(ident.principal_id)
         return None
 
+    async def invites_for_identity(self, scheme: str, value: str) -> list[IdentityInvite]:
+        found = [i for i in self._state.invites.values() if i.scheme == scheme and i.value == value]
+        return sorted(found, key=lambda i: (i.created_at, i.id))
+
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
         async with self._lock:
+            first_person = kind is PrincipalKind.USER
             for p in self._state.principals.values():
                 if p.org_id == org_id and p.name == name:
                     return p
-            p = Principal(id=new_id(), org_id=org_id, name=name, kind=kind, created_at=self._now())
+                if p.org_id == org_id and p.kind is PrincipalKind.USER:
+                    first_person = False
+            p = Principal(
+                id=new_id(),
+                org_id=org_id,
+                name=name,
+                kind=kind,
+                created_at=self._now(),
+                admin=first_person,
+            )
             self._state.principals[p.id] = p
             return p
 
@@ -320,6 +335,35 @@ class MemoryTx(MemoryContentTx):
             return False
         self._set(self._s.identities, identity_id, attrs.evolve(found, revoked_at=self._now))
         return True
+
+    async def set_admin(self, principal_id: UUID, admin: bool) -> None:
+        found = self._s.principals.get(principal_id)
+        if found is not None and found.org_id == self._org:
+            self._set(self._s.principals, principal_id, attrs.evolve(found, admin=admin))
+
+    async def admins(self, *, lock: bool = False) -> list[UUID]:
+        rows = [p for p in self._s.principals.values() if p.org_id == self._org and p.admin]
+        return [p.id for p in sorted(rows, key=lambda p: p.name)]
+
+    async def put_invite(self, invite: IdentityInvite) -> None:
+        for other in list(self._s.invites.values()):
+            if (
+                other.org_id == self._org
+                and other.scheme == invite.scheme
+                and other.value == invite.value
+            ):
+                self._pop(self._s.invites, other.id)
+        self._set(self._s.invites, invite.id, invite)
+
+    async def invites(self) -> list[IdentityInvite]:
+        rows = [i for i in self._s.invites.values() if i.org_id == self._org]
+        return sorted(rows, key=lambda i: (i.created_at, i.id))
+
+    async def take_invite(self, invite_id: UUID) -> bool:
+        found = self._s.invites.get(invite_id)
+        if found is None or found.org_id != self._org:
+            return False
+        return self._pop(self._s.invites, invite_id)
 
     async def human_written(self, ids: Collection[UUID]) -> set[UUID]:
         wanted = set(ids)

@@ -18,6 +18,7 @@ from ._models import (
     Edge,
     Event,
     Identity,
+    IdentityInvite,
     Lease,
     Node,
     NodeOrigin,
@@ -60,6 +61,7 @@ class MemoryState:
         self.last_prune: PruneReport | None = None
         self.events: list[Event] = []
         self.identities: dict[UUID, Identity] = {}
+        self.invites: dict[UUID, IdentityInvite] = {}
         # usage and cost, artifacts and blob metadata (bytes: MemoryStore.blobs)
         self.usage: dict[UUID, UsageRecord] = {}
         self.rates: dict[tuple[UUID, str], Rate] = {}
@@ -109,6 +111,14 @@ class MemoryTxBase(webhooks.MemoryWebhooksTx):
             self._undo.append(lambda: mapping.pop(key, None))
         else:
             self._undo.append(lambda: mapping.__setitem__(key, old))
+
+    def _pop(self, mapping: dict[Any, Any], key: Any) -> bool:
+        if key not in mapping:
+            return False
+        old = mapping.pop(key)
+        self.wrote = True
+        self._undo.append(lambda: mapping.__setitem__(key, old))
+        return True
 
     def _add(self, index: dict[UUID, set[UUID]], key: UUID, value: UUID) -> None:
         members = index.setdefault(key, set())

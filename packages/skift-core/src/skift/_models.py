@@ -81,6 +81,10 @@ class Principal:
     name: str
     kind: PrincipalKind
     created_at: datetime
+    admin: bool = False
+    """The organization's ``admin`` role (people only): an admin mints and revokes tokens
+    for others, adds principals, invites identities, sets the stored policy and restricts
+    projects (``skift._principals``, ``policy/default.rego``)."""
 
 
 class IdentityScheme(enum.StrEnum):
@@ -104,6 +108,20 @@ class Identity:
     value: str
     created_at: datetime
     revoked_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class IdentityInvite:
+    """An admin's invitation: the external identity ``value`` (an OIDC ``issuer|subject``)
+    may become ``principal``'s when its holder signs in with it. Deleted when used."""
+
+    id: UUID
+    org_id: UUID
+    principal_id: UUID
+    scheme: IdentityScheme
+    value: str
+    invited_by: UUID
+    created_at: datetime
 
 
 @attrs.frozen(kw_only=True)

@@ -156,7 +156,7 @@ async def set_policy(
     reason: str | None,
 ) -> OrgPolicy:
     """Replace the organization's stored modules (checked first; an event with the reason)."""
-    e.authorize_base(actor, [intent("set_policy")])
+    e.authorize_base(await e.current(tx, actor), [intent("set_policy")])
     why = e._reason(reason, "policy change")  # pyright: ignore[reportPrivateUsage]
     wanted = _modules(modules)
     await check_modules(e.base_policy, wanted)
@@ -165,7 +165,7 @@ async def set_policy(
 
 async def reset_policy(e: Context, tx: Tx, actor: Actor, reason: str | None) -> OrgPolicy:
     """Drop the organization's stored modules: the base policy alone decides again."""
-    e.authorize_base(actor, [intent("set_policy")])
+    e.authorize_base(await e.current(tx, actor), [intent("set_policy")])
     why = e._reason(reason, "policy reset")  # pyright: ignore[reportPrivateUsage]
     return await _store(e, tx, actor, (), why, "reset_policy")
 

@@ -1,12 +1,14 @@
 """Organizations and the server's administrators: who may create a tenant, and who binds a uid.
 
-An administrator of the server is a user principal of the store's first
-organization (the one the server was started for, which its owner joined at
+An administrator of the server is an admin of the store's first organization
+(the one the server was started for, whose owner joined it as its admin at
 first start). Only such a person creates an organization (``create_org``: the
-tenant, its first user, and that user's token, which works at once over
-TCP), lists them, and binds a unix uid to a principal: a uid is a property of
-the host, so which principal of which organization a local process acts as
-is the host administrator's decision, never a tenant's.
+tenant, its first user and admin, and that user's token, which works at once
+over TCP), lists them, and binds an identity directly: a unix uid is a property
+of the host, so which principal of which organization a local process acts as
+is the host administrator's decision, never a tenant's; an OIDC identity is
+bound directly by the server's administrator, or by its holder signing in with
+it after an admin of their organization invited it (:func:`bind_invited`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ._errors import Conflict, Invalid, Refused
+from ._errors import Conflict, Invalid, Refused, Unauthenticated
 from ._models import IdentityScheme, Org, PrincipalKind
 from ._refs import ulid_str
 
@@ -48,7 +50,16 @@ class OrgCreated:
     uid: int | None = None
 
 
-NOT_ADMIN_NEXT = "Ask an administrator of the server (a person of its first organization) to do it."
+NOT_ADMIN_NEXT = "Ask an administrator of the server (an admin of its first organization) to do it."
+
+
+def refuse_oidc_binding() -> None:
+    raise Refused(
+        "only an administrator of the server binds an OIDC identity directly; an admin of "
+        "the organization invites it, and its holder's first sign-in with it binds it",
+        next="Invite it: 'skift principal invite NAME --oidc ISSUER|SUBJECT', then have the "
+        "person sign in with a token for it.",
+    )
 
 
 def refuse_uid_binding() -> None:
@@ -67,12 +78,32 @@ async def server_org(store: Store) -> Org | None:
 
 
 async def is_server_admin(store: Store, actor: Actor) -> bool:
+    """An admin of the first organization, by the role as stored now."""
     first = await server_org(store)
-    return (
-        actor.kind is PrincipalKind.USER
-        and first is not None
-        and actor.principal.org_id == first.id
-    )
+    if actor.kind is not PrincipalKind.USER or first is None or actor.principal.org_id != first.id:
+        return False
+    async with store.transaction(first.id) as tx:
+        found = (await tx.principals_by_id([actor.id])).get(actor.id)
+    return found is not None and found.admin
+
+
+async def bind_invited(engine: Engine, store: Store, scheme: str, value: str) -> None:
+    """A sign-in with an identity nobody holds (the transport verified its token): bind it
+    to the principal an admin invited it for, when exactly one organization invited it.
+    Several organizations' invitations bind nothing (none is chosen for the person, and
+    none is named); the server's administrator binds it then."""
+    invites = await store.invites_for_identity(scheme, value)
+    if not invites:
+        return
+    if len({i.org_id for i in invites}) > 1:
+        raise Unauthenticated(
+            f"more than one organization invited the {scheme} identity {value}, so none is "
+            "chosen for you",
+            next="Ask an administrator of the server to bind it to your principal, or ask the "
+            "admin of the organization that should not have invited it to invite another.",
+        )
+    async with store.transaction(invites[0].org_id) as tx:
+        await engine.bind_invited(tx, invites[0])
 
 
 async def require_server_admin(store: Store, actor: Actor, what: str) -> None:
@@ -94,7 +125,7 @@ def _name(text: str, what: str) -> str:
 async def create_org(
     engine: Engine, store: Store, actor: Actor, name: str, admin: str, uid: int | None
 ) -> OrgCreated:
-    """A new organization with one user, ``admin``, and a token for them."""
+    """A new organization with one user, ``admin`` (its admin), and a token for them."""
     await require_server_admin(store, actor, "creates organizations")
     org_name = _name(name, "an organization")
     admin_name = _name(admin, "its first user")

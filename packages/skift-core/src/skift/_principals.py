@@ -1,18 +1,27 @@
-"""Principals and their identities: people, agents and services; unix uids, OIDC, tokens."""
+"""Principals and their identities: people, agents and services; unix uids, OIDC, tokens.
+
+A principal has a role in its organization: ``admin`` or not (people only). The
+organization's first person is its admin; admins grant and revoke the role (the last
+admin stays), add principals, mint and revoke tokens for others and invite external
+identities. A person mints and revokes their own tokens. The policy decides each
+(``policy/default.rego``: ``admin``, ``own_token``).
+"""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
 
+import attrs
+
 from ._context import Actor, Context
 from ._errors import Conflict, Invalid, NotFound, Refused
 from ._intent import intent
-from ._models import Identity, IdentityScheme, Principal, PrincipalKind
+from ._models import Identity, IdentityInvite, IdentityScheme, Principal, PrincipalKind
 from ._refs import new_id, parse_ulid, ulid_str
 from ._secrets import token_digest
 from ._store import Tx
-from ._views import IdentityInfo, PrincipalInfo, TokenInfo
+from ._views import IdentityInfo, InviteInfo, PrincipalInfo, TokenInfo
 
 MAX_UID = 2**32 - 2
 """The largest unix uid (2**32 - 1 is the kernel's "no uid")."""
@@ -54,6 +63,7 @@ class Principals(Context):
                         for i in idents
                     ),
                     created_at=p.created_at,
+                    admin=p.admin,
                 )
             )
         return out
@@ -73,7 +83,8 @@ class Principals(Context):
     async def add_principal(
         self, tx: Tx, actor: Actor | None, name: str, kind: PrincipalKind, uid: int | None
     ) -> Principal:
-        """Add a principal (admin: a person), with a unix identity when ``uid`` is given.
+        """Add a principal (an admin's call), with a unix identity when ``uid`` is given.
+        The organization's first person is its admin.
 
         ``actor`` None is the server's own bootstrap, which no policy gates.
         """
@@ -92,7 +103,12 @@ class Principals(Context):
                 next="Choose another name, or attach an identity to it.",
             )
         now = await tx.now()
-        p = Principal(id=new_id(), org_id=tx.org_id, name=clean, kind=kind, created_at=now)
+        first_person = kind is PrincipalKind.USER and not any(
+            o.kind is PrincipalKind.USER for o in await tx.list_principals()
+        )
+        p = Principal(
+            id=new_id(), org_id=tx.org_id, name=clean, kind=kind, created_at=now, admin=first_person
+        )
         await tx.insert_principal(p)
         if uid is not None:
             await self._attach(tx, p, IdentityScheme.UNIX, str(uid))
@@ -153,8 +169,9 @@ class Principals(Context):
         return p
 
     async def create_token(self, tx: Tx, actor: Actor, principal: str) -> TokenInfo:
-        await self.authorize(tx, actor, [intent("admin")])
+        """A bearer token for ``principal``: a person's own, or an admin's for anyone."""
         p = await self._principal(tx, principal)
+        await self.authorize(tx, actor, [intent("own_token" if p.id == actor.id else "admin")])
         secret = "skt_" + secrets.token_urlsafe(32)
         ident = await self._attach(tx, p, IdentityScheme.TOKEN, token_digest(secret))
         await tx.append_events(
@@ -172,7 +189,7 @@ class Principals(Context):
         )
 
     async def revoke_token(self, tx: Tx, actor: Actor, token_id: str) -> None:
-        await self.authorize(tx, actor, [intent("admin")])
+        """Revoke a token: a person's own, or an admin's of anyone."""
         ident_id = parse_ulid(token_id.strip())
         ident = await tx.identity_by_id(ident_id) if ident_id else None
         if ident is None or ident.scheme is not IdentityScheme.TOKEN:
@@ -181,8 +198,156 @@ class Principals(Context):
                 next="The list of principals shows their token ids.",
                 move={"do": "list_principals"},
             )
+        own = ident.principal_id == actor.id
+        await self.authorize(tx, actor, [intent("own_token" if own else "admin")])
         if not await tx.revoke_identity(ident.id):
             raise Refused(f"token {token_id} is already revoked", next="Nothing to do.")
         await tx.append_events(
             [await self._event(tx, actor, "revoke_token", before={"token_id": token_id})]
         )
+
+    # -------------------------------------------------------------- the admin role
+
+    async def grant_admin(self, tx: Tx, actor: Actor, principal: str, reason: str) -> Principal:
+        """Give a person the organization's admin role (an admin's call; an event)."""
+        await self.authorize(tx, actor, [intent("admin")])
+        why = self._reason(reason, "grant of the admin role")
+        p = await self._principal(tx, principal)
+        if p.kind is not PrincipalKind.USER:
+            raise Invalid(
+                f"{p.name} is {'an' if p.kind is PrincipalKind.AGENT else 'a'} {p.kind.value}: "
+                "only a person is an admin",
+                next="Grant the role to a person; an agent asks a person through a gate.",
+            )
+        if p.admin:
+            raise Refused(f"{p.name} is an admin already", next="Nothing to do.")
+        await tx.set_admin(p.id, True)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx, actor, "grant_admin", reason=why, after={"principal": p.name, "admin": True}
+                )
+            ]
+        )
+        return attrs.evolve(p, admin=True)
+
+    async def revoke_admin(self, tx: Tx, actor: Actor, principal: str, reason: str) -> Principal:
+        """Take the admin role from a person (an admin's call; an event). The organization's
+        last admin stays one."""
+        await self.authorize(tx, actor, [intent("admin")])
+        why = self._reason(reason, "revocation of the admin role")
+        p = await self._principal(tx, principal)
+        admins = await tx.admins(lock=True)
+        if p.id not in admins:
+            raise Refused(f"{p.name} is not an admin", next="Nothing to do.")
+        if admins == [p.id]:
+            raise Refused(
+                f"{p.name} is the organization's last admin",
+                next=f"Grant the role to another person first ('skift principal grant-admin NAME "
+                f"--reason R'), then revoke it from {p.name}.",
+            )
+        await tx.set_admin(p.id, False)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "revoke_admin",
+                    reason=why,
+                    before={"principal": p.name, "admin": True},
+                    after={"principal": p.name, "admin": False},
+                )
+            ]
+        )
+        return attrs.evolve(p, admin=False)
+
+    # -------------------------------------------------------------- invitations
+
+    async def invite_identity(
+        self, tx: Tx, actor: Actor, principal: str, scheme: str, value: str
+    ) -> InviteInfo:
+        """Invite an external identity (an OIDC ``issuer|subject``) for a principal (an admin's
+        call): it becomes the principal's when its holder signs in with it. Inviting the same
+        identity again replaces the invitation. An event."""
+        await self.authorize(tx, actor, [intent("admin")])
+        if scheme.strip().lower() != IdentityScheme.OIDC.value:
+            raise Invalid(
+                f"identity scheme {scheme!r} is not invited: only an OIDC identity is",
+                next="Invite an OIDC identity (issuer|subject); a uid is bound by an administrator "
+                "of the server, and a token is made with 'skift token create'.",
+            )
+        clean = check_oidc(value)
+        p = await self._principal(tx, principal)
+        invite = IdentityInvite(
+            id=new_id(),
+            org_id=tx.org_id,
+            principal_id=p.id,
+            scheme=IdentityScheme.OIDC,
+            value=clean,
+            invited_by=actor.id,
+            created_at=await tx.now(),
+        )
+        await tx.put_invite(invite)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "invite_identity",
+                    after={"principal": p.name, "scheme": "oidc", "value": clean},
+                )
+            ]
+        )
+        return InviteInfo(
+            id=ulid_str(invite.id),
+            principal=p.name,
+            scheme="oidc",
+            value=clean,
+            invited_by=actor.principal.name,
+            created_at=invite.created_at,
+        )
+
+    async def bind_invited(self, tx: Tx, invite: IdentityInvite) -> Principal | None:
+        """Bind an invited identity to its principal, its holder having signed in with it (the
+        transport verified the token); None when the invitation is gone or the identity was
+        bound meanwhile. An event, by the principal, through the identity."""
+        if not await tx.take_invite(invite.id):
+            return None
+        found = await tx.principals_by_id([invite.principal_id, invite.invited_by])
+        p = found.get(invite.principal_id)
+        if p is None:
+            return None
+        try:
+            await self._attach(tx, p, invite.scheme, invite.value)
+        except Conflict:
+            return None
+        inviter = found.get(invite.invited_by)
+        actor = Actor(principal=p, identity_scheme=invite.scheme.value)
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "bind_identity",
+                    after={
+                        "principal": p.name,
+                        "scheme": invite.scheme.value,
+                        "value": invite.value,
+                        "invited_by": inviter.name if inviter else ulid_str(invite.invited_by),
+                    },
+                )
+            ]
+        )
+        return p
+
+
+def check_oidc(value: str) -> str:
+    """An OIDC identity is ``issuer|subject``, both present."""
+    clean = value.strip()
+    issuer, bar, subject = clean.partition("|")
+    if not bar or not issuer or not subject or len(clean) > 1000:
+        raise Invalid(
+            f"{clean[:60]!r} is not an OIDC identity (issuer|subject)",
+            next="Give it as ISSUER|SUBJECT, e.g. https://accounts.example.com|10769150350006150715113082367.",
+        )
+    return clean

@@ -175,10 +175,9 @@ class Projects(Context):
     ) -> Project:
         """Make a project readable (and so writable) only by ``readers`` and the person
         restricting it; to everyone else it is a slug nobody created. Restricting a
-        restricted project replaces its readers."""
-        project = await self.resolve_project(tx, ref)
-        await self.authorize(tx, actor, [intent("restrict_project", project=project.slug)])
-        project = await tx.project_by_id(project.id, lock=True) or project
+        restricted project replaces its readers. An admin's call: an admin who does not read
+        the project restricts it too, and so joins its readers (the event says so)."""
+        project, joins = await self._restrictable(tx, actor, ref, "restrict_project")
         reason = self._reason(reason, "restriction")
         if len(readers) > _MAX_READERS:
             raise LimitExceeded(
@@ -201,7 +200,9 @@ class Projects(Context):
         before = await self._reader_names(tx, project.readers)
         updated = attrs.evolve(project, readers=tuple(ids))
         await tx.update_project(updated)
-        after = await self._reader_names(tx, updated.readers)
+        after: dict[str, Any] = {"readers": await self._reader_names(tx, updated.readers)}
+        if joins:
+            after["admin_joined"] = actor.principal.name
         await tx.append_events(
             [
                 await self._event(
@@ -211,7 +212,7 @@ class Projects(Context):
                     project_id=project.id,
                     reason=reason,
                     before={"readers": before},
-                    after={"readers": after},
+                    after=after,
                 )
             ]
         )
@@ -219,10 +220,9 @@ class Projects(Context):
         return updated
 
     async def unrestrict_project(self, tx: Tx, actor: Actor, ref: str, reason: str) -> Project:
-        """Make a restricted project readable by the whole organization again."""
-        project = await self.resolve_project(tx, ref)
-        await self.authorize(tx, actor, [intent("unrestrict_project", project=project.slug)])
-        project = await tx.project_by_id(project.id, lock=True) or project
+        """Make a restricted project readable by the whole organization again (an admin's
+        call, a reader of it or not: the event says which)."""
+        project, joins = await self._restrictable(tx, actor, ref, "unrestrict_project")
         reason = self._reason(reason, "restriction's end")
         if project.readers is None:
             raise Refused(f"{project.slug} is not restricted", next="Nothing to do.")
@@ -238,12 +238,28 @@ class Projects(Context):
                     project_id=project.id,
                     reason=reason,
                     before={"readers": before},
-                    after={"readers": None},
+                    after={"readers": None, "admin_joined": actor.principal.name}
+                    if joins
+                    else {"readers": None},
                 )
             ]
         )
         self.forget_hidden(tx)
         return updated
+
+    async def _restrictable(
+        self, tx: Tx, actor: Actor, ref: str, action: str
+    ) -> tuple[Project, bool]:
+        """The project an admin restricts or unrestricts, locked, and whether the admin
+        reads it only from now on. To anyone but an admin a project it does not read is a
+        slug nobody created, as everywhere; an admin names it (and is then refused nothing
+        the policy allows)."""
+        actor = await self.current(tx, actor)
+        project = await self.resolve_project(tx, ref, hidden_too=actor.principal.admin)
+        await self.authorize(tx, actor, [intent(action, project=project.slug)])
+        project = await tx.project_by_id(project.id, lock=True) or project
+        joins = project.readers is not None and actor.id not in project.readers
+        return project, joins
 
     async def _reader_names(self, tx: Tx, ids: Sequence[UUID] | None) -> list[str] | None:
         if ids is None:

@@ -31,6 +31,7 @@ from ._models import (
     Edge,
     Event,
     Identity,
+    IdentityInvite,
     Lease,
     Node,
     NodeOrigin,
@@ -257,6 +258,28 @@ class Tx(Protocol):
     async def identities_of(self, principal_id: UUID) -> list[Identity]: ...
     async def identity_by_id(self, identity_id: UUID) -> Identity | None: ...
     async def revoke_identity(self, identity_id: UUID) -> bool: ...
+    async def set_admin(self, principal_id: UUID, admin: bool) -> None:
+        """Give or take the organization's ``admin`` role."""
+        ...
+
+    async def admins(self, *, lock: bool = False) -> list[UUID]:
+        """The organization's admins; ``lock`` holds their rows until the transaction ends
+        (so two revocations cannot each leave the other as the last admin and both go)."""
+        ...
+
+    async def put_invite(self, invite: IdentityInvite) -> None:
+        """Record an invitation, replacing the organization's invitation of the same
+        identity if any."""
+        ...
+
+    async def invites(self) -> list[IdentityInvite]:
+        """The organization's pending invitations, oldest first."""
+        ...
+
+    async def take_invite(self, invite_id: UUID) -> bool:
+        """Use up an invitation (delete it); False when it is gone already."""
+        ...
+
     async def human_written(self, ids: Collection[UUID]) -> set[UUID]:
         """Which of these nodes a user principal has ever written to (from events)."""
         ...
@@ -660,7 +683,15 @@ class Store(Protocol):
         """Authentication: who holds this live identity, in any organization."""
         ...
 
-    async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal: ...
+    async def invites_for_identity(self, scheme: str, value: str) -> list[IdentityInvite]:
+        """Sign-in of an identity nobody holds: the invitations of it, in any organization."""
+        ...
+
+    async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
+        """The principal of this name, created on first use; the organization's first person
+        is created with the ``admin`` role."""
+        ...
+
     async def wait_for_change(self, org_id: UUID, timeout: timedelta) -> None:
         """Return when something in the organization may have changed, or at the timeout."""
         ...

@@ -288,6 +288,21 @@ class PrincipalInfo:
     kind: str
     identities: tuple[IdentityInfo, ...]
     created_at: datetime
+    admin: bool = False
+    """An admin of the organization (``grant_admin``; people only)."""
+
+
+@attrs.frozen(kw_only=True)
+class InviteInfo:
+    """An admin's pending invitation: ``value`` (an OIDC ``issuer|subject``) becomes
+    ``principal``'s identity when its holder signs in with it."""
+
+    id: str
+    principal: str
+    scheme: str
+    value: str
+    invited_by: str
+    created_at: datetime
 
 
 @attrs.frozen(kw_only=True)

@@ -139,6 +139,7 @@ def principal_pb(p: skift.PrincipalInfo) -> v1.Principal:
             for i in p.identities
         ],
         created_at=utc(p.created_at),
+        admin=p.admin,
     )
 
 
@@ -159,6 +160,7 @@ def principal_view(m: v1.Principal | None) -> skift.PrincipalInfo:
             for i in m.identities
         ),
         created_at=ts(m.created_at),
+        admin=m.admin,
     )
 
 

@@ -17,6 +17,7 @@ from skift import (
     Event,
     Hold,
     Identity,
+    IdentityInvite,
     IdentityScheme,
     Lease,
     Node,
@@ -136,6 +137,19 @@ def principal_from_row(row: Row) -> Principal:
         org_id=row["org_id"],
         name=row["name"],
         kind=PrincipalKind(row["kind"]),
+        created_at=row["created_at"],
+        admin=row["admin"],
+    )
+
+
+def invite_from_row(row: Row) -> IdentityInvite:
+    return IdentityInvite(
+        id=row["id"],
+        org_id=row["org_id"],
+        principal_id=row["principal_id"],
+        scheme=IdentityScheme(row["scheme"]),
+        value=row["value"],
+        invited_by=row["invited_by"],
         created_at=row["created_at"],
     )
 

@@ -34,6 +34,7 @@ from skift import (
     DeliveryStats,
     DueDelivery,
     FileBlobStore,
+    IdentityInvite,
     LimitExceeded,
     Limits,
     Org,
@@ -50,7 +51,7 @@ from skift import (
 from . import _retention as retention
 from . import _webhooks as webhooks
 from ._queries import q
-from ._rows import Conn, org_lock_key, principal_from_row
+from ._rows import Conn, invite_from_row, org_lock_key, principal_from_row
 from ._signin import PgSignins
 from ._tx import PgConn
 from ._tx_content import ContentTx
@@ -323,6 +324,12 @@ class PgStore:
             cur = await conn.execute(q("principal_by_identity"), {"scheme": scheme, "value": value})
             row = await cur.fetchone()
         return principal_from_row(row) if row else None
+
+    async def invites_for_identity(self, scheme: str, value: str) -> list[IdentityInvite]:
+        async with self._connection() as conn:
+            cur = await conn.execute(q("invites_for_identity"), {"scheme": scheme, "value": value})
+            rows = await cur.fetchall()
+        return [invite_from_row(r) for r in rows]
 
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
         for _ in range(3):

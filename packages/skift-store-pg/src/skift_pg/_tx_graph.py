@@ -19,6 +19,7 @@ from skift import (
     Derived,
     Edge,
     Identity,
+    IdentityInvite,
     Invalid,
     Lease,
     Node,
@@ -41,6 +42,7 @@ from ._rows import (
     Row,
     edge_from_row,
     identity_from_row,
+    invite_from_row,
     lease_from_row,
     lease_params,
     node_from_row,
@@ -112,6 +114,7 @@ class GraphTx(TxBase):
             name=principal.name,
             kind=principal.kind.value,
             created_at=principal.created_at,
+            admin=principal.admin,
         )
 
     async def list_principals(self) -> list[Principal]:
@@ -144,6 +147,29 @@ class GraphTx(TxBase):
 
     async def revoke_identity(self, identity_id: UUID) -> bool:
         return await self.write("revoke_identity", id=identity_id, now=await self.now()) > 0
+
+    async def set_admin(self, principal_id: UUID, admin: bool) -> None:
+        await self.write("set_admin", id=principal_id, admin=admin)
+
+    async def admins(self, *, lock: bool = False) -> list[UUID]:
+        return [r["id"] for r in await self.rows("admins_locked" if lock else "admins")]
+
+    async def put_invite(self, invite: IdentityInvite) -> None:
+        await self.write(
+            "put_invite",
+            id=invite.id,
+            principal_id=invite.principal_id,
+            scheme=invite.scheme.value,
+            value=invite.value,
+            invited_by=invite.invited_by,
+            created_at=invite.created_at,
+        )
+
+    async def invites(self) -> list[IdentityInvite]:
+        return [invite_from_row(r) for r in await self.rows("invites")]
+
+    async def take_invite(self, invite_id: UUID) -> bool:
+        return await self.write("take_invite", id=invite_id) > 0
 
     async def human_written(self, ids: Collection[UUID]) -> set[UUID]:
         if not ids:

@@ -432,10 +432,13 @@ WITH ins AS (
 SELECT * FROM ins UNION ALL SELECT * FROM orgs WHERE name = %(name)s
 
 -- name: ensure_principal
--- The principal of this name in an organization, created on first use.
+-- The principal of this name in an organization, created on first use; the
+-- organization's first person is created its admin.
 WITH ins AS (
-    INSERT INTO principals (id, org_id, name, kind, created_at)
-    VALUES (%(id)s, %(org)s, %(name)s, %(kind)s, now())
+    INSERT INTO principals (id, org_id, name, kind, created_at, admin)
+    SELECT %(id)s, %(org)s, %(name)s, %(kind)s, now(),
+           %(kind)s = 'user' AND NOT EXISTS (
+               SELECT 1 FROM principals WHERE org_id = %(org)s AND kind = 'user')
     ON CONFLICT (org_id, name) DO NOTHING
     RETURNING *
 )
@@ -451,8 +454,43 @@ SELECT * FROM principals WHERE org_id = %(org)s AND id = ANY (%(ids)s::uuid[])
 
 -- name: insert_principal
 -- Add a principal.
-INSERT INTO principals (id, org_id, name, kind, created_at)
-VALUES (%(id)s, %(org)s, %(name)s, %(kind)s, %(created_at)s)
+INSERT INTO principals (id, org_id, name, kind, created_at, admin)
+VALUES (%(id)s, %(org)s, %(name)s, %(kind)s, %(created_at)s, %(admin)s)
+
+-- name: set_admin
+-- Give or take the organization's admin role.
+UPDATE principals SET admin = %(admin)s WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: admins
+-- The organization's admins.
+SELECT id FROM principals WHERE org_id = %(org)s AND admin ORDER BY name
+
+-- name: admins_locked
+-- The organization's admins, their rows locked until the transaction ends (the
+-- last admin stays: two revocations serialize here).
+SELECT id FROM principals WHERE org_id = %(org)s AND admin ORDER BY id FOR UPDATE
+
+-- name: put_invite
+-- An admin's invitation of an identity for a principal (replacing the
+-- organization's earlier invitation of the same identity).
+INSERT INTO identity_invites (org_id, id, principal_id, scheme, value, invited_by, created_at)
+VALUES (%(org)s, %(id)s, %(principal_id)s, %(scheme)s, %(value)s, %(invited_by)s, %(created_at)s)
+ON CONFLICT (org_id, scheme, value) DO UPDATE
+SET id = EXCLUDED.id, principal_id = EXCLUDED.principal_id,
+    invited_by = EXCLUDED.invited_by, created_at = EXCLUDED.created_at
+
+-- name: invites
+-- The organization's pending invitations, oldest first.
+SELECT * FROM identity_invites WHERE org_id = %(org)s ORDER BY created_at, id
+
+-- name: take_invite
+-- Use an invitation up.
+DELETE FROM identity_invites WHERE org_id = %(org)s AND id = %(id)s
+
+-- name: invites_for_identity
+-- Sign-in of an identity nobody holds: its invitations in every organization.
+SELECT * FROM identity_invites WHERE scheme = %(scheme)s AND value = %(value)s
+ORDER BY created_at, id
 
 -- name: project_by_id
 -- One project.

@@ -4599,6 +4599,13 @@ class Principal(betterproto2.Message):
     When it was added.
     """
 
+    admin: "bool" = betterproto2.field(6, betterproto2.TYPE_BOOL)
+    """
+    It has its organization's admin role (people only): it adds principals, mints and
+    revokes tokens for others, invites identities, sets the stored policy and restricts
+    projects.
+    """
+
 
 default_message_pool.register_message("skift.v1", "Principal", Principal)
 
