@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 USER = {"id": "01J00000000000000000000000", "name": "ada", "kind": "user"}
 AGENT = {"id": "01J00000000000000000000001", "name": "bot", "kind": "agent"}
+ADMIN = {**USER, "admin": True}
 
 
 def facts(**over: Any) -> dict[str, Any]:
@@ -330,11 +331,46 @@ def test_a_read_decision_that_is_not_a_set_refuses() -> None:
     assert got.value.next
 
 
-def test_restricting_is_a_persons_call(policy: skift.Policy) -> None:
+def test_restricting_is_an_admins_call(policy: skift.Policy) -> None:
     for action in ("restrict_project", "unrestrict_project"):
-        request = {"principal": AGENT, "lease": None, "intents": [intent(action, project="p")]}
-        denials = policy.deny(request)
-        assert [d["msg"] for d in denials] == ["only a person restricts who reads p"]
-        assert denials[0]["next"]
-        request = {"principal": USER, "lease": None, "intents": [intent(action, project="p")]}
+        for who in (AGENT, USER, {**AGENT, "admin": True}):
+            request = {"principal": who, "lease": None, "intents": [intent(action, project="p")]}
+            denials = policy.deny(request)
+            assert [d["msg"] for d in denials] == [
+                "only an admin of the organization restricts who reads p"
+            ], who
+            assert denials[0]["next"]
+        request = {"principal": ADMIN, "lease": None, "intents": [intent(action, project="p")]}
         assert policy.deny(request) == []
+
+
+@pytest.mark.parametrize("action", ["admin", "set_policy"])
+def test_only_an_admin_administers(policy: skift.Policy, action: str) -> None:
+    """The admin role decides: a person without it is refused; an agent never has it (an
+    ``admin`` flag on an agent is ignored); missing or malformed, it is no role."""
+    for who in (
+        USER,
+        {**USER, "admin": False},
+        {**USER, "admin": "true"},
+        AGENT,
+        {**AGENT, "admin": True},
+    ):
+        request = {"principal": who, "lease": None, "intents": [intent(action)]}
+        denials = policy.deny(request)
+        assert denials, (action, who)
+        assert "admin of the organization" in denials[0]["msg"] or (
+            "only a person" in denials[0]["msg"] and who["kind"] == "agent"
+        )
+    request = {"principal": ADMIN, "lease": None, "intents": [intent(action)]}
+    assert policy.deny(request) == []
+
+
+@pytest.mark.parametrize("action", ["own_token", "list_principals", "sweep"])
+def test_a_person_takes_their_own_administrative_steps(policy: skift.Policy, action: str) -> None:
+    for who in (USER, ADMIN):
+        request = {"principal": who, "lease": None, "intents": [intent(action)]}
+        assert policy.deny(request) == []
+    request = {"principal": AGENT, "lease": None, "intents": [intent(action)]}
+    assert [d["msg"] for d in policy.deny(request)] == [
+        "only a person administers principals, identities and tokens"
+    ]

@@ -102,6 +102,7 @@ async def test_an_oidc_token_acts_as_the_principal_holding_its_identity(
         assert f"{ISSUER}|stranger" in ei.value.message
         assert ei.value.move is not None
         assert ei.value.move["do"] == "invite_identity"
+        assert "invite" in ei.value.next
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,16 @@ _WORDING: dict[str, Callable[[dict[str, Any]], str]] = {
     "attach_identity": lambda m: (
         f"Ask a skift admin to run 'skift principal attach PRINCIPAL {m['scheme']} {m['value']}'."
     ),
+    "invite_identity": lambda m: (
+        "Ask an admin of your organization to run 'skift principal invite NAME --oidc "
+        f"{m.get('value') or 'ISSUER|SUBJECT'}', then sign in with it again."
+        if m.get("value")
+        else "Invite it: 'skift principal invite NAME --oidc ISSUER|SUBJECT', then have the "
+        "person sign in with a token for it."
+    ),
+    "grant_admin": lambda m: (
+        "Grant the role to another person first ('skift principal grant-admin NAME --reason R')."
+    ),
     "get_token": lambda m: "Ask a skift admin for a token ('skift token create PRINCIPAL').",
     "pass_lease": lambda m: (
         "Pass the lease id claim printed (--lease L); a person taking someone else's lease "

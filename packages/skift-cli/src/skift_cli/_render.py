@@ -592,13 +592,14 @@ def principals(ps: Sequence[skift.PrincipalInfo]) -> Table | Group:
             ]
         )
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("name", "kind", "identities", "created"):
+    for name in ("name", "kind", "role", "identities", "created"):
         table.add_column(name)
     for p in ps:
         ids = ", ".join(
             f"{i.scheme}:{i.value}" + (" (revoked)" if i.revoked else "") for i in p.identities
         )
-        table.add_row(Text(p.name, style="bold"), p.kind, ids, reltime(p.created_at))
+        role = "admin" if p.admin else ""
+        table.add_row(Text(p.name, style="bold"), p.kind, role, ids, reltime(p.created_at))
     return table
 
 

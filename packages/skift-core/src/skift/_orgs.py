@@ -57,8 +57,9 @@ def refuse_oidc_binding() -> None:
     raise Refused(
         "only an administrator of the server binds an OIDC identity directly; an admin of "
         "the organization invites it, and its holder's first sign-in with it binds it",
-        next="Invite it: 'skift principal invite NAME --oidc ISSUER|SUBJECT', then have the "
-        "person sign in with a token for it.",
+        next="Invite it for the principal (its issuer|subject), then have the person sign in "
+        "with a token for it.",
+        move={"do": "invite_identity", "scheme": "oidc"},
     )
 
 

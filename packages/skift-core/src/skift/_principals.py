@@ -243,8 +243,8 @@ class Principals(Context):
         if admins == [p.id]:
             raise Refused(
                 f"{p.name} is the organization's last admin",
-                next=f"Grant the role to another person first ('skift principal grant-admin NAME "
-                f"--reason R'), then revoke it from {p.name}.",
+                next=f"Grant the role to another person first, then revoke it from {p.name}.",
+                move={"do": "grant_admin"},
             )
         await tx.set_admin(p.id, False)
         await tx.append_events(
@@ -274,7 +274,7 @@ class Principals(Context):
             raise Invalid(
                 f"identity scheme {scheme!r} is not invited: only an OIDC identity is",
                 next="Invite an OIDC identity (issuer|subject); a uid is bound by an administrator "
-                "of the server, and a token is made with 'skift token create'.",
+                "of the server, and a token is minted for the principal instead.",
             )
         clean = check_oidc(value)
         p = await self._principal(tx, principal)

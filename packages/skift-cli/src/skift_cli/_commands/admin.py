@@ -21,7 +21,7 @@ def principal() -> None:
 @click.option("--uid", type=int, help="A unix uid that identifies it on the socket.")
 @global_options
 def principal_add(name: str, kind: str, uid: int | None) -> None:
-    """Register a principal (a person only).
+    """Register a principal (an admin of the organization only).
 
     Example: skift principal add ada --kind user --uid 1000
     """
@@ -36,7 +36,7 @@ def principal_add(name: str, kind: str, uid: int | None) -> None:
 @principal.command("list")
 @global_options
 def principal_list() -> None:
-    """List principals and their identities."""
+    """List principals, their role (admin) and their identities."""
     a = app()
     ps = a.call(lambda sk: sk.list_principals())
     if a.json:
@@ -45,6 +45,76 @@ def principal_list() -> None:
         from .. import _render
 
         _render.out().print(_render.principals(ps))
+
+
+@principal.command("grant-admin")
+@click.argument("name")
+@click.option("--reason", required=True, help="Why (recorded on the event).")
+@global_options
+def principal_grant_admin(name: str, reason: str) -> None:
+    """Make a person an admin of the organization (an admin only).
+
+    Example: skift principal grant-admin bob --reason "runs ops with me"
+    """
+    a = app()
+    p = a.call(lambda sk: sk.grant_admin(name, reason=reason))
+    if a.json:
+        a.emit(to_json(p))
+    else:
+        click.echo(f"{p.name} is an admin")
+
+
+@principal.command("revoke-admin")
+@click.argument("name")
+@click.option("--reason", required=True, help="Why (recorded on the event).")
+@global_options
+def principal_revoke_admin(name: str, reason: str) -> None:
+    """Take the admin role from a person (an admin only; the last admin stays).
+
+    Example: skift principal revoke-admin bob --reason "moved teams"
+    """
+    a = app()
+    p = a.call(lambda sk: sk.revoke_admin(name, reason=reason))
+    if a.json:
+        a.emit(to_json(p))
+    else:
+        click.echo(f"{p.name} is no longer an admin")
+
+
+@principal.command("invite")
+@click.argument("name")
+@click.option("--oidc", "value", required=True, metavar="ISSUER|SUBJECT", help="The OIDC identity.")
+@global_options
+def principal_invite(name: str, value: str) -> None:
+    """Invite an OIDC identity for a principal (an admin only): the person's first sign-in
+    with a token for it binds it.
+
+    Example: skift principal invite dora --oidc 'https://accounts.example.com|1076915035'
+    """
+    a = app()
+    got = a.call(lambda sk: sk.invite_identity(name, "oidc", value))
+    if a.json:
+        a.emit(to_json(got))
+    else:
+        click.echo(f"invited {got.value} for {got.principal}: their first sign-in with it binds it")
+
+
+@principal.command("attach")
+@click.argument("name")
+@click.argument("scheme", type=click.Choice(["unix", "oidc", "tailscale"]))
+@click.argument("value")
+@global_options
+def principal_attach(name: str, scheme: str, value: str) -> None:
+    """Bind an identity to a principal (an administrator of the server only).
+
+    Example: skift principal attach dora oidc 'https://accounts.example.com|1076915035'
+    """
+    a = app()
+    p = a.call(lambda sk: sk.attach_identity(name, scheme, value))
+    if a.json:
+        a.emit(to_json(p))
+    else:
+        click.echo(f"attached {scheme}:{value} to {p.name}")
 
 
 @group("Setup and admin")
@@ -112,7 +182,7 @@ def token() -> None:
 @click.argument("name", metavar="PRINCIPAL")
 @global_options
 def token_create(name: str) -> None:
-    """A new token for a principal; the secret is shown once.
+    """A new token for a principal (yourself, or anyone for an admin); the secret is shown once.
 
     Example: skift token create ci-bot
     """
@@ -129,7 +199,7 @@ def token_create(name: str) -> None:
 @click.argument("token_id")
 @global_options
 def token_revoke(token_id: str) -> None:
-    """Revoke a token by its id."""
+    """Revoke a token by its id (your own, or anyone's for an admin)."""
     a = app()
     a.call(lambda sk: sk.revoke_token(token_id))
     if a.json:
