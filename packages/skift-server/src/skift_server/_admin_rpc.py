@@ -1,11 +1,13 @@
-"""skift.v1's organization RPCs: its own policy (GetPolicy, SetPolicy, ResetPolicy) and the
-server's organizations (CreateOrg, ListOrgs). The messages both ways and the handlers (decode,
+"""skift.v1's organization RPCs: its own policy (GetPolicy, SetPolicy, ResetPolicy), its admins
+(GrantAdmin, RevokeAdmin) and invitations (InviteIdentity), and the server's organizations
+(CreateOrg, ListOrgs). The messages both ways and the handlers (decode,
 call the API, encode; the rules are the engine's, skift._org_policy and skift._orgs)."""
 
 from __future__ import annotations
 
 import skift
 
+from . import _convert_records as rc
 from . import _paging as paging
 from ._convert import opt_ts, ts, utc
 from ._proto.skift import v1
@@ -38,6 +40,46 @@ def org_view(m: v1.Org) -> skift.OrgInfo:
 
 def org_created_view(m: v1.CreateOrgResponse) -> skift.OrgCreated:
     return skift.OrgCreated(org=m.org, admin=m.admin, token=m.token, token_id=m.token_id, uid=m.uid)
+
+
+def invite_pb(i: skift.InviteInfo) -> v1.IdentityInvite:
+    return v1.IdentityInvite(
+        id=i.id,
+        principal=i.principal,
+        scheme=i.scheme,
+        value=i.value,
+        invited_by=i.invited_by,
+        created_at=utc(i.created_at),
+    )
+
+
+def invite_view(m: v1.IdentityInvite | None) -> skift.InviteInfo:
+    m = m or v1.IdentityInvite()
+    return skift.InviteInfo(
+        id=m.id,
+        principal=m.principal,
+        scheme=m.scheme,
+        value=m.value,
+        invited_by=m.invited_by,
+        created_at=ts(m.created_at),
+    )
+
+
+async def grant_admin(sk: skift.LocalSkift, r: v1.GrantAdminRequest) -> v1.GrantAdminResponse:
+    got = await sk.grant_admin(r.principal, reason=r.reason)
+    return v1.GrantAdminResponse(principal=rc.principal_pb(got))
+
+
+async def revoke_admin(sk: skift.LocalSkift, r: v1.RevokeAdminRequest) -> v1.RevokeAdminResponse:
+    got = await sk.revoke_admin(r.principal, reason=r.reason)
+    return v1.RevokeAdminResponse(principal=rc.principal_pb(got))
+
+
+async def invite_identity(
+    sk: skift.LocalSkift, r: v1.InviteIdentityRequest
+) -> v1.InviteIdentityResponse:
+    got = await sk.invite_identity(r.principal, r.scheme, r.value)
+    return v1.InviteIdentityResponse(invite=invite_pb(got))
 
 
 async def get_policy(sk: skift.LocalSkift, r: v1.GetPolicyRequest) -> v1.GetPolicyResponse:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import skift
 
 from . import _admin_rpc as ad
+from . import _convert_records as rc
 from ._client_base import RemoteBase
 from ._proto.skift import v1
 
@@ -45,6 +46,21 @@ class AdminCalls(RemoteBase):
         req = v1.ResetPolicyRequest(reason=reason or "")
         got = await self._call("ResetPolicy", req, v1.ResetPolicyResponse)
         return ad.org_policy_view(got.policy)
+
+    async def grant_admin(self, principal: str, *, reason: str) -> skift.PrincipalInfo:
+        req = v1.GrantAdminRequest(principal=principal, reason=reason)
+        got = await self._call("GrantAdmin", req, v1.GrantAdminResponse)
+        return rc.principal_view(got.principal)
+
+    async def revoke_admin(self, principal: str, *, reason: str) -> skift.PrincipalInfo:
+        req = v1.RevokeAdminRequest(principal=principal, reason=reason)
+        got = await self._call("RevokeAdmin", req, v1.RevokeAdminResponse)
+        return rc.principal_view(got.principal)
+
+    async def invite_identity(self, principal: str, scheme: str, value: str) -> skift.InviteInfo:
+        req = v1.InviteIdentityRequest(principal=principal, scheme=scheme, value=value)
+        got = await self._call("InviteIdentity", req, v1.InviteIdentityResponse)
+        return ad.invite_view(got.invite)
 
     async def create_org(
         self, name: str, *, admin: str, uid: int | None = None

@@ -97,6 +97,8 @@ __all__ = (
     "GetProjectUsageResponse",
     "GetUsageRequest",
     "GetUsageResponse",
+    "GrantAdminRequest",
+    "GrantAdminResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "HoldNodeOp",
@@ -105,6 +107,7 @@ __all__ = (
     "HoldProjectRequest",
     "HoldProjectResponse",
     "Identity",
+    "IdentityInvite",
     "ImportArchiveRequest",
     "ImportArchiveResponse",
     "ImportArchiveSummary",
@@ -112,6 +115,8 @@ __all__ = (
     "ImportBeadsResponse",
     "ImportBeadsSummary",
     "Input",
+    "InviteIdentityRequest",
+    "InviteIdentityResponse",
     "Labels",
     "Lease",
     "ListArtifactsRequest",
@@ -188,6 +193,8 @@ __all__ = (
     "ResolveNodeResponse",
     "RestrictProjectRequest",
     "RestrictProjectResponse",
+    "RevokeAdminRequest",
+    "RevokeAdminResponse",
     "RevokeTokenRequest",
     "RevokeTokenResponse",
     "RotateWebhookSecretRequest",
@@ -2920,6 +2927,47 @@ def _make_GetUsageResponse() -> None:
     default_message_pool.register_message("skift.v1", "GetUsageResponse", GetUsageResponse)
 
 
+def _make_GrantAdminRequest() -> None:
+    global GrantAdminRequest
+
+    @dataclass(eq=False, repr=False)
+    class GrantAdminRequest(betterproto2.Message):
+        """
+    GrantAdmin's request.
+    """
+
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    The person (name or id).
+    """
+
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
+    Why (recorded on the event); required.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "GrantAdminRequest", GrantAdminRequest)
+
+
+def _make_GrantAdminResponse() -> None:
+    global GrantAdminResponse
+
+    @dataclass(eq=False, repr=False)
+    class GrantAdminResponse(betterproto2.Message):
+        """
+    GrantAdmin's response.
+    """
+
+        principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
+    The principal, an admin now.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "GrantAdminResponse", GrantAdminResponse)
+
+
 def _make_HeartbeatRequest() -> None:
     global HeartbeatRequest
 
@@ -3133,6 +3181,51 @@ def _make_Identity() -> None:
 
 
     default_message_pool.register_message("skift.v1", "Identity", Identity)
+
+
+def _make_IdentityInvite() -> None:
+    global IdentityInvite
+
+    @dataclass(eq=False, repr=False)
+    class IdentityInvite(betterproto2.Message):
+        """
+    An admin's pending invitation of an external identity.
+    """
+
+        id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    The invitation's id (a ULID).
+    """
+
+        principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
+    The principal the identity becomes.
+    """
+
+        scheme: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
+    The identity's scheme (oidc).
+    """
+
+        value: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+        """
+    The identity: issuer|subject.
+    """
+
+        invited_by: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+        """
+    The admin who invited it.
+    """
+
+        created_at: "datetime.datetime | None" = betterproto2.field(
+            6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+        )
+        """
+    When it was invited.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "IdentityInvite", IdentityInvite)
 
 
 def _make_ImportArchiveRequest() -> None:
@@ -3442,6 +3535,54 @@ def _make_Input() -> None:
 
 
     default_message_pool.register_message("skift.v1", "Input", Input)
+
+
+def _make_InviteIdentityRequest() -> None:
+    global InviteIdentityRequest
+
+    @dataclass(eq=False, repr=False)
+    class InviteIdentityRequest(betterproto2.Message):
+        """
+    InviteIdentityRequest's identity is bound at its holder's first sign-in.
+    """
+
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    The principal (name or id) the identity becomes.
+    """
+
+        scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
+    oidc (the only scheme invited).
+    """
+
+        value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+        """
+    The identity: issuer|subject.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "InviteIdentityRequest", InviteIdentityRequest)
+
+
+def _make_InviteIdentityResponse() -> None:
+    global InviteIdentityResponse
+
+    @dataclass(eq=False, repr=False)
+    class InviteIdentityResponse(betterproto2.Message):
+        """
+    InviteIdentity's response.
+    """
+
+        invite: "IdentityInvite | None" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
+    The pending invitation.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "InviteIdentityResponse", InviteIdentityResponse)
 
 
 def _make_Labels() -> None:
@@ -5848,6 +5989,47 @@ def _make_RestrictProjectResponse() -> None:
     default_message_pool.register_message(
         "skift.v1", "RestrictProjectResponse", RestrictProjectResponse
     )
+
+
+def _make_RevokeAdminRequest() -> None:
+    global RevokeAdminRequest
+
+    @dataclass(eq=False, repr=False)
+    class RevokeAdminRequest(betterproto2.Message):
+        """
+    RevokeAdmin's request.
+    """
+
+        principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    The person (name or id).
+    """
+
+        reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+        """
+    Why (recorded on the event); required.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "RevokeAdminRequest", RevokeAdminRequest)
+
+
+def _make_RevokeAdminResponse() -> None:
+    global RevokeAdminResponse
+
+    @dataclass(eq=False, repr=False)
+    class RevokeAdminResponse(betterproto2.Message):
+        """
+    RevokeAdmin's response.
+    """
+
+        principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+        """
+    The principal, no longer an admin.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "RevokeAdminResponse", RevokeAdminResponse)
 
 
 def _make_RevokeTokenRequest() -> None:
@@ -8728,6 +8910,76 @@ def _make_SkiftServiceStub() -> None:
                 metadata=metadata,
             )
 
+        async def grant_admin(
+            self,
+            message: "GrantAdminRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "GrantAdminResponse":
+            """
+        ---- the organization's admins (docs/identity.md, Roles)
+
+        Give a person the organization's admin role, with a reason (an admin's
+        call; an event). An agent or a service is never an admin.
+        """
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/GrantAdmin",
+                message,
+                GrantAdminResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
+        async def revoke_admin(
+            self,
+            message: "RevokeAdminRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "RevokeAdminResponse":
+            """
+        Take the admin role from a person, with a reason (an admin's call; an
+        event). The organization's last admin stays one.
+        """
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/RevokeAdmin",
+                message,
+                RevokeAdminResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
+        async def invite_identity(
+            self,
+            message: "InviteIdentityRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "InviteIdentityResponse":
+            """
+        Invite an OIDC identity (issuer|subject) for a principal of the
+        organization (an admin's call; an event): the identity is bound to the
+        principal when its holder signs in with a valid token for it. The answer
+        is the same whether or not another organization holds the identity.
+        """
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/InviteIdentity",
+                message,
+                InviteIdentityResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -9356,6 +9608,34 @@ def _make_SkiftServiceBase() -> None:
 
             raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+        async def grant_admin(self, message: "GrantAdminRequest") -> "GrantAdminResponse":
+            """
+        ---- the organization's admins (docs/identity.md, Roles)
+
+        Give a person the organization's admin role, with a reason (an admin's
+        call; an event). An agent or a service is never an admin.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+        async def revoke_admin(self, message: "RevokeAdminRequest") -> "RevokeAdminResponse":
+            """
+        Take the admin role from a person, with a reason (an admin's call; an
+        event). The organization's last admin stays one.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+        async def invite_identity(self, message: "InviteIdentityRequest") -> "InviteIdentityResponse":
+            """
+        Invite an OIDC identity (issuer|subject) for a principal of the
+        organization (an admin's call; an event): the identity is bound to the
+        principal when its holder signs in with a valid token for it. The answer
+        is the same whether or not another organization holds the identity.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
         async def __rpc_create_project(
             self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
         ) -> None:
@@ -9974,6 +10254,30 @@ def _make_SkiftServiceBase() -> None:
             response = await self.who_am_i(request)
             await stream.send_message(response)
 
+        async def __rpc_grant_admin(
+            self, stream: "grpclib.server.Stream[GrantAdminRequest, GrantAdminResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.grant_admin(request)
+            await stream.send_message(response)
+
+        async def __rpc_revoke_admin(
+            self, stream: "grpclib.server.Stream[RevokeAdminRequest, RevokeAdminResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.revoke_admin(request)
+            await stream.send_message(response)
+
+        async def __rpc_invite_identity(
+            self, stream: "grpclib.server.Stream[InviteIdentityRequest, InviteIdentityResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.invite_identity(request)
+            await stream.send_message(response)
+
         def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
             return {
                 "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -10432,6 +10736,24 @@ def _make_SkiftServiceBase() -> None:
                     WhoAmIRequest,
                     WhoAmIResponse,
                 ),
+                "/skift.v1.SkiftService/GrantAdmin": grpclib.const.Handler(
+                    self.__rpc_grant_admin,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    GrantAdminRequest,
+                    GrantAdminResponse,
+                ),
+                "/skift.v1.SkiftService/RevokeAdmin": grpclib.const.Handler(
+                    self.__rpc_revoke_admin,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    RevokeAdminRequest,
+                    RevokeAdminResponse,
+                ),
+                "/skift.v1.SkiftService/InviteIdentity": grpclib.const.Handler(
+                    self.__rpc_invite_identity,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    InviteIdentityRequest,
+                    InviteIdentityResponse,
+                ),
             }
 
 
@@ -10525,132 +10847,139 @@ _MAKERS = {
     'GetProjectUsageResponse': (85, _make_GetProjectUsageResponse, ('UsageReport', )),
     'GetUsageRequest': (86, _make_GetUsageRequest, ()),
     'GetUsageResponse': (87, _make_GetUsageResponse, ('UsageReport', )),
-    'HeartbeatRequest': (88, _make_HeartbeatRequest, ()),
-    'HeartbeatResponse': (89, _make_HeartbeatResponse, ('Lease', )),
-    'HoldNodeOp': (90, _make_HoldNodeOp, ()),
-    'HoldNodeRequest': (91, _make_HoldNodeRequest, ()),
-    'HoldNodeResponse': (92, _make_HoldNodeResponse, ('PatchResult', )),
-    'HoldProjectRequest': (93, _make_HoldProjectRequest, ()),
-    'HoldProjectResponse': (94, _make_HoldProjectResponse, ()),
-    'Identity': (95, _make_Identity, ()),
-    'ImportArchiveRequest': (96, _make_ImportArchiveRequest, ()),
-    'ImportArchiveResponse': (97, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
-    'ImportArchiveSummary': (98, _make_ImportArchiveSummary, ()),
-    'ImportBeadsRequest': (99, _make_ImportBeadsRequest, ()),
-    'ImportBeadsResponse': (100, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
-    'ImportBeadsSummary': (101, _make_ImportBeadsSummary, ()),
-    'Input': (102, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
-    'Labels': (103, _make_Labels, ()),
-    'Lease': (104, _make_Lease, ('ReleaseReason', )),
-    'ListArtifactsRequest': (105, _make_ListArtifactsRequest, ()),
-    'ListArtifactsResponse': (106, _make_ListArtifactsResponse, ('ArtifactInfo', )),
-    'ListBoardSessionsRequest': (107, _make_ListBoardSessionsRequest, ()),
-    'ListBoardSessionsResponse': (108, _make_ListBoardSessionsResponse, ('BoardSessionInfo', )),
-    'ListCommentsRequest': (109, _make_ListCommentsRequest, ()),
-    'ListCommentsResponse': (110, _make_ListCommentsResponse, ('Comment', )),
-    'ListEdgesRequest': (111, _make_ListEdgesRequest, ()),
-    'ListEdgesResponse': (112, _make_ListEdgesResponse, ('EdgeInfo', )),
-    'ListEventsRequest': (113, _make_ListEventsRequest, ()),
-    'ListEventsResponse': (114, _make_ListEventsResponse, ('Event', )),
-    'ListInputsRequest': (115, _make_ListInputsRequest, ()),
-    'ListInputsResponse': (116, _make_ListInputsResponse, ('Input', )),
-    'ListLeasesRequest': (117, _make_ListLeasesRequest, ()),
-    'ListLeasesResponse': (118, _make_ListLeasesResponse, ('Lease', )),
-    'ListLiveLeasesRequest': (119, _make_ListLiveLeasesRequest, ()),
-    'ListLiveLeasesResponse': (120, _make_ListLiveLeasesResponse, ('Lease', )),
-    'ListNodesRequest': (121, _make_ListNodesRequest, ('NodeFilter', )),
-    'ListNodesResponse': (122, _make_ListNodesResponse, ('Node', )),
-    'ListOrgsRequest': (123, _make_ListOrgsRequest, ()),
-    'ListOrgsResponse': (124, _make_ListOrgsResponse, ('Org', )),
-    'ListPrincipalsRequest': (125, _make_ListPrincipalsRequest, ()),
-    'ListPrincipalsResponse': (126, _make_ListPrincipalsResponse, ('Principal', )),
-    'ListProjectsRequest': (127, _make_ListProjectsRequest, ()),
-    'ListProjectsResponse': (128, _make_ListProjectsResponse, ('Project', )),
-    'ListRatesRequest': (129, _make_ListRatesRequest, ()),
-    'ListRatesResponse': (130, _make_ListRatesResponse, ('Rate', )),
-    'ListWebhookDeliveriesRequest': (131, _make_ListWebhookDeliveriesRequest, ()),
-    'ListWebhookDeliveriesResponse': (132, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
-    'ListWebhooksRequest': (133, _make_ListWebhooksRequest, ()),
-    'ListWebhooksResponse': (134, _make_ListWebhooksResponse, ('Webhook', )),
-    'MintSigninCodeRequest': (135, _make_MintSigninCodeRequest, ()),
-    'MintSigninCodeResponse': (136, _make_MintSigninCodeResponse, ()),
-    'Node': (137, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
-    'NodeFilter': (138, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
-    'Org': (139, _make_Org, ()),
-    'OrgLimits': (140, _make_OrgLimits, ()),
-    'OrgPolicy': (141, _make_OrgPolicy, ('PolicyModule', )),
-    'Part': (142, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
-    'PatchOp': (143, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
-    'PatchRequest': (144, _make_PatchRequest, ('PatchOp', )),
-    'PatchResponse': (145, _make_PatchResponse, ('PatchResult', )),
-    'PatchResult': (146, _make_PatchResult, ('Node', )),
-    'PolicyModule': (147, _make_PolicyModule, ()),
-    'Principal': (148, _make_Principal, ('Identity', 'PrincipalKind', )),
-    'Project': (149, _make_Project, ('Priority', )),
-    'PutBlobRequest': (150, _make_PutBlobRequest, ()),
-    'PutBlobResponse': (151, _make_PutBlobResponse, ('Blob', )),
-    'Rate': (152, _make_Rate, ()),
-    'ReadyRequest': (153, _make_ReadyRequest, ('NodeFilter', )),
-    'ReadyResponse': (154, _make_ReadyResponse, ('Node', )),
-    'Reason': (155, _make_Reason, ()),
-    'RecordUsageRequest': (156, _make_RecordUsageRequest, ()),
-    'RecordUsageResponse': (157, _make_RecordUsageResponse, ('UsageRecord', )),
-    'RedeliverWebhookRequest': (158, _make_RedeliverWebhookRequest, ()),
-    'RedeliverWebhookResponse': (159, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
-    'ReferencePart': (160, _make_ReferencePart, ()),
-    'ReleaseRequest': (161, _make_ReleaseRequest, ('ReleaseReason', )),
-    'ReleaseResponse': (162, _make_ReleaseResponse, ('Node', )),
-    'RemoveEdgeOp': (163, _make_RemoveEdgeOp, ()),
-    'ReopenNodeOp': (164, _make_ReopenNodeOp, ()),
-    'ReopenNodeRequest': (165, _make_ReopenNodeRequest, ()),
-    'ReopenNodeResponse': (166, _make_ReopenNodeResponse, ('PatchResult', )),
-    'ResetPolicyRequest': (167, _make_ResetPolicyRequest, ()),
-    'ResetPolicyResponse': (168, _make_ResetPolicyResponse, ('OrgPolicy', )),
-    'ResolveCommentRequest': (169, _make_ResolveCommentRequest, ()),
-    'ResolveCommentResponse': (170, _make_ResolveCommentResponse, ('Comment', )),
-    'ResolveNodeRequest': (171, _make_ResolveNodeRequest, ()),
-    'ResolveNodeResponse': (172, _make_ResolveNodeResponse, ()),
-    'RestrictProjectRequest': (173, _make_RestrictProjectRequest, ()),
-    'RestrictProjectResponse': (174, _make_RestrictProjectResponse, ('Project', )),
-    'RevokeTokenRequest': (175, _make_RevokeTokenRequest, ()),
-    'RevokeTokenResponse': (176, _make_RevokeTokenResponse, ()),
-    'RotateWebhookSecretRequest': (177, _make_RotateWebhookSecretRequest, ()),
-    'RotateWebhookSecretResponse': (178, _make_RotateWebhookSecretResponse, ('Webhook', )),
-    'SearchHit': (179, _make_SearchHit, ('Node', )),
-    'SearchRequest': (180, _make_SearchRequest, ()),
-    'SearchResponse': (181, _make_SearchResponse, ('SearchHit', )),
-    'SetOrgLimitsRequest': (182, _make_SetOrgLimitsRequest, ()),
-    'SetOrgLimitsResponse': (183, _make_SetOrgLimitsResponse, ('OrgLimits', )),
-    'SetPolicyRequest': (184, _make_SetPolicyRequest, ('PolicyModule', )),
-    'SetPolicyResponse': (185, _make_SetPolicyResponse, ('OrgPolicy', )),
-    'SetRateRequest': (186, _make_SetRateRequest, ()),
-    'SetRateResponse': (187, _make_SetRateResponse, ('Rate', )),
-    'SweepExpiredRequest': (188, _make_SweepExpiredRequest, ()),
-    'SweepExpiredResponse': (189, _make_SweepExpiredResponse, ()),
-    'TestWebhookRequest': (190, _make_TestWebhookRequest, ()),
-    'TestWebhookResponse': (191, _make_TestWebhookResponse, ('WebhookDelivery', )),
-    'TextPart': (192, _make_TextPart, ()),
-    'TokenTotals': (193, _make_TokenTotals, ()),
-    'UnholdNodeOp': (194, _make_UnholdNodeOp, ()),
-    'UnholdNodeRequest': (195, _make_UnholdNodeRequest, ()),
-    'UnholdNodeResponse': (196, _make_UnholdNodeResponse, ('PatchResult', )),
-    'UnholdProjectRequest': (197, _make_UnholdProjectRequest, ()),
-    'UnholdProjectResponse': (198, _make_UnholdProjectResponse, ()),
-    'UnrestrictProjectRequest': (199, _make_UnrestrictProjectRequest, ()),
-    'UnrestrictProjectResponse': (200, _make_UnrestrictProjectResponse, ('Project', )),
-    'UpdateNodeOp': (201, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
-    'UpdateProjectRequest': (202, _make_UpdateProjectRequest, ('Priority', )),
-    'UpdateProjectResponse': (203, _make_UpdateProjectResponse, ('Project', )),
-    'UsageRecord': (204, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
-    'UsageReport': (205, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
-    'WatchEventsRequest': (206, _make_WatchEventsRequest, ()),
-    'WatchEventsResponse': (207, _make_WatchEventsResponse, ('Event', )),
-    'Webhook': (208, _make_Webhook, ()),
-    'WebhookDelivery': (209, _make_WebhookDelivery, ('DeliveryState', )),
-    'WhoAmIRequest': (210, _make_WhoAmIRequest, ()),
-    'WhoAmIResponse': (211, _make_WhoAmIResponse, ()),
-    'SkiftServiceStub': (212, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
-    'SkiftServiceBase': (213, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
+    'GrantAdminRequest': (88, _make_GrantAdminRequest, ()),
+    'GrantAdminResponse': (89, _make_GrantAdminResponse, ('Principal', )),
+    'HeartbeatRequest': (90, _make_HeartbeatRequest, ()),
+    'HeartbeatResponse': (91, _make_HeartbeatResponse, ('Lease', )),
+    'HoldNodeOp': (92, _make_HoldNodeOp, ()),
+    'HoldNodeRequest': (93, _make_HoldNodeRequest, ()),
+    'HoldNodeResponse': (94, _make_HoldNodeResponse, ('PatchResult', )),
+    'HoldProjectRequest': (95, _make_HoldProjectRequest, ()),
+    'HoldProjectResponse': (96, _make_HoldProjectResponse, ()),
+    'Identity': (97, _make_Identity, ()),
+    'IdentityInvite': (98, _make_IdentityInvite, ()),
+    'ImportArchiveRequest': (99, _make_ImportArchiveRequest, ()),
+    'ImportArchiveResponse': (100, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
+    'ImportArchiveSummary': (101, _make_ImportArchiveSummary, ()),
+    'ImportBeadsRequest': (102, _make_ImportBeadsRequest, ()),
+    'ImportBeadsResponse': (103, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
+    'ImportBeadsSummary': (104, _make_ImportBeadsSummary, ()),
+    'Input': (105, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
+    'InviteIdentityRequest': (106, _make_InviteIdentityRequest, ()),
+    'InviteIdentityResponse': (107, _make_InviteIdentityResponse, ('IdentityInvite', )),
+    'Labels': (108, _make_Labels, ()),
+    'Lease': (109, _make_Lease, ('ReleaseReason', )),
+    'ListArtifactsRequest': (110, _make_ListArtifactsRequest, ()),
+    'ListArtifactsResponse': (111, _make_ListArtifactsResponse, ('ArtifactInfo', )),
+    'ListBoardSessionsRequest': (112, _make_ListBoardSessionsRequest, ()),
+    'ListBoardSessionsResponse': (113, _make_ListBoardSessionsResponse, ('BoardSessionInfo', )),
+    'ListCommentsRequest': (114, _make_ListCommentsRequest, ()),
+    'ListCommentsResponse': (115, _make_ListCommentsResponse, ('Comment', )),
+    'ListEdgesRequest': (116, _make_ListEdgesRequest, ()),
+    'ListEdgesResponse': (117, _make_ListEdgesResponse, ('EdgeInfo', )),
+    'ListEventsRequest': (118, _make_ListEventsRequest, ()),
+    'ListEventsResponse': (119, _make_ListEventsResponse, ('Event', )),
+    'ListInputsRequest': (120, _make_ListInputsRequest, ()),
+    'ListInputsResponse': (121, _make_ListInputsResponse, ('Input', )),
+    'ListLeasesRequest': (122, _make_ListLeasesRequest, ()),
+    'ListLeasesResponse': (123, _make_ListLeasesResponse, ('Lease', )),
+    'ListLiveLeasesRequest': (124, _make_ListLiveLeasesRequest, ()),
+    'ListLiveLeasesResponse': (125, _make_ListLiveLeasesResponse, ('Lease', )),
+    'ListNodesRequest': (126, _make_ListNodesRequest, ('NodeFilter', )),
+    'ListNodesResponse': (127, _make_ListNodesResponse, ('Node', )),
+    'ListOrgsRequest': (128, _make_ListOrgsRequest, ()),
+    'ListOrgsResponse': (129, _make_ListOrgsResponse, ('Org', )),
+    'ListPrincipalsRequest': (130, _make_ListPrincipalsRequest, ()),
+    'ListPrincipalsResponse': (131, _make_ListPrincipalsResponse, ('Principal', )),
+    'ListProjectsRequest': (132, _make_ListProjectsRequest, ()),
+    'ListProjectsResponse': (133, _make_ListProjectsResponse, ('Project', )),
+    'ListRatesRequest': (134, _make_ListRatesRequest, ()),
+    'ListRatesResponse': (135, _make_ListRatesResponse, ('Rate', )),
+    'ListWebhookDeliveriesRequest': (136, _make_ListWebhookDeliveriesRequest, ()),
+    'ListWebhookDeliveriesResponse': (137, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
+    'ListWebhooksRequest': (138, _make_ListWebhooksRequest, ()),
+    'ListWebhooksResponse': (139, _make_ListWebhooksResponse, ('Webhook', )),
+    'MintSigninCodeRequest': (140, _make_MintSigninCodeRequest, ()),
+    'MintSigninCodeResponse': (141, _make_MintSigninCodeResponse, ()),
+    'Node': (142, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
+    'NodeFilter': (143, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
+    'Org': (144, _make_Org, ()),
+    'OrgLimits': (145, _make_OrgLimits, ()),
+    'OrgPolicy': (146, _make_OrgPolicy, ('PolicyModule', )),
+    'Part': (147, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
+    'PatchOp': (148, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
+    'PatchRequest': (149, _make_PatchRequest, ('PatchOp', )),
+    'PatchResponse': (150, _make_PatchResponse, ('PatchResult', )),
+    'PatchResult': (151, _make_PatchResult, ('Node', )),
+    'PolicyModule': (152, _make_PolicyModule, ()),
+    'Principal': (153, _make_Principal, ('Identity', 'PrincipalKind', )),
+    'Project': (154, _make_Project, ('Priority', )),
+    'PutBlobRequest': (155, _make_PutBlobRequest, ()),
+    'PutBlobResponse': (156, _make_PutBlobResponse, ('Blob', )),
+    'Rate': (157, _make_Rate, ()),
+    'ReadyRequest': (158, _make_ReadyRequest, ('NodeFilter', )),
+    'ReadyResponse': (159, _make_ReadyResponse, ('Node', )),
+    'Reason': (160, _make_Reason, ()),
+    'RecordUsageRequest': (161, _make_RecordUsageRequest, ()),
+    'RecordUsageResponse': (162, _make_RecordUsageResponse, ('UsageRecord', )),
+    'RedeliverWebhookRequest': (163, _make_RedeliverWebhookRequest, ()),
+    'RedeliverWebhookResponse': (164, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
+    'ReferencePart': (165, _make_ReferencePart, ()),
+    'ReleaseRequest': (166, _make_ReleaseRequest, ('ReleaseReason', )),
+    'ReleaseResponse': (167, _make_ReleaseResponse, ('Node', )),
+    'RemoveEdgeOp': (168, _make_RemoveEdgeOp, ()),
+    'ReopenNodeOp': (169, _make_ReopenNodeOp, ()),
+    'ReopenNodeRequest': (170, _make_ReopenNodeRequest, ()),
+    'ReopenNodeResponse': (171, _make_ReopenNodeResponse, ('PatchResult', )),
+    'ResetPolicyRequest': (172, _make_ResetPolicyRequest, ()),
+    'ResetPolicyResponse': (173, _make_ResetPolicyResponse, ('OrgPolicy', )),
+    'ResolveCommentRequest': (174, _make_ResolveCommentRequest, ()),
+    'ResolveCommentResponse': (175, _make_ResolveCommentResponse, ('Comment', )),
+    'ResolveNodeRequest': (176, _make_ResolveNodeRequest, ()),
+    'ResolveNodeResponse': (177, _make_ResolveNodeResponse, ()),
+    'RestrictProjectRequest': (178, _make_RestrictProjectRequest, ()),
+    'RestrictProjectResponse': (179, _make_RestrictProjectResponse, ('Project', )),
+    'RevokeAdminRequest': (180, _make_RevokeAdminRequest, ()),
+    'RevokeAdminResponse': (181, _make_RevokeAdminResponse, ('Principal', )),
+    'RevokeTokenRequest': (182, _make_RevokeTokenRequest, ()),
+    'RevokeTokenResponse': (183, _make_RevokeTokenResponse, ()),
+    'RotateWebhookSecretRequest': (184, _make_RotateWebhookSecretRequest, ()),
+    'RotateWebhookSecretResponse': (185, _make_RotateWebhookSecretResponse, ('Webhook', )),
+    'SearchHit': (186, _make_SearchHit, ('Node', )),
+    'SearchRequest': (187, _make_SearchRequest, ()),
+    'SearchResponse': (188, _make_SearchResponse, ('SearchHit', )),
+    'SetOrgLimitsRequest': (189, _make_SetOrgLimitsRequest, ()),
+    'SetOrgLimitsResponse': (190, _make_SetOrgLimitsResponse, ('OrgLimits', )),
+    'SetPolicyRequest': (191, _make_SetPolicyRequest, ('PolicyModule', )),
+    'SetPolicyResponse': (192, _make_SetPolicyResponse, ('OrgPolicy', )),
+    'SetRateRequest': (193, _make_SetRateRequest, ()),
+    'SetRateResponse': (194, _make_SetRateResponse, ('Rate', )),
+    'SweepExpiredRequest': (195, _make_SweepExpiredRequest, ()),
+    'SweepExpiredResponse': (196, _make_SweepExpiredResponse, ()),
+    'TestWebhookRequest': (197, _make_TestWebhookRequest, ()),
+    'TestWebhookResponse': (198, _make_TestWebhookResponse, ('WebhookDelivery', )),
+    'TextPart': (199, _make_TextPart, ()),
+    'TokenTotals': (200, _make_TokenTotals, ()),
+    'UnholdNodeOp': (201, _make_UnholdNodeOp, ()),
+    'UnholdNodeRequest': (202, _make_UnholdNodeRequest, ()),
+    'UnholdNodeResponse': (203, _make_UnholdNodeResponse, ('PatchResult', )),
+    'UnholdProjectRequest': (204, _make_UnholdProjectRequest, ()),
+    'UnholdProjectResponse': (205, _make_UnholdProjectResponse, ()),
+    'UnrestrictProjectRequest': (206, _make_UnrestrictProjectRequest, ()),
+    'UnrestrictProjectResponse': (207, _make_UnrestrictProjectResponse, ('Project', )),
+    'UpdateNodeOp': (208, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
+    'UpdateProjectRequest': (209, _make_UpdateProjectRequest, ('Priority', )),
+    'UpdateProjectResponse': (210, _make_UpdateProjectResponse, ('Project', )),
+    'UsageRecord': (211, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
+    'UsageReport': (212, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
+    'WatchEventsRequest': (213, _make_WatchEventsRequest, ()),
+    'WatchEventsResponse': (214, _make_WatchEventsResponse, ('Event', )),
+    'Webhook': (215, _make_Webhook, ()),
+    'WebhookDelivery': (216, _make_WebhookDelivery, ('DeliveryState', )),
+    'WhoAmIRequest': (217, _make_WhoAmIRequest, ()),
+    'WhoAmIResponse': (218, _make_WhoAmIResponse, ()),
+    'SkiftServiceStub': (219, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'GrantAdminRequest', 'GrantAdminResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'InviteIdentityRequest', 'InviteIdentityResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeAdminRequest', 'RevokeAdminResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
+    'SkiftServiceBase': (220, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'GrantAdminRequest', 'GrantAdminResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'InviteIdentityRequest', 'InviteIdentityResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeAdminRequest', 'RevokeAdminResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
 }
 _MAKING = __import__("threading").RLock()
 

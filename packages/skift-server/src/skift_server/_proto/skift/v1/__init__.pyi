@@ -90,6 +90,8 @@ __all__ = (
     "GetProjectUsageResponse",
     "GetUsageRequest",
     "GetUsageResponse",
+    "GrantAdminRequest",
+    "GrantAdminResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "HoldNodeOp",
@@ -98,6 +100,7 @@ __all__ = (
     "HoldProjectRequest",
     "HoldProjectResponse",
     "Identity",
+    "IdentityInvite",
     "ImportArchiveRequest",
     "ImportArchiveResponse",
     "ImportArchiveSummary",
@@ -105,6 +108,8 @@ __all__ = (
     "ImportBeadsResponse",
     "ImportBeadsSummary",
     "Input",
+    "InviteIdentityRequest",
+    "InviteIdentityResponse",
     "Labels",
     "Lease",
     "ListArtifactsRequest",
@@ -181,6 +186,8 @@ __all__ = (
     "ResolveNodeResponse",
     "RestrictProjectRequest",
     "RestrictProjectResponse",
+    "RevokeAdminRequest",
+    "RevokeAdminResponse",
     "RevokeTokenRequest",
     "RevokeTokenResponse",
     "RotateWebhookSecretRequest",
@@ -2650,6 +2657,41 @@ default_message_pool.register_message("skift.v1", "GetUsageResponse", GetUsageRe
 
 
 @dataclass(eq=False, repr=False)
+class GrantAdminRequest(betterproto2.Message):
+    """
+    GrantAdmin's request.
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The person (name or id).
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (recorded on the event); required.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GrantAdminRequest", GrantAdminRequest)
+
+
+@dataclass(eq=False, repr=False)
+class GrantAdminResponse(betterproto2.Message):
+    """
+    GrantAdmin's response.
+    """
+
+    principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The principal, an admin now.
+    """
+
+
+default_message_pool.register_message("skift.v1", "GrantAdminResponse", GrantAdminResponse)
+
+
+@dataclass(eq=False, repr=False)
 class HeartbeatRequest(betterproto2.Message):
     """
     Heartbeat's request: renew a live lease.
@@ -2838,6 +2880,48 @@ class Identity(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "Identity", Identity)
+
+
+@dataclass(eq=False, repr=False)
+class IdentityInvite(betterproto2.Message):
+    """
+    An admin's pending invitation of an external identity.
+    """
+
+    id: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The invitation's id (a ULID).
+    """
+
+    principal: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    The principal the identity becomes.
+    """
+
+    scheme: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The identity's scheme (oidc).
+    """
+
+    value: "str" = betterproto2.field(4, betterproto2.TYPE_STRING)
+    """
+    The identity: issuer|subject.
+    """
+
+    invited_by: "str" = betterproto2.field(5, betterproto2.TYPE_STRING)
+    """
+    The admin who invited it.
+    """
+
+    created_at: "datetime.datetime | None" = betterproto2.field(
+        6, betterproto2.TYPE_MESSAGE, unwrap=lambda: __google__protobuf__.Timestamp, optional=True
+    )
+    """
+    When it was invited.
+    """
+
+
+default_message_pool.register_message("skift.v1", "IdentityInvite", IdentityInvite)
 
 
 @dataclass(eq=False, repr=False)
@@ -3126,6 +3210,48 @@ class Input(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "Input", Input)
+
+
+@dataclass(eq=False, repr=False)
+class InviteIdentityRequest(betterproto2.Message):
+    """
+    InviteIdentityRequest's identity is bound at its holder's first sign-in.
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The principal (name or id) the identity becomes.
+    """
+
+    scheme: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    oidc (the only scheme invited).
+    """
+
+    value: "str" = betterproto2.field(3, betterproto2.TYPE_STRING)
+    """
+    The identity: issuer|subject.
+    """
+
+
+default_message_pool.register_message("skift.v1", "InviteIdentityRequest", InviteIdentityRequest)
+
+
+@dataclass(eq=False, repr=False)
+class InviteIdentityResponse(betterproto2.Message):
+    """
+    InviteIdentity's response.
+    """
+
+    invite: "IdentityInvite | None" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    The pending invitation.
+    """
+
+
+default_message_pool.register_message("skift.v1", "InviteIdentityResponse", InviteIdentityResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -5316,6 +5442,41 @@ class RestrictProjectResponse(betterproto2.Message):
 default_message_pool.register_message(
     "skift.v1", "RestrictProjectResponse", RestrictProjectResponse
 )
+
+
+@dataclass(eq=False, repr=False)
+class RevokeAdminRequest(betterproto2.Message):
+    """
+    RevokeAdmin's request.
+    """
+
+    principal: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The person (name or id).
+    """
+
+    reason: "str" = betterproto2.field(2, betterproto2.TYPE_STRING)
+    """
+    Why (recorded on the event); required.
+    """
+
+
+default_message_pool.register_message("skift.v1", "RevokeAdminRequest", RevokeAdminRequest)
+
+
+@dataclass(eq=False, repr=False)
+class RevokeAdminResponse(betterproto2.Message):
+    """
+    RevokeAdmin's response.
+    """
+
+    principal: "Principal | None" = betterproto2.field(1, betterproto2.TYPE_MESSAGE, optional=True)
+    """
+    The principal, no longer an admin.
+    """
+
+
+default_message_pool.register_message("skift.v1", "RevokeAdminResponse", RevokeAdminResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -8082,6 +8243,76 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
             metadata=metadata,
         )
 
+    async def grant_admin(
+        self,
+        message: "GrantAdminRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "GrantAdminResponse":
+        """
+        ---- the organization's admins (docs/identity.md, Roles)
+
+        Give a person the organization's admin role, with a reason (an admin's
+        call; an event). An agent or a service is never an admin.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/GrantAdmin",
+            message,
+            GrantAdminResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def revoke_admin(
+        self,
+        message: "RevokeAdminRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "RevokeAdminResponse":
+        """
+        Take the admin role from a person, with a reason (an admin's call; an
+        event). The organization's last admin stays one.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/RevokeAdmin",
+            message,
+            RevokeAdminResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def invite_identity(
+        self,
+        message: "InviteIdentityRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "InviteIdentityResponse":
+        """
+        Invite an OIDC identity (issuer|subject) for a principal of the
+        organization (an admin's call; an event): the identity is bound to the
+        principal when its holder signs in with a valid token for it. The answer
+        is the same whether or not another organization holds the identity.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/InviteIdentity",
+            message,
+            InviteIdentityResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
 
 from ...google import protobuf as __google__protobuf__
 
@@ -8707,6 +8938,34 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
 
+    async def grant_admin(self, message: "GrantAdminRequest") -> "GrantAdminResponse":
+        """
+        ---- the organization's admins (docs/identity.md, Roles)
+
+        Give a person the organization's admin role, with a reason (an admin's
+        call; an event). An agent or a service is never an admin.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def revoke_admin(self, message: "RevokeAdminRequest") -> "RevokeAdminResponse":
+        """
+        Take the admin role from a person, with a reason (an admin's call; an
+        event). The organization's last admin stays one.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def invite_identity(self, message: "InviteIdentityRequest") -> "InviteIdentityResponse":
+        """
+        Invite an OIDC identity (issuer|subject) for a principal of the
+        organization (an admin's call; an event): the identity is bound to the
+        principal when its holder signs in with a valid token for it. The answer
+        is the same whether or not another organization holds the identity.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
     async def __rpc_create_project(
         self, stream: "grpclib.server.Stream[CreateProjectRequest, CreateProjectResponse]"
     ) -> None:
@@ -9325,6 +9584,30 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.who_am_i(request)
         await stream.send_message(response)
 
+    async def __rpc_grant_admin(
+        self, stream: "grpclib.server.Stream[GrantAdminRequest, GrantAdminResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.grant_admin(request)
+        await stream.send_message(response)
+
+    async def __rpc_revoke_admin(
+        self, stream: "grpclib.server.Stream[RevokeAdminRequest, RevokeAdminResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.revoke_admin(request)
+        await stream.send_message(response)
+
+    async def __rpc_invite_identity(
+        self, stream: "grpclib.server.Stream[InviteIdentityRequest, InviteIdentityResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.invite_identity(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -9782,5 +10065,23 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 WhoAmIRequest,
                 WhoAmIResponse,
+            ),
+            "/skift.v1.SkiftService/GrantAdmin": grpclib.const.Handler(
+                self.__rpc_grant_admin,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                GrantAdminRequest,
+                GrantAdminResponse,
+            ),
+            "/skift.v1.SkiftService/RevokeAdmin": grpclib.const.Handler(
+                self.__rpc_revoke_admin,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                RevokeAdminRequest,
+                RevokeAdminResponse,
+            ),
+            "/skift.v1.SkiftService/InviteIdentity": grpclib.const.Handler(
+                self.__rpc_invite_identity,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                InviteIdentityRequest,
+                InviteIdentityResponse,
             ),
         }
