@@ -38,7 +38,13 @@ def key() -> RSAKey:
 
 def mint(key: RSAKey, sub: str) -> str:
     now = int(time.time())
-    body: dict[str, Any] = {"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "iat": now, "exp": now + 300}
+    body: dict[str, Any] = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": sub,
+        "iat": now,
+        "exp": now + 300,
+    }
     return jwt.encode({"alg": "RS256", "kid": key.kid}, body, key)
 
 
