@@ -247,7 +247,9 @@ async def _open_remote(
     server = shared.get(limits)
     handle = connect(server.url, principal=principal, org=org)
     handle.store.set_clock_offset(timedelta(0))
-    return await stack.enter_async_context(handle)
+    opened = await stack.enter_async_context(handle)
+    await opened.list_projects()  # the principal exists first, as skift.open makes it on memory
+    return opened
 
 
 async def _admin_of_own_server(dsn: str, handle: Any, name: str) -> None:
