@@ -366,6 +366,8 @@ async def test_whoami_names_the_caller_its_organization_and_a_store_without_a_pa
     assert "password" not in me.database
     bot = await sk.acting_as(skift.Agent("bot")).whoami()
     assert (bot.principal, bot.kind, bot.org) == ("bot", "agent", me.org)
+    assert me.admin is True  # ada is her organization's admin
+    assert bot.admin is False
 
 
 def test_a_dsn_is_shown_without_its_password() -> None:

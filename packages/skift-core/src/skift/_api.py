@@ -154,7 +154,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         """Who this handle acts as, in which organization, and what serves it (``skift status``)."""
         from importlib.metadata import PackageNotFoundError, version
 
-        actor = await self._whoami()
+        actor = await self._run(lambda tx, a: self.engine.current(tx, a))  # the role now
         try:
             release = version("skift-core")
         except PackageNotFoundError:
@@ -164,7 +164,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             principal=actor.principal.name,
             kind=actor.principal.kind.value,
             org=self.org_name,
-            admin=None,  # the organization admin role is not in this release yet
+            admin=actor.principal.admin,
             version=release,
             database=redact_dsn(dsn) if isinstance(dsn, str) else "memory:",
         )
