@@ -244,11 +244,12 @@ def load(
         conn.execute(
             "INSERT INTO orgs (id, name, created_at) VALUES (%s, %s, %s)", (org, ORG, base)
         )
+        # the person is the organization's first, so its admin (as skift makes the first person)
         for pid, name, kind in ((user, USER, "user"), (agent, AGENT, "agent")):
             conn.execute(
-                "INSERT INTO principals (id, org_id, name, kind, created_at)"
-                " VALUES (%s, %s, %s, %s, %s)",
-                (pid, org, name, kind, base),
+                "INSERT INTO principals (id, org_id, name, kind, created_at, admin)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (pid, org, name, kind, base, kind == "user"),
             )
         with conn.transaction(), conn.cursor() as cur:
             with cur.copy(

@@ -66,6 +66,8 @@ def _commands() -> list[tuple[str, click.Command]]:
 
     def walk(cmd: click.Command, path: str) -> None:
         if isinstance(cmd, click.Group):
+            if cmd.invoke_without_command and path != "skift":
+                out.append((path, cmd))  # a command of its own too (`skift board`)
             for name, sub in cmd.commands.items():
                 walk(sub, f"{path} {name}")
         else:
