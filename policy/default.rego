@@ -295,7 +295,7 @@ denial(i) := {
 	gate := gate_of(i)
 } else := {
 	"msg": sprintf("%s is a gate: a person must act on it", [i.node.ref]),
-	"next": "Work on something else ('skift ready'), or comment on the gate; its assignee completes it.",
+	"next": "Work on something else (ready work), or comment on the gate; its assignee completes it.",
 } if {
 	i.action == "claim"
 } else := {
@@ -343,22 +343,22 @@ denial(i) := {
 	i.action == "resolve_comment"
 } else := {
 	"msg": "only a person creates a project: an agent files work in existing projects",
-	"next": "File the work in an existing project ('skift project list'), or file a gate there asking a person to create the project.",
+	"next": "File the work in an existing project, or file a gate there asking a person to create the project.",
 } if {
 	i.action == "create_project"
 } else := {
 	"msg": sprintf("only a person takes back a lease on %s", [i.node.ref]),
-	"next": "Release your own lease with its id (--lease L --reason crash|budget), or file a gate asking a person to preempt it.",
+	"next": "Release your own lease with its id (reason crash or budget), or file a gate asking a person to preempt it.",
 } if {
 	i.action == "preempt"
 } else := {
 	"msg": "only an admin of the organization sets its policy",
-	"next": "Ask an admin of the organization to change it ('skift policy set FILE --reason R'; 'skift principal list' shows who is one), or file a gate asking them.",
+	"next": "Ask an admin of the organization to change it (the list of principals shows who is one), or file a gate asking them.",
 } if {
 	i.action == "set_policy"
 } else := {
 	"msg": sprintf("only an admin of the organization restricts who reads %s", [i.project]),
-	"next": "Ask an admin of the organization to restrict or unrestrict the project ('skift principal list' shows who is one), or file a gate asking them.",
+	"next": "Ask an admin of the organization to restrict or unrestrict the project (the list of principals shows who is one), or file a gate asking them.",
 } if {
 	i.action in {"restrict_project", "unrestrict_project"}
 } else := {
@@ -369,7 +369,7 @@ denial(i) := {
 	not person
 } else := {
 	"msg": "only an admin of the organization adds principals, binds identities, grants the admin role, and mints or revokes another principal's tokens",
-	"next": "Ask an admin of the organization to do it ('skift principal list' shows who is one); you may mint and revoke your own tokens.",
+	"next": "Ask an admin of the organization to do it (the list of principals shows who is one); you may mint and revoke your own tokens.",
 } if {
 	i.action == "admin"
 } else := {
@@ -443,7 +443,7 @@ deny contains {
 # A size limit refuses content for every principal of the organization.
 deny contains {
 	"msg": "only a person sets the organization's size limits",
-	"next": "Ask a person to set them ('skift org limits'); the server's limits apply meanwhile.",
+	"next": "Ask a person to set them; the server's limits apply meanwhile.",
 } if {
 	some i in input.intents
 	i.action == "set_org_limits"
@@ -472,7 +472,7 @@ permitted(i) if i.action == "manage_webhook"
 
 deny contains {
 	"msg": sprintf("only a person manages the webhooks of %s", [i.project]),
-	"next": "File a gate asking a person to do it (say which URL and which events), or watch the change stream yourself ('skift events --follow').",
+	"next": "File a gate asking a person to do it (say which URL and which events), or watch the change stream yourself.",
 } if {
 	some i in input.intents
 	i.action == "manage_webhook"

@@ -202,3 +202,12 @@ def test_mcp_keeps_a_reference_that_starts_a_sentence() -> None:
         move={"do": "finish_blocker", "ref": "interop-2ec9f5#15", "blocker": "interop-2ec9f5#14"},
     )
     assert mcp_words(exc).startswith("interop-2ec9f5#14 must finish first")
+
+
+def test_the_default_policy_words_its_denials_for_every_surface() -> None:
+    """A denial's ``msg`` and ``next`` reach gRPC and MCP callers as they are."""
+    source = (ROOT / "policy" / "default.rego").read_text(encoding="utf-8")
+    texts = re.findall(r'"(?:msg|next)":\s*(?:sprintf\()?"((?:[^"\\]|\\.)*)"', source)
+    assert len(texts) > 20
+    bad = [t for t in texts if CLI_WORDS.search(t) or PY_REPRS.search(t)]
+    assert not bad, "\n".join(bad)
