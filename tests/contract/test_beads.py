@@ -199,11 +199,17 @@ async def test_a_newer_export_updates_what_changed(skift_local: skift.LocalSkift
     new = await sk.get("bd-5", project="bd")
     assert (new.ref, new.priority, new.kind) == ("bd#5", "p0", "bug")
     (c,) = await sk.comments("bd-5", project="bd")
+    # the importer wrote it; its beads author stays text, never a principal (issue 32 point 8)
     assert (c.author, c.body, c.created_at.isoformat()) == (
-        "grace",
-        "Found it.",
+        "ada",
+        "*Imported from beads: written by grace.*\n\nFound it.",
         "2025-11-02T08:30:00+00:00",
     )
+    assert "grace" not in {p.name for p in await sk.list_principals()}
+    (exported,) = [
+        json.loads(line) for line in (await sk.export_beads("bd")).splitlines() if '"bd-5"' in line
+    ]
+    assert [(c["author"], c["text"]) for c in exported["comments"]] == [("grace", "Found it.")]
 
 
 def jsonl(issues: list[dict[str, Any]]) -> str:

@@ -20,6 +20,7 @@ as in beads' own ``bd ready``, is not ready.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -103,6 +104,25 @@ class BeadsComment:
     author: str
     text: str
     created_at: datetime
+
+
+_IMPORTED = re.compile(
+    r"\A\*Imported from beads: written by (?P<author>[^\n]+?)\.\*\n\n(?P<text>.*)\Z", re.S
+)
+
+
+def imported_body(author: str, text: str) -> str:
+    """A beads comment's text as a skift comment's body: the author is kept as text on the
+    first line (an importer's words, never a principal), so agent text never reads as a
+    person's."""
+    name = " ".join(author.split())[:100]
+    return f"*Imported from beads: written by {name}.*\n\n{text}" if name else text
+
+
+def split_imported(body: str) -> tuple[str, str] | None:
+    """``(author, text)`` of a body :func:`imported_body` wrote; None for any other body."""
+    m = _IMPORTED.match(body)
+    return (m.group("author"), m.group("text")) if m else None
 
 
 @attrs.frozen(kw_only=True)

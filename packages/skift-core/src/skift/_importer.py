@@ -7,8 +7,9 @@ import of the same file changes nothing and a newer export changes what its
 issues changed since the last import (a three-way merge against the issue as
 last read, so work done in skift since then stays unless beads changed the
 same field). What it writes: new nodes (numbered in file order), changed
-nodes, ``blocks`` edges, parents, holds, comments (each author a principal of
-the organization, found or added by name, and the comment's original time),
+nodes, ``blocks`` edges, parents, holds, comments (written by the importer, the
+beads author kept as text on the first line, never made a principal; the
+comment's original time),
 the origins, one ``create_node``/``update_node`` event per node and one
 ``import_beads`` event on the project.
 
@@ -23,7 +24,7 @@ them).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -34,7 +35,7 @@ from . import _beads as beads
 from ._context import Actor, check_size, node_fields
 from ._errors import CycleError, Invalid, LimitExceeded, NotFound
 from ._intent import intent
-from ._models import Comment, Edge, EdgeKind, Event, Hold, Node, Principal, PrincipalKind, Project
+from ._models import Comment, Edge, EdgeKind, Event, Hold, Node, Project
 from ._origins import NodeOrigin
 from ._projects import Projects
 from ._refs import format_ref, new_id
@@ -81,26 +82,6 @@ async def _project(e: Projects, tx: Tx, actor: Actor, ref: str) -> Project:
         return await e.resolve_project(tx, ref)
     except NotFound:
         return await e.create_project(tx, actor, ref, slug=ref)
-
-
-async def _authors(
-    tx: Tx, actor: Actor, names: Iterable[str], now: datetime
-) -> dict[str, Principal]:
-    """A principal for each comment author, found by name or added (a user without identities)."""
-    out: dict[str, Principal] = {}
-    for name in sorted(set(names)):
-        clean = name.strip()[:100]
-        if not clean:
-            out[name] = actor.principal
-            continue
-        found = await tx.principal_by_name(clean)
-        if found is None:
-            found = Principal(
-                id=new_id(), org_id=tx.org_id, name=clean, kind=PrincipalKind.USER, created_at=now
-            )
-            await tx.insert_principal(found)
-        out[name] = found
-    return out
 
 
 def _kept(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -528,9 +509,9 @@ async def _add_comments(run: _Import, issues: Sequence[beads.BeadsIssue], now: d
     with_comments = [i for i in issues if any(c.text.strip() for c in i.comments)]
     if not with_comments:
         return 0
-    authors = await _authors(
-        tx, run.actor, (c.author for i in with_comments for c in i.comments), now
-    )
+    # a comment's beads author stays text (its first line), never a principal: the importer
+    # wrote it into skift (issue 32 point 8; the archive does the same)
+    author = run.actor.id
     have: set[tuple[UUID, UUID, datetime, str]] = set()
     existing = [run.ids[i.id] for i in with_comments if i.id in run.origins]
     if existing:
@@ -543,10 +524,10 @@ async def _add_comments(run: _Import, issues: Sequence[beads.BeadsIssue], now: d
         for c in issue.comments:
             if not c.text.strip():
                 continue
-            author = authors[c.author].id
-            if (nid, author, c.created_at, c.text) in have:
+            body = beads.imported_body(c.author, c.text)
+            if (nid, author, c.created_at, body) in have:
                 continue
-            have.add((nid, author, c.created_at, c.text))
+            have.add((nid, author, c.created_at, body))
             out.append(
                 Comment(
                     id=new_id(),
@@ -554,7 +535,7 @@ async def _add_comments(run: _Import, issues: Sequence[beads.BeadsIssue], now: d
                     project_id=run.project.id,
                     node_id=nid,
                     author_id=author,
-                    body=c.text,
+                    body=body,
                     created_at=c.created_at,
                 )
             )
@@ -651,11 +632,7 @@ async def export_beads(
             parent=ids.get(n.parent_id) if n.parent_id else None,
             blockers=tuple(sorted(ids[b] for b in blockers.get(n.id, []))),
             comments=tuple(
-                beads.BeadsComment(
-                    author=authors[c.author_id].name if c.author_id in authors else "",
-                    text=c.body,
-                    created_at=c.created_at,
-                )
+                _beads_comment(c, authors[c.author_id].name if c.author_id in authors else "")
                 for c in comments.get(n.id, [])
             ),
         )
@@ -664,3 +641,10 @@ async def export_beads(
         if progress is not None and (k % 500 == 0 or k == len(nodes) - 1):
             progress(k + 1, len(nodes))
     return out
+
+
+def _beads_comment(c: Comment, principal: str) -> beads.BeadsComment:
+    """A comment as beads shows it: an imported one with its beads author, else its principal."""
+    imported = beads.split_imported(c.body)
+    author, text = imported if imported is not None else (principal, c.body)
+    return beads.BeadsComment(author=author, text=text, created_at=c.created_at)
