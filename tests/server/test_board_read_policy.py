@@ -38,6 +38,9 @@ async def test_a_restricted_project_is_on_no_page_of_a_non_reader(
         skift_server.connect(server.url, principal=skift.User("bob")) as bob,
     ):
         await bob.list_projects()  # bob exists
+        await ada.list_projects()
+        async with skift_server.connect(server.url) as owner:  # the server's owner, an admin
+            await owner.grant_admin("ada", reason="restricting is an admin's")
         await ada.create_project("Payroll", slug="payroll")
         await ada.create_project("Roadmap", slug="roadmap")
         await ada.patch(

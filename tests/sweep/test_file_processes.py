@@ -100,5 +100,10 @@ def test_the_sweep_path_imports_no_server_no_grpc_and_no_rich_click(tmp_path: Pa
 
 def test_global_options_before_sweep_reach_it_through_the_command_tree(tmp_path: Path) -> None:
     state = str(tmp_path / "state.yml")
-    assert skift("--json", "sweep", "read", "--state", state).stdout == "NO-STATE\n"
+    # skift's own --json, before sweep, reaches it: one JSON document instead of the lines
+    assert json.loads(skift("--json", "sweep", "read", "--state", state).stdout) == {
+        "status": "NO-STATE",
+        "payload": None,
+    }
+    assert skift("sweep", "read", "--state", state).stdout == "NO-STATE\n"
     assert "sweep" in skift("--help").stdout
