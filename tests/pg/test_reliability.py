@@ -409,7 +409,9 @@ async def skewed_clock(pg_dsn: str) -> timedelta:
             " AS $$ SELECT pg_catalog.now() + interval '3 days' $$"
         )
         await conn.execute(
-            sql.SQL("ALTER DATABASE {} SET search_path = skew, public, pg_catalog").format(
+            # public stays first (skift's tables, and where its migrations record themselves);
+            # skew before pg_catalog is enough to shadow now()
+            sql.SQL("ALTER DATABASE {} SET search_path = public, skew, pg_catalog").format(
                 sql.Identifier(db)
             )
         )
