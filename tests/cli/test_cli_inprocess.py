@@ -43,7 +43,10 @@ def sk(
     cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> Run:
     for var in ("SKIFT_PROJECT", "SKIFT_TOKEN", "SKIFT_SERVER"):
-        monkeypatch.delenv(var, raising=False)
+        # set, then removed: monkeypatch then restores the variable's first state at the end
+        # even when a command run in process sets it (`skift -p x mcp` does, for skift-mcp)
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
     monkeypatch.setenv("SKIFT_SERVER", cli.server.url)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("NO_COLOR", "1")

@@ -27,7 +27,10 @@ PASSED_ON = {"skift serve", "skift mcp", "skift sweep"}
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for var in ("SKIFT_PROJECT", "SKIFT_TOKEN", "SKIFT_SERVER"):
-        monkeypatch.delenv(var, raising=False)
+        # set, then removed: monkeypatch then restores the variable's first state at the end
+        # even when a command run in process sets it (`skift -p x mcp` does, for skift-mcp)
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     monkeypatch.setenv("NO_COLOR", "1")
