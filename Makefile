@@ -32,12 +32,14 @@ check: sync npm
 	$(UV) run lint-imports
 	$(UV) run python packages/skift-server/tools/generate_proto.py --check
 	$(UV) run python packages/skift-core/tools/gen_surface.py --check
+	$(UV) run python packages/skift-cli/tools/gen_help.py --check
 	$(BUF) lint $(PROTO)
 	$(BUF) breaking $(PROTO) --against $(CONTRACT)
 
 ## generate: regenerate skift_server._proto from packages/skift-server/proto (betterproto2)
 generate: sync
 	$(UV) run python packages/skift-server/tools/generate_proto.py
+	$(UV) run python packages/skift-cli/tools/gen_help.py
 
 ## contract: accept the proto as the new baseline buf breaking compares against (after an
 ## additive change, so later changes cannot break what it added; never to let a break through)

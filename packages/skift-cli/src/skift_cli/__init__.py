@@ -11,7 +11,55 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["HELP_ENV", "main"]
+
+# The variables rich and rich-click read that change how help renders into a pipe (width,
+# colour, theme): with none of them set, `skift --help` into a pipe is _help.txt.
+HELP_ENV = (
+    "COLUMNS",
+    "LINES",
+    "JUPYTER_COLUMNS",
+    "JUPYTER_LINES",
+    "TERMINAL_WIDTH",
+    "FORCE_COLOR",
+    "PY_COLORS",
+    "NO_COLOR",
+    "GITHUB_ACTIONS",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "RICH_CLICK_THEME",
+    "DATABRICKS_RUNTIME_VERSION",
+)
+
+
+def _stored_help(args: list[str]) -> bool:
+    """Write ``skift --help`` from _help.txt when rich-click would render exactly that.
+
+    The text rich-click renders into a pipe (80 columns, no colour) is made at build time
+    (packages/skift-cli/tools/gen_help.py; ``make check`` compares it with a fresh
+    rendering); a terminal, or any variable of :data:`HELP_ENV`, gets rich-click itself.
+    """
+    import os
+    import sys
+
+    if args not in (["--help"], ["-h"]) or any(name in os.environ for name in HELP_ENV):
+        return False
+    out = sys.stdout
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("_", "-")
+    if encoding not in ("utf-8", "utf8") or out.isatty():
+        return False
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "_help.txt"), "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    try:
+        out.flush()
+        out.buffer.write(text)
+        out.buffer.flush()
+    except BrokenPipeError:
+        pass
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -19,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if _stored_help(args):
+        sys.exit(0)
     if args[:1] == ["sweep"]:  # called once per item by agents: no rich-click, no gRPC
         from ._sweep import main as sweep
 

@@ -50,9 +50,11 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
+# In the map's order (not a set's, which varies run to run): the order modules load in is
+# the order a section's unlisted commands appear in `skift --help`.
 Root.modules = {
     name: tuple(m for m, names in COMMANDS.items() if name in names)
-    for name in {n for names in COMMANDS.values() for n in names}
+    for name in dict.fromkeys(n for names in COMMANDS.values() for n in names)
 }
 
 
