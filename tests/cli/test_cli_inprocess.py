@@ -291,6 +291,10 @@ def test_principals_and_tokens(sk: Run) -> None:
     assert token["principal"] == "inproc-bot"
     assert token["token"]
     assert "inproc-bot" in sk("principal", "list").out
+    listed = sk("principal", "list", "--json").json()  # SURFACE.md: a bare list
+    assert isinstance(listed, list)
+    assert {"name", "kind", "admin", "identities"} <= set(listed[0])
+    assert "inproc-bot" in [p["name"] for p in listed]
     assert sk("token", "revoke", token["id"], "--json").json() == {"revoked": token["id"]}
 
 

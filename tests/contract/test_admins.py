@@ -9,6 +9,9 @@ minted a token for ada and read what she restricted with it."""
 
 from __future__ import annotations
 
+import asyncio
+import secrets
+
 import pytest
 
 import skift
@@ -136,3 +139,19 @@ async def test_an_admin_reads_a_restricted_project_only_by_joining_it(
         await bob.restrict_project("payroll", readers=["bob"], reason="let me in")
     with pytest.raises(skift.NotFound):
         await bob.restrict_project("nosuch", readers=["bob"], reason="let me in")
+
+
+async def test_people_arriving_at_once_in_an_empty_organization_make_one_admin(
+    sk: skift.LocalSkift,
+) -> None:
+    """The first person is the admin even when several arrive at the same moment: the decision is
+    serialized per organization (PostgreSQL: an advisory lock, then a fresh look), never two
+    statements each seeing an organization with nobody in it. Before, on PostgreSQL, people
+    created at once in an empty organization could each become its admin."""
+    for _round in range(4):
+        org = f"race-{secrets.token_hex(4)}"
+        people = [sk.acting_as(skift.User(f"p{i}"), org=org) for i in range(8)]
+        await asyncio.gather(*(h.list_projects() for h in people))
+        roles = {p.name: p.admin for p in await people[0].list_principals()}
+        assert len(roles) == 8
+        assert sum(roles.values()) == 1, roles

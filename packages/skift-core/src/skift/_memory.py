@@ -341,6 +341,9 @@ class MemoryTx(MemoryContentTx):
         if found is not None and found.org_id == self._org:
             self._set(self._s.principals, principal_id, attrs.evolve(found, admin=admin))
 
+    async def lock_principals(self) -> None:
+        return None  # the store's transactions are serial already
+
     async def admins(self, *, lock: bool = False) -> list[UUID]:
         rows = [p for p in self._s.principals.values() if p.org_id == self._org and p.admin]
         return [p.id for p in sorted(rows, key=lambda p: p.name)]

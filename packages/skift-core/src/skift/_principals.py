@@ -103,6 +103,8 @@ class Principals(Context):
                 next="Choose another name, or attach an identity to it.",
             )
         now = await tx.now()
+        if kind is PrincipalKind.USER:  # two people added at once: one sees the other
+            await tx.lock_principals()
         first_person = kind is PrincipalKind.USER and not any(
             o.kind is PrincipalKind.USER for o in await tx.list_principals()
         )

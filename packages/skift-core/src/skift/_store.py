@@ -262,6 +262,12 @@ class Tx(Protocol):
         """Give or take the organization's ``admin`` role."""
         ...
 
+    async def lock_principals(self) -> None:
+        """Serialize adding people to the organization until the transaction ends: whoever
+        looks after this sees every person added before (the first person is its admin,
+        and :meth:`Store.ensure_principal` takes the same lock)."""
+        ...
+
     async def admins(self, *, lock: bool = False) -> list[UUID]:
         """The organization's admins; ``lock`` holds their rows until the transaction ends
         (so two revocations cannot each leave the other as the last admin and both go)."""

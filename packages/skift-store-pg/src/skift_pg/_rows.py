@@ -320,3 +320,10 @@ def lease_params(lease: Lease) -> Row:
 def org_lock_key(org_id: UUID) -> int:
     digest = hashlib.sha256(b"skift-graph:" + org_id.bytes).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def principals_lock_key(org_id: UUID) -> int:
+    """The advisory lock that serializes adding people to one organization (its first
+    person is its admin: two arriving at once must not both be)."""
+    digest = hashlib.sha256(b"skift-principals:" + org_id.bytes).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)

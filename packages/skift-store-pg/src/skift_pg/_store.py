@@ -51,7 +51,13 @@ from skift import (
 from . import _retention as retention
 from . import _webhooks as webhooks
 from ._queries import q
-from ._rows import Conn, invite_from_row, org_lock_key, principal_from_row
+from ._rows import (
+    Conn,
+    invite_from_row,
+    org_lock_key,
+    principal_from_row,
+    principals_lock_key,
+)
 from ._signin import PgSignins
 from ._tx import PgConn
 from ._tx_content import ContentTx
@@ -334,11 +340,19 @@ class PgStore:
     async def ensure_principal(self, org_id: UUID, name: str, kind: PrincipalKind) -> Principal:
         for _ in range(3):
             async with self._connection() as conn:
-                cur = await conn.execute(
-                    q("ensure_principal"),
-                    {"id": new_id(), "org": org_id, "name": name, "kind": kind.value},
-                )
+                cur = await conn.execute(q("principal_by_name"), {"org": org_id, "name": name})
                 row = await cur.fetchone()
+                if row is not None:
+                    return principal_from_row(row)
+                # first use: whether it is the organization's first person is decided
+                # under the organization's principals lock (issue 28, point 3)
+                async with conn.transaction():
+                    await conn.execute(q("principals_lock"), {"key": principals_lock_key(org_id)})
+                    cur = await conn.execute(
+                        q("ensure_principal"),
+                        {"id": new_id(), "org": org_id, "name": name, "kind": kind.value},
+                    )
+                    row = await cur.fetchone()
             if row is not None:
                 return principal_from_row(row)
         raise TransientError("could not create the principal")

@@ -48,6 +48,7 @@ from ._rows import (
     node_from_row,
     node_params,
     principal_from_row,
+    principals_lock_key,
     project_from_row,
     project_params,
 )
@@ -150,6 +151,9 @@ class GraphTx(TxBase):
 
     async def set_admin(self, principal_id: UUID, admin: bool) -> None:
         await self.write("set_admin", id=principal_id, admin=admin)
+
+    async def lock_principals(self) -> None:
+        await self.exec("principals_lock", key=principals_lock_key(self.org_id))
 
     async def admins(self, *, lock: bool = False) -> list[UUID]:
         return [r["id"] for r in await self.rows("admins_locked" if lock else "admins")]

@@ -40,7 +40,7 @@ def principal_list() -> None:
     a = app()
     ps = a.call(lambda sk: sk.list_principals())
     if a.json:
-        a.emit({"principals": to_json(ps)})
+        a.emit(to_json(ps))  # a bare list, as SURFACE.md gives it
     else:
         from .. import _render
 

@@ -431,9 +431,16 @@ WITH ins AS (
 )
 SELECT * FROM ins UNION ALL SELECT * FROM orgs WHERE name = %(name)s
 
+-- name: principals_lock
+-- Serialize adding people to the organization until the transaction ends: the
+-- first person is its admin, and the statement after this lock sees who came
+-- first (two inserts each seeing an empty organization made two admins).
+SELECT pg_advisory_xact_lock(%(key)s)
+
 -- name: ensure_principal
 -- The principal of this name in an organization, created on first use; the
--- organization's first person is created its admin.
+-- organization's first person is created its admin. Run after principals_lock,
+-- in its transaction.
 WITH ins AS (
     INSERT INTO principals (id, org_id, name, kind, created_at, admin)
     SELECT %(id)s, %(org)s, %(name)s, %(kind)s, now(),
