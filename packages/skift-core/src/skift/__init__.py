@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from ._org_limits import OrgLimits
     from ._orgs import OrgCreated, OrgInfo
     from ._origins import NodeOrigin
+    from ._pages import Page
     from ._parts import (
         Artifact,
         ArtifactInfo,
@@ -130,6 +131,7 @@ if TYPE_CHECKING:
         EventBatch,
         EventPosition,
         NotSimple,
+        ProjectPage,
         ReadyQuery,
         Restriction,
         SearchQuery,
@@ -336,6 +338,8 @@ _LAZY: dict[str, str] = {
     "EventBatch": "_store",
     "EventPosition": "_store",
     "ReadyQuery": "_store",
+    "ProjectPage": "_store",
+    "Page": "_pages",
     "Restriction": "_store",
     "SearchQuery": "_store",
     "Store": "_store",
@@ -489,6 +493,7 @@ __all__ = [
     "OrgInfo",
     "OrgLimits",
     "OrgPolicy",
+    "Page",
     "Part",
     "PatchResult",
     "Policy",
@@ -500,6 +505,7 @@ __all__ = [
     "Priority",
     "Project",
     "ProjectInfo",
+    "ProjectPage",
     "PruneReport",
     "Rate",
     "RateInfo",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import attrs
 
@@ -15,9 +17,11 @@ from ._engine import Actor, filter_from
 from ._errors import Invalid
 from ._models import Priority, ReleaseReason
 from ._ops import Cascade, CompleteNode, CreateNode, DropNode, Op, OpLike, ReopenNode, parse_op
+from ._pages import Page, read_position
+from ._pages import cut as cut_page
 from ._refs import new_id, ulid_str
 from ._session import Session, no_delegation
-from ._store import Tx
+from ._store import EventPosition, Tx
 from ._views import Explanation, NodeInfo, PatchResult, ProjectInfo, ReadyPage, Resolved
 
 
@@ -70,23 +74,32 @@ class GraphApi(Session):
         return await self._run(go)
 
     async def list_projects(
-        self, *, archived: bool = False, limit: int | None = None, offset: int = 0
-    ) -> list[ProjectInfo]:
-        """The org's projects, most recently active first: ``limit`` of them after
-        skipping ``offset`` (what a paging caller has already read)."""
-        size = self.engine.page_size(limit)
-        if offset < 0:
-            raise Invalid(
-                "offset must be 0 or more",
-                next="Give the number of projects to skip.",
-                field="offset",
-            )
+        self, *, archived: bool = False, limit: int | None = None, page: str | None = None
+    ) -> Page[ProjectInfo]:
+        """The org's projects, most recently active first: ``limit`` of them, from ``page``
+        (a previous page's ``next_page``) on.
 
-        async def go(tx: Tx, a: Actor) -> list[ProjectInfo]:
-            rows = await tx.list_projects(
-                archived=archived, limit=size, offset=offset, hidden=await self.engine.hidden(tx)
+        A walk orders by each project's activity as of its first page (the change
+        stream's horizon then; the position travels in the page token): a project that
+        becomes active during the walk keeps its place, so no project that exists
+        throughout is sent twice or skipped. Its ``active_at`` shows its latest activity;
+        the next walk orders by it."""
+        size = self.engine.page_size(limit)
+        key = read_position("projects", page, (int, datetime, UUID))
+
+        async def go(tx: Tx, a: Actor) -> Page[ProjectInfo]:
+            got = await tx.project_page(
+                archived=archived,
+                limit=size + 1,
+                hidden=await self.engine.hidden(tx),
+                asof=None if key is None else EventPosition(seq=key[0]),
+                after=None if key is None else (key[1], key[2]),
             )
-            return await self.engine.project_infos(tx, rows)
+            rows, ends, more = cut_page(
+                "projects", got.projects, size, lambda r: (got.asof.seq, r[1], r[0].id)
+            )
+            infos = await self.engine.project_infos(tx, [p for p, _ in rows])
+            return Page(infos, ends=ends, more=more)
 
         return await self._run(go)
 

@@ -19,9 +19,7 @@ from ._models import (
 )
 from ._parts import ArtifactRecord, BlobPart, BlobRecord
 from ._policy_records import StoredPolicy
-from ._store import (
-    SearchQuery,
-)
+from ._store import EventPosition, ProjectPage, SearchQuery
 from ._usage_records import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
 
 
@@ -73,6 +71,35 @@ class MemoryContentTx(MemoryTxBase):
     async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
         unresolved = [c for c in await self.comments_of([node_id]) if c.resolved_at is None]
         return len(unresolved), max((c.created_at for c in unresolved), default=None)
+
+    # projects by activity, a page at a time
+    async def project_page(
+        self,
+        *,
+        archived: bool,
+        limit: int,
+        hidden: Collection[UUID] = (),
+        asof: EventPosition | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> ProjectPage:
+        # an event's commit sequence is its 1-based place in the log (MemoryTx._horizon)
+        asof = asof or EventPosition(seq=len(self._s.events) + 1)
+        rows = {
+            p.id: p
+            for p in self._s.projects.values()
+            if p.org_id == self._org and (archived or p.archived_at is None) and p.id not in hidden
+        }
+        active: dict[UUID, datetime] = {}
+        for e in self._s.events[: max(asof.seq - 1, 0)]:
+            pid = e.project_id
+            if e.org_id == self._org and pid is not None and pid in rows:
+                active[pid] = max(active.get(pid, e.occurred_at), e.occurred_at)
+        keyed = sorted(
+            ((active.get(p.id, p.created_at), p.id) for p in rows.values()), reverse=True
+        )
+        if after is not None:
+            keyed = [k for k in keyed if k < after]
+        return ProjectPage(projects=[(rows[i], at) for at, i in keyed[:limit]], asof=asof)
 
     # search
     async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:

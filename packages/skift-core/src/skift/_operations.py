@@ -116,7 +116,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         "list_projects",
         "ListProjects",
         R,
-        page_key="last activity (archived_at, else created_at) desc, id desc",
+        page_key="activity as of the walk's first page (last event, else created_at) desc, id desc",
         limits=PAGE,
         cli="project list",
     ),

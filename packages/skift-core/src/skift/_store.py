@@ -205,6 +205,15 @@ class EventBatch:
 
 
 @attrs.frozen(kw_only=True)
+class ProjectPage:
+    """A page of projects by activity (:meth:`Tx.project_page`): each with its activity as
+    of ``asof``, the position in the change stream the walk orders by."""
+
+    projects: list[tuple[Project, datetime]]
+    asof: EventPosition
+
+
+@attrs.frozen(kw_only=True)
 class Restriction:
     """A restricted project as the read decision reads it: its id, slug and readers
     (principal ids, with their names; a reader whose principal is gone has no name)."""
@@ -319,6 +328,22 @@ class Tx(Protocol):
     ) -> list[Project]:
         """Projects in activity order, most recent first; archived ones only when asked;
         never those in ``hidden``."""
+        ...
+
+    async def project_page(
+        self,
+        *,
+        archived: bool,
+        limit: int,
+        hidden: Collection[UUID] = (),
+        asof: EventPosition | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> ProjectPage:
+        """Up to ``limit`` projects by activity as of ``asof`` (the store's horizon when
+        None): each project's last event below that position in the change stream, else
+        its creation, most recent first, then by id descending; only those after
+        ``after`` (an (activity, id) key) in that order. Events at or past ``asof`` do not
+        move a project, so every page of one walk orders the projects alike."""
         ...
 
     async def restricted_projects(self) -> list[Restriction]:

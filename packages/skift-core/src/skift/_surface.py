@@ -21,6 +21,7 @@ from ._models import PrincipalKind, Priority, ReleaseReason
 from ._ops import OpLike
 from ._org_limits import OrgLimits
 from ._orgs import OrgCreated, OrgInfo
+from ._pages import Page
 from ._policy_records import OrgPolicy
 from ._signin import SessionInfo, SigninCode
 from ._usage import RateInfo, UsageInfo, UsageReport
@@ -60,8 +61,8 @@ class Skift(Protocol):
     ) -> ProjectInfo: ...
     async def get_project(self, ref: str) -> ProjectInfo: ...
     async def list_projects(
-        self, *, archived: bool = False, limit: int | None = None, offset: int = 0
-    ) -> list[ProjectInfo]: ...
+        self, *, archived: bool = False, limit: int | None = None, page: str | None = None
+    ) -> Page[ProjectInfo]: ...
     async def update_project(
         self,
         ref: str,

@@ -36,6 +36,7 @@ from ._paths import check_socket_owner, starting_pid
 from ._proto.skift import v1
 
 T = TypeVar("T", bound=betterproto2.Message)
+V = TypeVar("V")
 
 
 DEFAULT_TIMEOUT = 30.0
@@ -312,13 +313,13 @@ def page_size(limit: int | None) -> int:
     return limit if limit != 0 else -1
 
 
-def skip_token(rpc: str, offset: int) -> str:
-    """A page token that starts ``offset`` items in (the server's own token format)."""
-    from ._paging import Token, encode
-
-    if offset < 0:
-        raise skift.Invalid("offset must be 0 or more", next="Give the number of items to skip.")
-    return encode(Token(rpc, offset=offset))
+def remote_page(items: list[V], token: str) -> skift.Page[V]:
+    """A page as the local API answers it, ``token`` (the server's next_page_token, opaque
+    here too) its ``next_page``."""
+    ends = [""] * len(items)
+    if ends and token:
+        ends[-1] = token
+    return skift.Page(items, ends=ends, more=bool(token and items))
 
 
 def page_token_before(rpc: str, key: str) -> str:

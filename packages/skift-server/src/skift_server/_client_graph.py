@@ -15,8 +15,8 @@ from ._client_base import (
     filter_of,
     page_size,
     pick_ops,
+    remote_page,
     request_id_of,
-    skip_token,
 )
 from ._convert import enum_pb
 from ._proto.skift import v1
@@ -47,12 +47,10 @@ class GraphCalls(RemoteBase):
         return g.project_view(got.project)
 
     async def list_projects(
-        self, *, archived: bool = False, limit: int | None = None, offset: int = 0
-    ) -> list[skift.ProjectInfo]:
+        self, *, archived: bool = False, limit: int | None = None, page: str | None = None
+    ) -> skift.Page[skift.ProjectInfo]:
         out: list[skift.ProjectInfo] = []
-        token = ""
-        if offset:
-            token = skip_token("ListProjects", offset)
+        token = page or ""
         while True:
             req = v1.ListProjectsRequest(
                 show_archived=archived,
@@ -64,7 +62,7 @@ class GraphCalls(RemoteBase):
             token = got.next_page_token
             # one page, as the local API answers; more only where bytes cut it short
             if not token or limit is None or len(out) >= limit:
-                return out
+                return remote_page(out, token)
 
     async def update_project(
         self,

@@ -78,14 +78,12 @@ async def get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetPr
 
 async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.ListProjectsResponse:
     token = paging.decode("ListProjects", r)
-    size = _size(sk, r.page_size)
-    offset = token.offset if token else 0
-    got = await sk.list_projects(archived=r.show_archived, limit=size, offset=offset)
-    items = [project_pb(p) for p in got]
+    got = await sk.list_projects(
+        archived=r.show_archived, limit=_size(sk, r.page_size), page=token.core if token else None
+    )
+    items = paging.encoded(project_pb(p) for p in got)
     k = paging.fit(items)
-    more = k < len(items) or len(got) == size  # a full page: there may be more
-    nxt = paging.encode(paging.Token("ListProjects", offset=offset + k), r) if more else ""
-    return v1.ListProjectsResponse(projects=items[:k], next_page_token=nxt)
+    return v1.ListProjectsResponse(projects=items[:k], next_page_token=paging.next_token(got, k, r))
 
 
 async def update_project(

@@ -112,6 +112,16 @@ def decode(rpc: str, request: Any) -> Token | None:
     return token
 
 
+def next_token(page: skift.Page[Any], sent: int, request: Any) -> str:
+    """The next_page_token after the first ``sent`` items of a core page (keyset: the
+    core's position after the last item sent; empty at the list's end)."""
+    core = page.after(sent)
+    if core is None:
+        return ""
+    rpc = type(request).__name__.removesuffix("Request")
+    return encode(Token(rpc, core=core), request)
+
+
 def encoded(items: Iterable[T]) -> list[T]:
     """``items`` each encoded once, as stand-ins (``_wirecodec.Encoded``) that :func:`fit`
     measures and a response encodes by copying their bytes: a page's items are encoded

@@ -18,6 +18,7 @@ from skift import (
     Conflict,
     Derived,
     Edge,
+    EventPosition,
     Identity,
     IdentityInvite,
     Invalid,
@@ -27,6 +28,7 @@ from skift import (
     Principal,
     PrincipalKind,
     Project,
+    ProjectPage,
     ReadyQuery,
     Status,
     StoredRequest,
@@ -332,6 +334,29 @@ class GraphTx(TxBase):
             "list_projects", archived=archived, limit=limit, offset=offset, hidden=list(hidden)
         )
         return [project_from_row(r) for r in rows]
+
+    async def project_page(
+        self,
+        *,
+        archived: bool,
+        limit: int,
+        hidden: Collection[UUID] = (),
+        asof: EventPosition | None = None,
+        after: tuple[datetime, UUID] | None = None,
+    ) -> ProjectPage:
+        rows = await self.rows(
+            "project_page",
+            archived=archived,
+            limit=limit,
+            hidden=list(hidden),
+            asof=None if asof is None else str(asof.seq),
+            after_at=None if after is None else after[0],
+            after_id=None if after is None else after[1],
+        )
+        return ProjectPage(
+            projects=[(project_from_row(r), r["active_at"]) for r in rows if r["id"] is not None],
+            asof=EventPosition(seq=int(rows[0]["asof"])),
+        )
 
     async def project_activity(self, ids: Collection[UUID]) -> dict[UUID, datetime]:
         if not ids:

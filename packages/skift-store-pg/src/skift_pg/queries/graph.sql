@@ -567,6 +567,34 @@ WHERE p.org_id = %(org)s AND (%(archived)s OR p.archived_at IS NULL)
 ORDER BY coalesce(a.at, p.created_at) DESC, p.id DESC
 LIMIT %(limit)s OFFSET %(offset)s
 
+-- name: project_page
+-- A page of projects by activity as of a position in the change stream (the horizon,
+-- see events.sql, when none is given): each project's last event of a transaction
+-- below it, else its creation; most recent first, then id descending; only those
+-- after the (at, id) key given. Every row carries the position ordered by (one row
+-- of NULLs and the position when no project is left). The activity of each project
+-- is one backward probe of events_project_time; the page's rows are the only ones
+-- returned (limit + 1 asked, to know whether more follow).
+WITH h AS (
+    SELECT coalesce(%(asof)s::text::xid8, /*:_horizon*/) AS xmin
+)
+SELECT h.xmin::text AS asof, w.* FROM h LEFT JOIN LATERAL (
+    SELECT p.*, coalesce(a.at, p.created_at) AS active_at
+    FROM projects p
+    LEFT JOIN LATERAL (
+        SELECT e.occurred_at AS at FROM events e
+        WHERE e.project_id = p.id AND e.org_id = %(org)s AND e.xid < h.xmin
+        ORDER BY e.occurred_at DESC LIMIT 1
+    ) a ON true
+    WHERE p.org_id = %(org)s AND (%(archived)s OR p.archived_at IS NULL)
+      AND p.id <> ALL (%(hidden)s::uuid[])
+      AND (%(after_at)s::timestamptz IS NULL
+           OR (coalesce(a.at, p.created_at), p.id) < (%(after_at)s::timestamptz, %(after_id)s::uuid))
+    ORDER BY coalesce(a.at, p.created_at) DESC, p.id DESC
+    LIMIT %(limit)s
+) w ON true
+ORDER BY w.active_at DESC, w.id DESC
+
 -- name: project_activity
 -- When each project last saw an event.
 SELECT e.project_id, max(e.occurred_at) AS at FROM events e

@@ -1,0 +1,128 @@
+"""Keyset pages: where a list goes on after an item, by the list's own sort key.
+
+A paged list (its ``page_key`` in ``_operations``) is read a page at a time
+after a position: the sort key of the last item sent and a unique tiebreaker
+(AIP-158). The next page reads only the rows after that position, wherever
+the list has changed meanwhile, so an item that exists throughout the walk is
+sent once: never again, never skipped. A position is not an offset: items
+added or removed before it do not move it.
+
+A position travels as text: the list's name and the key's parts as compact
+JSON (``["projects",41,1733230000000000,"01J..."]``). It carries nothing a
+caller must be trusted with: a forged one only starts the caller's own list
+elsewhere (every page reads with the caller's own filter and read rights).
+A position of another list, or text that is no position, is
+:class:`~skift.Invalid` naming ``page_token``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, cast
+from uuid import UUID
+
+from ._errors import Invalid
+from ._refs import parse_ulid, ulid_str
+
+T = TypeVar("T")
+
+Part = int | float | str | datetime | UUID
+"""What a sort key is made of."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class Page(list[T]):
+    """One page of a list: its items in the list's order (it is a list of them), and the
+    position after each, to go on from (``next_page`` after the last).
+
+    ``next_page`` is None when the list has no more items after this page. A caller
+    that sends fewer items than the page holds (a transport cutting by bytes) goes on
+    from :meth:`after` of the last item it sent.
+    """
+
+    __slots__ = ("ends", "more")
+
+    def __init__(self, items: Iterable[T] = (), *, ends: Sequence[str] = (), more: bool = False):
+        super().__init__(items)
+        self.ends: tuple[str, ...] = tuple(ends)
+        """The position after each item."""
+        self.more = more
+        """Whether the list goes on after the last item."""
+
+    @property
+    def next_page(self) -> str | None:
+        return self.ends[-1] if self.more and self.ends else None
+
+    def after(self, count: int) -> str | None:
+        """Where the list goes on once the first ``count`` items were sent (None: at its end)."""
+        if count >= len(self):
+            return self.next_page
+        return self.ends[count - 1] if count > 0 else None
+
+
+def position(name: str, *parts: Part) -> str:
+    """The position text of list ``name`` after an item whose sort key is ``parts``."""
+    return json.dumps([name, *(_part(p) for p in parts)], separators=(",", ":"))
+
+
+def read_position(name: str, text: str | None, kinds: Sequence[type]) -> tuple[Any, ...] | None:
+    """The sort key a position of list ``name`` carries, its parts of ``kinds`` (None for
+    none: the first page); :class:`Invalid` naming ``page_token`` for anything else."""
+    if not text:
+        return None
+    try:
+        doc: Any = json.loads(text)
+        if not isinstance(doc, list) or not doc or doc[0] != name:
+            raise ValueError("not a position of this list")
+        raw = cast(list[Any], doc[1:])
+        if len(raw) != len(kinds):
+            raise ValueError("not this list's key")
+        return tuple(_parse(kind, value) for kind, value in zip(kinds, raw, strict=True))
+    except (ValueError, TypeError, OverflowError):
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise Invalid(
+            f"{shown!r} is not a page token of this list",
+            next="Pass next_page exactly as the previous page of the same list returned it, "
+            "or leave it out to start at the first page.",
+            field="page_token",
+        ) from None
+
+
+def cut(
+    name: str, rows: Sequence[T], size: int, key: Callable[[T], tuple[Part, ...]]
+) -> tuple[list[T], list[str], bool]:
+    """The first ``size`` of ``rows`` (read as ``size + 1`` to know whether more follow),
+    the position after each and whether the list goes on."""
+    kept = list(rows[:size])
+    return kept, [position(name, *key(r)) for r in kept], len(rows) > size
+
+
+def _part(p: Part) -> int | float | str:
+    if isinstance(p, datetime):
+        delta = p - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(p, UUID):
+        return ulid_str(p)
+    return p
+
+
+def _parse(kind: type, value: Any) -> Any:
+    if kind is datetime:
+        if type(value) is not int:
+            raise ValueError("not a time")
+        return _EPOCH + timedelta(microseconds=value)
+    if kind is UUID:
+        ident = parse_ulid(value) if isinstance(value, str) else None
+        if ident is None:
+            raise ValueError("not an id")
+        return ident
+    if kind is float:
+        if type(value) not in (int, float):
+            raise ValueError("not a number")
+        return float(value)
+    if type(value) is not kind:
+        raise ValueError(f"not a {kind.__name__}")
+    return value

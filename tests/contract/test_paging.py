@@ -1,0 +1,114 @@
+"""Keyset pages (AIP-158): a paged list walked while it changes sends every item that
+exists throughout the walk once — never twice, never skipped; the size asked applies to
+every page; a page token of another list, or no page token at all, is refused naming
+``page_token``.
+
+Each test walks one list with small pages and, between pages, adds items before and
+after the walk's position and removes one, on every store and over the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+
+import skift
+
+T = TypeVar("T")
+
+
+async def walk(
+    read: Callable[[int, str | None], Awaitable[skift.Page[T]]],
+    key: Callable[[T], Any],
+    *,
+    sizes: tuple[int, ...] = (1,),
+    between: Callable[[int], Awaitable[None]] | None = None,
+) -> list[Any]:
+    """Every item of a list, a page at a time (page ``i`` asks ``sizes[i % len(sizes)]``),
+    calling ``between(i)`` after page ``i``; the keys in the order sent."""
+    seen: list[Any] = []
+    token: str | None = None
+    i = 0
+    while True:
+        size = sizes[i % len(sizes)]
+        page = await read(size, token)
+        assert len(page) <= size, "a page held more than the size asked"
+        seen += [key(x) for x in page]
+        token = page.next_page
+        if token is None:
+            return seen
+        assert len(page) == size, "a page short of the size asked had a next page"
+        if between is not None:
+            await between(i)
+        i += 1
+        assert i < 200, "the walk does not end"
+
+
+def assert_once(seen: list[Any], throughout: list[Any]) -> None:
+    """No item twice; every item that existed throughout, in the list's order."""
+    assert len(seen) == len(set(seen)), f"an item was sent twice: {seen}"
+    assert [k for k in seen if k in throughout] == throughout, f"an item was skipped: {seen}"
+
+
+async def assert_bad_token(read: Callable[[str], Awaitable[object]]) -> None:
+    for bad in ("garbage", '["nodes",1]', '["projects"]'):
+        with pytest.raises(skift.Invalid) as ei:
+            await read(bad)
+        assert ei.value.details.get("field") == "page_token"
+
+
+# ------------------------------------------------------------------ projects
+
+
+async def test_project_pages_hold_still_while_projects_become_active(
+    sk: skift.LocalSkift,
+) -> None:
+    """ListProjects orders by activity, which changes under a walk: the walk orders by
+    each project's activity as of its first page, so a project that becomes active
+    mid-walk (jumping to the front of a fresh list) is neither sent again nor skipped."""
+    made = [await sk.create_project(f"Walk {n}") for n in range(7)]
+    throughout = [p.slug for p in await sk.list_projects()]
+    added: list[str] = []
+
+    async def between(i: int) -> None:
+        # the project listed last becomes the most active; one already sent too
+        await sk.patch(throughout[-1 - i % 3], [skift.CreateNode(title=f"busy {i}")])
+        await sk.patch(throughout[0], [skift.CreateNode(title=f"again {i}")])
+        if i == 1:
+            added.append((await sk.create_project("Late")).slug)
+        if i == 2:
+            gone = made[1].slug  # not sent yet: it is not sent at all
+            await sk.archive_project(gone)
+            throughout.remove(gone)
+
+    seen = await walk(
+        lambda n, t: sk.list_projects(limit=n, page=t),
+        lambda p: p.slug,
+        sizes=(1, 2),
+        between=between,
+    )
+    assert_once(seen, throughout)
+    # the next walk orders by the activity this one did not: the project written last first
+    fresh = [p.slug for p in await sk.list_projects()]
+    assert fresh[0] == throughout[0]
+    assert set(seen) - set(throughout) <= set(added)
+    assert made[1].slug not in seen
+
+
+async def test_project_pages_take_the_size_asked(sk: skift.LocalSkift) -> None:
+    for n in range(6):
+        await sk.create_project(f"Sized {n}")
+    whole = [p.slug for p in await sk.list_projects()]
+    first = await sk.list_projects(limit=2)
+    second = await sk.list_projects(limit=3, page=first.next_page)
+    assert [p.slug for p in [*first, *second]] == whole[:5]
+    last = await sk.list_projects(limit=5, page=second.next_page)
+    assert [p.slug for p in last] == whole[5:]
+    assert last.next_page is None
+
+
+async def test_a_project_page_token_of_another_list_is_refused(sk: skift.LocalSkift) -> None:
+    await sk.create_project("Tokens")
+    await assert_bad_token(lambda t: sk.list_projects(page=t))
