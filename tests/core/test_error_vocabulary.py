@@ -67,6 +67,7 @@ SCANNED = [
             "_handlers.py",
             "_service.py",
             "_wire.py",
+            "_upbcodec.py",
             "_convert.py",
             "_convert_graph.py",
             "_convert_ops.py",

@@ -4,9 +4,11 @@ betterproto2's parser is lenient: a truncated length, a string field sent as
 a varint or bytes that are not UTF-8 either pass silently (leaving, say, an
 ``int`` in a ``str`` field for the handler to trip over) or raise whatever
 Python raises. A server must answer each of those with INVALID_ARGUMENT, so
-every request is first walked here against its message's field table: tags,
-wire types, lengths, UTF-8 and nesting depth are checked, recursively into
-sub-messages and map entries. Only then is it parsed.
+every request is parsed by protobuf's compiled parser (``_upbcodec``), which
+refuses what the walk here refuses, and taken from it only when it met nothing
+it is lenient about; anything else is walked here against its message's field
+table: tags, wire types, lengths, UTF-8 and nesting depth are checked,
+recursively into sub-messages and map entries. Only then is it parsed.
 
 A message larger than :data:`INLINE_BYTES` is checked and parsed on a worker
 thread (:func:`decode_off_loop`, at most :data:`DECODERS` at once), never on
@@ -29,6 +31,8 @@ import betterproto2
 from grpclib.const import Status
 from grpclib.encoding.proto import ProtoCodec
 from grpclib.exceptions import GRPCError
+
+from . import _upbcodec
 
 T = TypeVar("T", bound=betterproto2.Message)
 
@@ -82,7 +86,21 @@ class TooExpensive(Exception):
 
 def decode(cls: type[T], data: bytes, *, deadline: float | None = None) -> T:
     """``cls`` parsed from ``data``, or :class:`WireError` saying what is wrong
-    (:class:`TooExpensive` once ``time.monotonic()`` passes ``deadline``)."""
+    (:class:`TooExpensive` once ``time.monotonic()`` passes ``deadline``).
+
+    protobuf's compiled parser reads it first (``_upbcodec``); what that parser does not
+    take as this walk would (a malformed message, unknown fields) is walked here."""
+    try:
+        return _upbcodec.decode(cls, data, deadline=deadline)
+    except _upbcodec.TooSlow:
+        raise TooExpensive("its fields took longer than the budget to convert") from None
+    except _upbcodec.Unsure:
+        pass
+    return decode_strictly(cls, data, deadline=deadline)
+
+
+def decode_strictly(cls: type[T], data: bytes, *, deadline: float | None = None) -> T:
+    """:func:`decode` by the strict walk alone, then the pure-Python parser."""
     _check(cls, memoryview(data), 0, "", _Clock(deadline))
     try:
         return cls.parse(data)
