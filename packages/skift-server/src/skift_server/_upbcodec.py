@@ -33,6 +33,7 @@ from collections.abc import Generator
 from importlib import resources
 from typing import Any, Final
 
+import betterproto2
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
@@ -118,11 +119,11 @@ class _Conv:
         self.maps = plan.maps
         self.fields: dict[int, tuple[str, int, bool, Any, Any]] = {}
         for number, f in plan.by_number.items():
-            if f.kind == _wirecodec.TYPE_MAP:
+            if f.kind == betterproto2.TYPE_MAP:
                 shape, extra = _MAP, f.cls
-            elif f.kind == _wirecodec.TYPE_MESSAGE:
+            elif f.kind == betterproto2.TYPE_MESSAGE:
                 shape, extra = _MESSAGE, f.unwrap
-            elif f.kind == _wirecodec.TYPE_ENUM:
+            elif f.kind == betterproto2.TYPE_ENUM:
                 shape, extra = _ENUM, f.members
             else:
                 shape, extra = _SCALAR, None
