@@ -49,6 +49,7 @@ SCENARIOS = (
     "events",
     "readpolicy",
     "adversary",
+    "limits",
     "orgkeys",
 )
 
@@ -219,6 +220,11 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
 
         _log("adversary: a bystander's reads, quiet and under each attack")
         results += await _adversary.scenario(srv, smoke=args.smoke)
+    if "limits" in only:
+        from . import _limits
+
+        _log("limits: claim + complete and Ready through skift serve, limits on and off")
+        results += await _limits.scenario(srv, smoke=args.smoke)
     if "orgkeys" in only:
         for size in cfg.sizes:
             _log(f"migration 0025's keys, before and after, at {size} nodes")

@@ -228,6 +228,18 @@ _CONNECTION_FLAGS: Final = (
         "largest request headers (past it a status)",
     ),
     (
+        "frames_per_turn",
+        "--frames-per-turn",
+        int,
+        "HTTP/2 frames of one connection handled before the others get a turn",
+    ),
+    (
+        "admitting_per_credential",
+        "--admitting-per-credential",
+        int,
+        "calls of one credential authenticated and read at once (the rest wait their turn)",
+    ),
+    (
         "unauthenticated_body_bytes",
         "--unauthenticated-body-bytes",
         int,

@@ -99,6 +99,8 @@ class GatheringChannel(Channel):
 _GRPC_RESOURCE_EXHAUSTED: Final = "8"
 _LINGER: Final = 1.0
 """Seconds a connection given GOAWAY stays open, reading and dropping, before it closes."""
+_PREFACE_BYTES: Final = 24
+"""The client's connection preface (``PRI * HTTP/2.0...``), before its first frame."""
 _HPACK_HARD_CAP: Final = 1024 * 1024
 """A header block decoding past this is a connection error (an HPACK bomb); below it
 and above :attr:`ConnectionLimits.max_header_list_bytes` the request is answered with a status."""
@@ -131,6 +133,16 @@ class ConnectionLimits:
     max_header_list_bytes: int = 32 * 1024
     """A request's headers (names, values and 32 bytes each, as HTTP/2 counts them);
     past it the request is answered RESOURCE_EXHAUSTED, the connection kept."""
+    frames_per_turn: int = 16
+    """HTTP/2 frames of one connection handled in one turn of the event loop. A read holding
+    more (a socket read is up to 256 KiB: thousands of small frames) is handled over several
+    turns, the connection's reading paused meanwhile, so the other connections are served
+    in between."""
+    admitting_per_credential: int = 8
+    """Calls carrying one credential (a bearer token, a unix uid) that are authenticated,
+    read and decoded at once; the next ones wait their turn (costing nothing), so a burst
+    from one caller is taken in step with everyone else's calls, never all in one turn of
+    the event loop. The calls themselves then run side by side as before."""
     unauthenticated_body_bytes: int = 64 * 1024
     """Request bytes a client may send on a stream before the server has authenticated
     it (the stream's initial flow-control window); then the server's limits apply."""
@@ -170,6 +182,10 @@ class GuardedH2Protocol(GatheringH2Protocol):
     _timer: asyncio.TimerHandle | None
     _preface_done: bool
     _closing: bool
+    _skip: int
+    _head: bytearray
+    _backlog: memoryview | None
+    _next: asyncio.Handle | None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -186,6 +202,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._preface_done = False
         self._closing = False
         self._timer = None
+        self._skip, self._head = _PREFACE_BYTES, bytearray()
+        self._backlog, self._next = None, None
         self._schedule()
 
     def _schedule(self) -> None:
@@ -250,6 +268,11 @@ class GuardedH2Protocol(GatheringH2Protocol):
             self._timer.cancel()
             self._timer = None
         self._closing = True
+        if self._next is not None:  # frames still waiting for their turn: dropped, reading on
+            self._next.cancel()
+            self._next = None
+            self._backlog = None
+            self._pause(False)
         self.processor.handler.close()
         transport: Any = self.connection._transport  # pyright: ignore[reportPrivateUsage]
         with contextlib.suppress(Exception):
@@ -262,6 +285,63 @@ class GuardedH2Protocol(GatheringH2Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return  # after GOAWAY: read and dropped until the connection closes
+        if self._backlog is not None:  # arrived while paused (TLS hands over what it holds)
+            self._backlog = memoryview(bytes(self._backlog) + data)
+            return
+        self._take(memoryview(data))
+
+    def _take(self, data: memoryview) -> None:
+        """Handle up to ``frames_per_turn`` frames of ``data`` now, the rest in the next
+        turn of the event loop (reading paused until then)."""
+        cut = self._cut(data)
+        if cut < len(data):
+            self._backlog = data[cut:]
+            if self._next is None:
+                self._pause(True)
+            self._next = asyncio.get_running_loop().call_soon(self._continue)
+            data = data[:cut]
+        self._handle(bytes(data))
+
+    def _continue(self) -> None:
+        self._next = None
+        data, self._backlog = self._backlog, None
+        if self._closing or data is None:
+            return
+        self._take(data)
+        if self._next is None and not self._closing:
+            self._pause(False)
+
+    def _pause(self, paused: bool) -> None:
+        transport: Any = self.connection._transport  # pyright: ignore[reportPrivateUsage]
+        with contextlib.suppress(Exception):  # closing already: nothing to pause
+            if paused:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
+
+    def _cut(self, data: memoryview) -> int:
+        """How many bytes of ``data`` hold at most ``frames_per_turn`` frames (their
+        headers read here, 9 bytes each: the length says where the next one starts)."""
+        i, n, frames, budget = 0, len(data), 0, max(1, self.limits.frames_per_turn)
+        while i < n:
+            if self._skip:
+                step = min(self._skip, n - i)
+                self._skip -= step
+                i += step
+                continue
+            if not self._head:
+                if frames >= budget:
+                    return i
+                frames += 1
+            step = min(9 - len(self._head), n - i)
+            self._head += data[i : i + step]
+            i += step
+            if len(self._head) == 9:
+                self._skip = int.from_bytes(self._head[:3], "big")
+                self._head.clear()
+        return n
+
+    def _handle(self, data: bytes) -> None:
         try:
             events = self.connection.feed(data)
         except ProtocolError:
@@ -269,19 +349,29 @@ class GuardedH2Protocol(GatheringH2Protocol):
             self._linger("Protocol error")  # with the GOAWAY h2 prepared
             return
         self.connection.flush()
+        # A request the client reset in this same batch never reaches grpclib: no stream, no
+        # handler (the CVE-2023-44487 pattern costs what parsing it costs), its reset counted.
+        reset = {e.stream_id for e in events if isinstance(e, StreamReset) and e.remote_reset}
+        dropped: set[int] = set()
         for event in events:
             if isinstance(event, RemoteSettingsChanged):
                 self._preface_done = True
             elif isinstance(event, RequestReceived):
+                if event.stream_id in reset:
+                    dropped.add(event.stream_id)
+                    continue
                 if not self._admit(event):
                     continue
-            elif isinstance(event, StreamReset) and event.remote_reset and not self._may_reset():
-                _log.warning(
-                    "closing a connection that resets streams too fast (rapid reset)",
-                    extra={"fields": {"peer": _peer(self.connection)}},
-                )
-                self._goaway(ErrorCodes.ENHANCE_YOUR_CALM, "too many stream resets")
-                return
+            elif isinstance(event, StreamReset) and event.remote_reset:
+                if not self._may_reset():
+                    _log.warning(
+                        "closing a connection that resets streams too fast (rapid reset)",
+                        extra={"fields": {"peer": _peer(self.connection)}},
+                    )
+                    self._goaway(ErrorCodes.ENHANCE_YOUR_CALM, "too many stream resets")
+                    return
+                if event.stream_id in dropped:
+                    continue
             self.processor.process(event)
             if self.connection.is_closing():
                 return
@@ -292,6 +382,10 @@ class GuardedH2Protocol(GatheringH2Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._next is not None:
+            self._next.cancel()
+            self._next = None
+        self._backlog = None
         super().connection_lost(exc)
 
     def _may_reset(self) -> bool:
