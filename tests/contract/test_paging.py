@@ -112,3 +112,91 @@ async def test_project_pages_take_the_size_asked(sk: skift.LocalSkift) -> None:
 async def test_a_project_page_token_of_another_list_is_refused(sk: skift.LocalSkift) -> None:
     await sk.create_project("Tokens")
     await assert_bad_token(lambda t: sk.list_projects(page=t))
+
+
+# ------------------------------------------------------------------ search
+
+
+async def test_search_pages_hold_still_while_nodes_change(sk: skift.LocalSkift) -> None:
+    """Search pages follow (rank, project, number): nodes added, edited or archived away
+    between pages move no other hit, so every hit unchanged throughout is sent once."""
+    proj = await sk.create_project("Finds")
+    other = await sk.create_project("Finds elsewhere")
+    titles = [
+        "kestrel",
+        "kestrel kestrel",
+        "kestrel notes",
+        "about a kestrel",
+        "kestrel kestrel kestrel",
+        "kestrel again",
+        "the kestrel",
+    ]
+    await sk.patch(proj.slug, [skift.CreateNode(title=t, body="kestrel") for t in titles])
+    await sk.patch(other.slug, [skift.CreateNode(title=t) for t in titles[:3]])
+    whole = [h.node.ref for h in await sk.search("kestrel", limit=50)]
+    assert len(whole) == len(titles) + 3
+    throughout = list(whole)
+    edited = next(r for r in reversed(whole) if r.startswith(proj.slug + "#"))
+
+    async def between(i: int) -> None:
+        # a new best match (before the position) and a new weak one (after it)
+        await sk.patch(proj.slug, [skift.CreateNode(title=f"kestrel kestrel kestrel kestrel {i}")])
+        await sk.patch(proj.slug, [skift.CreateNode(title=f"other {i}", body="kestrel")])
+        if i == 1:
+            await sk.patch(proj.slug, [skift.UpdateNode(node=edited, title="kestrel kestrel x")])
+            throughout.remove(edited)
+        if i == 2:
+            await sk.archive_project(other.slug)
+            throughout[:] = [r for r in throughout if not r.startswith(other.slug + "#")]
+
+    seen = await walk(
+        lambda n, t: sk.search("kestrel", limit=n, page=t),
+        lambda h: h.node.ref,
+        sizes=(2, 1),
+        between=between,
+    )
+    assert_once(seen, throughout)
+
+
+async def test_search_pages_take_the_size_asked(sk: skift.LocalSkift) -> None:
+    proj = await sk.create_project("Sized search")
+    await sk.patch(proj.slug, [skift.CreateNode(title=f"heron {i}") for i in range(6)])
+    whole = [h.node.ref for h in await sk.search("heron", limit=50)]
+    first = await sk.search("heron", limit=2)
+    second = await sk.search("heron", limit=3, page=first.next_page)
+    assert [h.node.ref for h in [*first, *second]] == whole[:5]
+    await assert_bad_token(lambda t: sk.search("heron", page=t))
+
+
+# ------------------------------------------------------------------ webhook deliveries
+
+HOOK = "https://hooks.example.com/paging"
+
+
+async def test_delivery_pages_hold_still_while_deliveries_are_queued(sk: skift.LocalSkift) -> None:
+    """ListWebhookDeliveries pages newest first after the (created_at, id) of the last
+    delivery sent: deliveries queued between pages come before the position and shift
+    nothing, so none is sent twice and none skipped."""
+    proj = await sk.create_project("Hooked")
+    hooks = [await sk.add_webhook(proj.slug, f"{HOOK}/{i}") for i in range(3)]
+    for i in range(7):
+        await sk.test_webhook(hooks[i % 3].id)
+    throughout = [d.id for d in await sk.webhook_deliveries(limit=50)]
+    assert len(throughout) >= 7
+
+    async def between(i: int) -> None:
+        await sk.test_webhook(hooks[i % 3].id)
+
+    seen = await walk(
+        lambda n, t: sk.webhook_deliveries(limit=n, page=t),
+        lambda d: d.id,
+        sizes=(2, 1, 3),
+        between=between,
+    )
+    assert_once(seen, throughout)
+    # one endpoint's deliveries, the size asked on every page
+    mine = [d.id for d in await sk.webhook_deliveries(hooks[0].id, limit=50)]
+    first = await sk.webhook_deliveries(hooks[0].id, limit=1)
+    second = await sk.webhook_deliveries(hooks[0].id, limit=2, page=first.next_page)
+    assert [d.id for d in [*first, *second]] == mine[:3]
+    await assert_bad_token(lambda t: sk.webhook_deliveries(page=t))

@@ -28,6 +28,7 @@ from ._ops import AttachArtifact
 from ._org_limits import OrgLimits
 from ._org_limits import org_limits as org_get_limits
 from ._org_limits import set_org_limits as org_set_limits
+from ._pages import Page
 from ._refs import new_id, parse_ulid, ulid_str
 from ._store import Tx
 from ._usage import RateInfo, UsageInfo, UsageReport
@@ -111,8 +112,10 @@ class ContentApi(GraphApi):
         projects: Sequence[str] | None = None,
         limit: int = 20,
         include_archived: bool = False,
-    ) -> list[SearchHit]:
-        """Nodes whose title, body, result and comments hold every word of ``query``, best first."""
+        page: str | None = None,
+    ) -> Page[SearchHit]:
+        """Nodes whose title, body, result and comments hold every word of ``query``, best
+        first: ``limit`` of them, from ``page`` (a previous page's ``next_page``) on."""
         return await self._run(
             lambda tx, a: _search.search(
                 self.engine,
@@ -122,6 +125,7 @@ class ContentApi(GraphApi):
                 projects=projects,
                 limit=limit,
                 include_archived=include_archived,
+                page=page,
             )
         )
 
@@ -255,12 +259,19 @@ class ContentApi(GraphApi):
         project: str | None = None,
         parked: bool = False,
         limit: int | None = None,
-    ) -> list[DeliveryInfo]:
+        page: str | None = None,
+    ) -> Page[DeliveryInfo]:
         """Deliveries newest first: of one endpoint, one project, or all; only parked ones
-        with ``parked``."""
+        with ``parked``; ``limit`` of them, from ``page`` (a previous ``next_page``) on."""
         return await self._run(
             lambda tx, a: webhooks_deliveries(
-                self.engine, tx, webhook=webhook, project=project, parked=parked, limit=limit
+                self.engine,
+                tx,
+                webhook=webhook,
+                project=project,
+                parked=parked,
+                limit=limit,
+                page=page,
             )
         )
 

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from cattrs.preconf.json import make_converter
 
+from ._pages import Page
 from ._parts import PART_TYPES, Part, part_from_dict, part_to_dict
 from ._views import Reason
 
@@ -43,6 +44,11 @@ json_converter.register_unstructure_hook_func(
     lambda t: t in PART_TYPES.values(), lambda p: part_to_dict(p)
 )
 json_converter.register_structure_hook(Part, lambda v, _: part_from_dict(v))
+# a page is a list of its items (its position travels apart, as next_page)
+json_converter.register_unstructure_hook_func(
+    lambda t: isinstance(t, type) and issubclass(t, Page),
+    lambda p: [json_converter.unstructure(x) for x in p],
+)
 
 
 def to_json(value: object) -> Any:

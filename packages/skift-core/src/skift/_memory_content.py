@@ -120,7 +120,7 @@ class MemoryContentTx(MemoryTxBase):
                 continue
             fields = search.node_fields(n.title, n.body, n.result, by_node.get(n.id, ()))
             score = search.rank(fields, query.terms)
-            if score is not None:
+            if score is not None and (query.after is None or search.past((n, score), query.after)):
                 hits.append((n, score))
         hits.sort(key=lambda h: (-h[1], h[0].project_id, h[0].number))
         return hits[: query.limit]

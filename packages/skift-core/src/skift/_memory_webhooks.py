@@ -7,7 +7,7 @@ sealed as soon as a worker claims it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
@@ -127,6 +127,8 @@ class MemoryWebhooksTx:
         project_id: UUID | None,
         parked_only: bool,
         limit: int,
+        hidden: Collection[UUID] = (),
+        after: tuple[datetime, UUID] | None = None,
     ) -> list[Delivery]:
         rows = [
             d
@@ -135,6 +137,8 @@ class MemoryWebhooksTx:
             and (endpoint_id is None or d.endpoint_id == endpoint_id)
             and (project_id is None or d.project_id == project_id)
             and (not parked_only or d.parked_at is not None)
+            and d.project_id not in hidden
+            and (after is None or (d.created_at, d.id) < after)
         ]
         rows.sort(key=lambda d: (d.created_at, d.id), reverse=True)
         return rows[:limit]

@@ -23,6 +23,8 @@ from uuid import UUID
 from ._errors import Invalid, LimitExceeded
 from ._models import Comment, Node
 from ._origins import looks_external
+from ._pages import Page, read_position
+from ._pages import cut as cut_page
 from ._store import SearchQuery, Tx
 from ._views import SearchHit
 
@@ -114,8 +116,16 @@ async def search(
     projects: Sequence[str] | None,
     limit: int | None,
     include_archived: bool,
-) -> list[SearchHit]:
-    """Nodes of the caller's organization whose content holds every word of ``query``, best first."""
+    page: str | None = None,
+) -> Page[SearchHit]:
+    """Nodes of the caller's organization whose content holds every word of ``query``, best
+    first (rank descending, then project id and number): ``limit`` of them, after ``page``.
+
+    Pages follow the key (rank, project, number) of the last hit sent. A rank is the
+    node's own text's (its title, body, result and comments), not relative to other
+    nodes, so nodes added, removed or edited meanwhile move no other hit: a node whose
+    text is unchanged throughout the walk is sent once. A node whose text changes
+    between pages is ranked by its new text: the walk may send it again or not at all."""
     if len(query) > e.limits.query_chars:
         raise LimitExceeded(
             f"the query is {len(query)} characters; the limit is {e.limits.query_chars}",
@@ -131,31 +141,38 @@ async def search(
             field="query",
         )
     size = e.page_size(limit)
+    after = read_position("search", page, (float, UUID, int))
     ids: list[UUID] = []
     for ref in projects or ():
         pid = (await e.resolve_project(tx, ref)).id
         if pid not in ids:
             ids.append(pid)
+    first = await _imported(e, tx, query, ids, include_archived)
+    skip = {n.id for n, _ in first}
     rows = await tx.search(
         SearchQuery(
             terms=terms,
             projects=tuple(ids),
             include_archived=include_archived,
-            limit=size,
+            limit=size + 1 + len(skip),
             hidden=tuple(await e.hidden(tx)),
+            after=after,
         )
     )
-    rows = await _imported_first(e, tx, query, ids, include_archived, rows, size)
+    ranked = [h for h in first if after is None or past(h, after)]
+    ranked += [(n, r) for n, r in rows if n.id not in skip]
+    rows, ends, more = cut_page(
+        "search", ranked, size, lambda h: (h[1], h[0].project_id, h[0].number)
+    )
     nodes = [n for n, _ in rows]
     infos = await e.infos(tx, nodes)
     by_node: dict[UUID, list[Comment]] = {}
     for c in await tx.comments_of([n.id for n in nodes]):
         by_node.setdefault(c.node_id, []).append(c)
-    imported = {n.id for n, score in rows if score == IMPORTED_RANK}
     hits: list[SearchHit] = []
     for (n, score), info in zip(rows, infos, strict=True):
         fields = node_fields(n.title, n.body, n.result, by_node.get(n.id, ()))
-        if n.id in imported:
+        if n.id in skip:
             fields.append(("beads_id", query.strip()))
         hits.append(
             SearchHit(
@@ -165,25 +182,32 @@ async def search(
                 snippet=snippet(fields, terms),
             )
         )
-    return hits
+    return Page(hits, ends=ends, more=more)
+
+
+def past(hit: tuple[Node, float], after: tuple[float, UUID, int]) -> bool:
+    """Whether ``hit`` comes after the key ``after`` (rank descending, project, number)."""
+    node, score = hit
+    return score < after[0] or (
+        score == after[0] and (node.project_id, node.number) > (after[1], after[2])
+    )
 
 
 IMPORTED_RANK = 1000.0
 """The rank of a node found by the id it was imported with: above every word match."""
 
 
-async def _imported_first(
+async def _imported(
     e: Context,
     tx: Tx,
     query: str,
     projects: Sequence[UUID],
     include_archived: bool,
-    rows: list[tuple[Node, float]],
-    size: int,
 ) -> list[tuple[Node, float]]:
-    """A query that is a beads id (``bd-a1b2``) finds its node first (``skift._origins``)."""
+    """A query that is a beads id (``bd-a1b2``) finds its node first (``skift._origins``),
+    at :data:`IMPORTED_RANK`; its word matches leave it out."""
     if not looks_external(query):
-        return rows
+        return []
     hidden = await e.hidden(tx)
     found = [
         o
@@ -191,7 +215,7 @@ async def _imported_first(
         if (not projects or o.project_id in projects) and o.project_id not in hidden
     ]
     if not found:
-        return rows
+        return []
     nodes = await tx.nodes_by_id([o.node_id for o in found])
     scope = await tx.projects_by_id({n.project_id for n in nodes.values()})
     first = [
@@ -199,5 +223,4 @@ async def _imported_first(
         for n in nodes.values()
         if include_archived or scope[n.project_id].archived_at is None
     ]
-    ids = {n.id for n, _ in first}
-    return (first + [(n, r) for n, r in rows if n.id not in ids])[:size]
+    return sorted(first, key=lambda h: (h[0].project_id, h[0].number))

@@ -169,6 +169,8 @@ class SearchQuery:
     limit: int = 20
     hidden: tuple[UUID, ...] = ()
     """Projects left out: the caller may not read them."""
+    after: tuple[float, UUID, int] | None = None
+    """Only the results after this (rank, project id, number) in that order."""
 
 
 NIL_ID = UUID(int=0)
@@ -669,8 +671,12 @@ class Tx(Protocol):
         project_id: UUID | None,
         parked_only: bool,
         limit: int,
+        hidden: Collection[UUID] = (),
+        after: tuple[datetime, UUID] | None = None,
     ) -> list[Delivery]:
-        """Deliveries newest first, of one endpoint and/or project (all when None)."""
+        """Deliveries newest first (created_at, id descending), of one endpoint and/or
+        project (all when None), none of the ``hidden`` projects, only those after the
+        (created_at, id) key ``after`` in that order."""
         ...
 
     async def delivery_by_id(self, delivery_id: UUID, *, lock: bool = False) -> Delivery | None: ...

@@ -263,7 +263,8 @@ class Skift(Protocol):
         projects: Sequence[str] | None = None,
         limit: int = 20,
         include_archived: bool = False,
-    ) -> list[SearchHit]: ...
+        page: str | None = None,
+    ) -> Page[SearchHit]: ...
     async def record_usage(
         self,
         ref: str,
@@ -331,7 +332,8 @@ class Skift(Protocol):
         project: str | None = None,
         parked: bool = False,
         limit: int | None = None,
-    ) -> list[DeliveryInfo]: ...
+        page: str | None = None,
+    ) -> Page[DeliveryInfo]: ...
     async def redeliver(self, delivery: str) -> DeliveryInfo: ...
     async def test_webhook(self, webhook: str) -> DeliveryInfo: ...
     async def import_beads(

@@ -27,6 +27,8 @@ import attrs
 from . import _stream
 from ._errors import Conflict, Invalid, LimitExceeded, NotFound
 from ._intent import intent
+from ._pages import Page, read_position
+from ._pages import cut as cut_page
 from ._refs import new_id, parse_ulid, ulid_str
 from ._seal import CursorSeal
 from ._store import EventPosition
@@ -337,22 +339,27 @@ async def list_deliveries(
     project: str | None,
     parked: bool,
     limit: int | None,
-) -> list[DeliveryInfo]:
-    """Deliveries newest first: of one endpoint, of one project's, or of every one."""
+    page: str | None = None,
+) -> Page[DeliveryInfo]:
+    """Deliveries newest first (created_at, then id, descending): of one endpoint, of one
+    project's, or of every one; ``limit`` of them after ``page`` (keyset: deliveries
+    queued meanwhile are before the position and move nothing after it)."""
     size = e.page_size(limit)
+    after = read_position("deliveries", page, (datetime, UUID))
     endpoint_id = (await _endpoint(e, tx, webhook)).id if webhook else None
     proj = await e.resolve_project(tx, project) if project else None
-    rows = await tx.deliveries(
+    got = await tx.deliveries(
         endpoint_id=endpoint_id,
         project_id=proj.id if proj else None,
         parked_only=parked,
-        limit=size,
+        limit=size + 1,
+        hidden=await e.hidden(tx),
+        after=None if after is None else (after[0], after[1]),
     )
-    hidden = await e.hidden(tx)
-    rows = [d for d in rows if d.project_id not in hidden]
+    rows, ends, more = cut_page("deliveries", got, size, lambda d: (d.created_at, d.id))
     slugs = await _slugs(tx, {d.project_id for d in rows})
     seal = await _stream.seal_of(tx)
-    return [delivery_info(d, slugs[d.project_id], seal) for d in rows]
+    return Page([delivery_info(d, slugs[d.project_id], seal) for d in rows], ends=ends, more=more)
 
 
 async def _delivery(e: Context, tx: Tx, ref: str) -> Delivery:

@@ -16,6 +16,7 @@ from ._client_base import (
     RemoteBase,
     artifact_of,
     page_size,
+    remote_page,
     request_id_of,
 )
 from ._convert import enum_pb
@@ -78,9 +79,10 @@ class ContentCalls(RemoteBase):
         projects: Sequence[str] | None = None,
         limit: int = 20,
         include_archived: bool = False,
-    ) -> list[skift.SearchHit]:
+        page: str | None = None,
+    ) -> skift.Page[skift.SearchHit]:
         out: list[skift.SearchHit] = []
-        token = ""
+        token = page or ""
         while True:
             req = v1.SearchRequest(
                 query=query,
@@ -94,7 +96,7 @@ class ContentCalls(RemoteBase):
             token = got.next_page_token
             # a page holds `limit` hits unless bytes cut it short: read on only then
             if not token or len(out) >= limit:
-                return out[:limit]
+                return remote_page(out, token)
 
     # ------------------------------------------------------------ usage and cost
 
@@ -225,23 +227,24 @@ class ContentCalls(RemoteBase):
         project: str | None = None,
         parked: bool = False,
         limit: int | None = None,
-    ) -> list[skift.DeliveryInfo]:
+        page: str | None = None,
+    ) -> skift.Page[skift.DeliveryInfo]:
         out: list[skift.DeliveryInfo] = []
-        token = ""
+        token = page or ""
         while True:
             req = v1.ListWebhookDeliveriesRequest(
                 webhook=webhook,
                 project=project,
                 parked=parked,
-                page_size=limit or 0,
+                page_size=page_size(None if limit is None else limit - len(out)),
                 page_token=token,
             )
             got = await self._call("ListWebhookDeliveries", req, v1.ListWebhookDeliveriesResponse)
             out += [wh.delivery_view(d) for d in got.deliveries]
-            if limit is None:  # the server's default page, as in process
-                return out
-            if len(out) >= limit or not (token := got.next_page_token):
-                return out[:limit]
+            token = got.next_page_token
+            # one page, as in process; more only where bytes cut it short
+            if not token or limit is None or len(out) >= limit:
+                return remote_page(out, token)
 
     async def redeliver(self, delivery: str) -> skift.DeliveryInfo:
         req = v1.RedeliverWebhookRequest(delivery=delivery)

@@ -483,19 +483,17 @@ async def list_comments(sk: skift.LocalSkift, r: v1.ListCommentsRequest) -> v1.L
 
 
 async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse:
-    """Pages of the best hits; a search reaches at most the engine's page-size limit."""
     token = paging.decode("Search", r)
-    size = _size(sk, r.page_size or 20)
-    skip = token.offset if token else 0
-    reach = min(skip + size + 1, sk.engine.limits.page_size)
     got = await sk.search(
-        r.query, projects=list(r.projects), include_archived=r.include_archived, limit=reach
+        r.query,
+        projects=list(r.projects),
+        include_archived=r.include_archived,
+        limit=_size(sk, r.page_size or 20),
+        page=token.core if token else None,
     )
-    window = [search_hit_pb(h) for h in got[skip : skip + size]]
-    k = paging.fit(window)
-    more = k < len(window) or len(got) > skip + size
-    nxt = paging.encode(paging.Token("Search", offset=skip + k), r) if more else ""
-    return v1.SearchResponse(hits=window[:k], next_page_token=nxt)
+    hits = paging.encoded(search_hit_pb(h) for h in got)
+    k = paging.fit(hits)
+    return v1.SearchResponse(hits=hits[:k], next_page_token=paging.next_token(got, k, r))
 
 
 # ------------------------------------------------------------------ usage and cost

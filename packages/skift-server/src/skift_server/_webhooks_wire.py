@@ -114,17 +114,19 @@ async def enable_webhook(
 async def list_webhook_deliveries(
     sk: skift.LocalSkift, r: v1.ListWebhookDeliveriesRequest
 ) -> v1.ListWebhookDeliveriesResponse:
-    """Pages of the newest deliveries; a listing reaches at most the engine's page-size limit."""
     token = paging.decode("ListWebhookDeliveries", r)
-    size = _size(sk, r.page_size)
-    skip = token.offset if token else 0
-    reach = min(skip + size + 1, sk.engine.limits.page_size)
-    got = await sk.webhook_deliveries(r.webhook, project=r.project, parked=r.parked, limit=reach)
-    window = [delivery_pb(d) for d in got[skip : skip + size]]
-    k = paging.fit(window)
-    more = k < len(window) or len(got) > skip + size
-    nxt = paging.encode(paging.Token("ListWebhookDeliveries", offset=skip + k), r) if more else ""
-    return v1.ListWebhookDeliveriesResponse(deliveries=window[:k], next_page_token=nxt)
+    got = await sk.webhook_deliveries(
+        r.webhook,
+        project=r.project,
+        parked=r.parked,
+        limit=_size(sk, r.page_size),
+        page=token.core if token else None,
+    )
+    items = paging.encoded(delivery_pb(d) for d in got)
+    k = paging.fit(items)
+    return v1.ListWebhookDeliveriesResponse(
+        deliveries=items[:k], next_page_token=paging.next_token(got, k, r)
+    )
 
 
 async def redeliver_webhook(

@@ -145,6 +145,9 @@ class ContentTx(TxBase, PgWebhooksTx):
             archived=query.include_archived,
             limit=query.limit,
             hidden=list(query.hidden),
+            after_rank=None if query.after is None else query.after[0],
+            after_project=None if query.after is None else query.after[1],
+            after_number=None if query.after is None else query.after[2],
         )
         return [(node_from_row(r), float(r["rank"])) for r in rows]
 

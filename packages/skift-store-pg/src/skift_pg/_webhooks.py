@@ -7,7 +7,7 @@ which run across organizations outside a transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
@@ -141,6 +141,8 @@ class PgWebhooksTx:
         project_id: UUID | None,
         parked_only: bool,
         limit: int,
+        hidden: Collection[UUID] = (),
+        after: tuple[datetime, UUID] | None = None,
     ) -> list[Delivery]:
         rows = await self.rows(
             "deliveries",
@@ -148,6 +150,9 @@ class PgWebhooksTx:
             project_id=project_id,
             parked_only=parked_only,
             limit=limit,
+            hidden=list(hidden),
+            after_at=None if after is None else after[0],
+            after_id=None if after is None else after[1],
         )
         return [delivery_from_row(r) for r in rows]
 

@@ -69,7 +69,8 @@ to_tsquery('simple'::regconfig, array_to_string(%(terms)s::text[], ' | '))
 -- Nodes whose title, body, result and comments together hold every term, best first.
 -- Candidates come from the GIN indexes (any term, in the node or one of its
 -- comments); each candidate's whole document (its own vector and its
--- comments' at weight D) must then hold every term.
+-- comments' at weight D) must then hold every term. A page after a (rank, project,
+-- number) key ranks every match and returns only those after it.
 WITH candidates AS (
     SELECT n.id FROM nodes n WHERE n.org_id = %(org)s AND n.search @@ /*:_q_some*/
     UNION
@@ -89,8 +90,14 @@ docs AS MATERIALIZED (
       AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
       AND n.project_id <> ALL (%(hidden)s::uuid[])
 )
-SELECT n.*, ts_rank(d.doc, /*:_q_all*/) AS rank
-FROM docs d JOIN nodes n ON n.org_id = %(org)s AND n.id = d.id
-WHERE d.doc @@ /*:_q_all*/
-ORDER BY rank DESC, n.project_id, n.number
+SELECT * FROM (
+    -- float8: the rank travels in page tokens, and float4 text does not round-trip
+    SELECT n.*, ts_rank(d.doc, /*:_q_all*/)::float8 AS rank
+    FROM docs d JOIN nodes n ON n.org_id = %(org)s AND n.id = d.id
+    WHERE d.doc @@ /*:_q_all*/
+) s
+WHERE %(after_rank)s::float8 IS NULL OR s.rank < %(after_rank)s::float8
+   OR (s.rank = %(after_rank)s::float8
+       AND (s.project_id, s.number) > (%(after_project)s::uuid, %(after_number)s::bigint))
+ORDER BY s.rank DESC, s.project_id, s.number
 LIMIT %(limit)s

@@ -101,13 +101,17 @@ WHERE org_id = %(org)s AND id = %(id)s
 
 -- name: deliveries
 -- Deliveries newest first, of one endpoint and/or project (all when NULL), parked only
--- when asked.
+-- when asked, none of the hidden projects, after a (created_at, id) key (keyset: reads
+-- webhook_deliveries_page from the key on, only the page's rows).
 SELECT d.*, d.after_seq::text AS after_seq_text, d.through_seq::text AS through_seq_text
 FROM webhook_deliveries d
 WHERE d.org_id = %(org)s
   AND (%(endpoint_id)s::uuid IS NULL OR d.endpoint_id = %(endpoint_id)s)
   AND (%(project_id)s::uuid IS NULL OR d.project_id = %(project_id)s)
   AND (NOT %(parked_only)s OR d.parked_at IS NOT NULL)
+  AND d.project_id <> ALL (%(hidden)s::uuid[])
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (d.created_at, d.id) < (%(after_at)s::timestamptz, %(after_id)s::uuid))
 ORDER BY d.created_at DESC, d.id DESC
 LIMIT %(limit)s
 
