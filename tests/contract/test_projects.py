@@ -134,7 +134,7 @@ async def test_list_in_activity_order(sk: skift.LocalSkift) -> None:
 
 async def test_list_pages(sk: skift.LocalSkift) -> None:
     """list_projects(limit, page) reads the same order a page at a time: every project
-    once, none twice (tests/contract/test_paging.py walks it while it changes)."""
+    once, none twice (tests/contract/test_keyset_pages.py walks it while it changes)."""
     for n in range(5):
         await sk.create_project(f"Paged {n}")
     whole = [p.slug for p in await sk.list_projects()]
