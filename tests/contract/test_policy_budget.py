@@ -6,6 +6,7 @@ notices."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import pytest
@@ -89,3 +90,54 @@ async def test_a_policy_over_the_budget_at_run_time_fails_its_organization_close
     assert len(tripped) == 1
     assert tripped[0].principal == "mallory"
     assert "over its budget" in (tripped[0].reason or "")
+
+
+# Minutes of CPU per evaluation, only for the agent "bot" (the benchmark's sample requests
+# never meet it): the worker evaluating it is killed past its wall-clock allowance.
+HEAVY_FOR_BOT = """package skift.authz
+
+import rego.v1
+
+deny contains {"msg": "never", "next": ""} if {
+    input.principal.name == "bot"
+    some i in numbers.range(1, 3000)
+    some j in numbers.range(1, 3000)
+    some k in numbers.range(1, 30)
+    i + j + k < 0
+}
+"""
+
+
+@pytest.mark.own_server  # a second organization, made in process over the server's database
+async def test_a_runaway_evaluation_is_cut_off_and_others_are_served_meanwhile(
+    sk: skift.LocalSkift, local: skift.LocalSkift
+) -> None:
+    """The evaluation runs in a worker process, not on the caller's event loop: while it
+    runs another organization's calls are answered; it is cut off (the worker killed), the
+    call refused naming the budget, and setting the policy again evaluates it again."""
+    made = await local.create_org("acme", admin="wile")
+    wile = await local.authenticate("token", made.token)
+    await wile.create_project("Skates")
+    bot = sk.acting_as(skift.Agent("bot"))
+    await bot.list_projects()
+
+    await sk.set_policy({"trap.rego": HEAVY_FOR_BOT}, reason="slow for the bot only")
+    slow = asyncio.ensure_future(bot.create_project("Mine"))
+    answered = 0
+    while not slow.done() and answered < 5:
+        assert [p.slug for p in await wile.list_projects()] == ["skates"]
+        answered += 1
+    assert answered == 5, "the other organization waited for the slow evaluation"
+    with pytest.raises(skift.Refused, match="over its budget") as ei:
+        await slow
+    assert "policy" in ei.value.message
+    with pytest.raises(skift.Refused, match="over its budget"):  # closed, not evaluated again
+        await sk.create_project("Ours")  # the whole organization, until the policy changes
+
+    await sk.set_policy({"trap.rego": HEAVY_FOR_BOT + "\n"}, reason="tried again")
+    with pytest.raises(skift.Refused, match="over its budget"):
+        await bot.create_project("Mine")  # evaluated again (a new worker), and tripped again
+    await sk.reset_policy(reason="back to the default")
+    assert [e.op for e in await sk.events()].count("policy_over_budget") == 2
+    await sk.create_project("Ours")
+    assert "ours" in [p.slug for p in await bot.list_projects()]

@@ -220,6 +220,24 @@ async def fence(
     return lease
 
 
+def _request(
+    actor: Actor, intents: Sequence[dict[str, Any]], lease: Lease | None
+) -> dict[str, Any]:
+    """The policy's input for a write request."""
+    return {
+        "principal": principal_input(actor),
+        "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
+        "intents": list(intents),
+    }
+
+
+def _refuse(denials: list[dict[str, str]]) -> None:
+    """Refused naming the first denial (all of them in its details), if any."""
+    if denials:
+        first = denials[0]
+        raise Refused(first["msg"], next=first["next"], denials=denials)
+
+
 class Context:
     """What every rule needs inside a store transaction: limits, policy, events, resolution."""
 
@@ -305,7 +323,7 @@ class Context:
         by_id = {ulid_str(p.project_id): p.project_id for p in restricted}
         out: set[UUID] = set()
         try:
-            items = policy.unreadable(request, tx.org_id)
+            items = await policy.unreadable_within(request, tx.org_id, *self._policy_budget())
         finally:
             self._note_trip(policy, tx)
         for item in items:
@@ -436,10 +454,16 @@ class Context:
         if any(i.get("action") in ROLE_ACTIONS for i in intents):
             actor = await self.current(tx, actor)
         policy = await self.policy_in(tx)
+        request = _request(actor, intents, lease)
         try:
-            self._decide(policy, actor, intents, lease, tx.org_id)
+            _refuse(await policy.deny_within(request, tx.org_id, *self._policy_budget()))
         finally:
             self._note_trip(policy, tx)
+
+    def _policy_budget(self) -> tuple[float, int]:
+        """An evaluation's CPU budget (seconds) and the worker processes evaluating
+        organizations' stored policies (skift._policy_pool)."""
+        return self.limits.policy_budget.total_seconds(), self.limits.policy_workers
 
     def _note_trip(self, policy: Policy, tx: Tx) -> None:
         why = policy.take_trip(tx.org_id)
@@ -464,25 +488,7 @@ class Context:
     def authorize_base(self, actor: Actor, intents: Sequence[dict[str, Any]]) -> None:
         """Ask the base policy alone: the coarse check a transport makes before any work, and
         who may change the organization's stored policy (never decided by that policy)."""
-        self._decide(self.base_policy, actor, intents, None)
-
-    def _decide(
-        self,
-        policy: Policy,
-        actor: Actor,
-        intents: Sequence[dict[str, Any]],
-        lease: Lease | None,
-        tenant: object = None,
-    ) -> None:
-        request = {
-            "principal": principal_input(actor),
-            "lease": {"id": ulid_str(lease.id), "node": ulid_str(lease.node_id)} if lease else None,
-            "intents": list(intents),
-        }
-        denials = policy.deny(request, tenant)
-        if denials:
-            first = denials[0]
-            raise Refused(first["msg"], next=first["next"], denials=denials)
+        _refuse(self.base_policy.deny(_request(actor, intents, None)))
 
     async def _may_hold(self, tx: Tx, actor: Actor, action: str = "hold") -> None:
         await self.authorize(tx, actor, [intent(action)])

@@ -65,6 +65,11 @@ class Limits:
     # point at loopback or private addresses (skift serve --webhook-allow-private)
     webhooks_per_project: int = 20
     webhook_allow_private: bool = False
+    # an organization's stored policy (skift._policy): the CPU time one evaluation may take
+    # (plus 1% per write and restricted project in the request), and the worker processes
+    # that evaluate such policies, each evaluation killed past ten times its budget
+    policy_budget: timedelta = timedelta(milliseconds=100)
+    policy_workers: int = 2
 
 
 DEFAULT_LIMITS = Limits()

@@ -11,8 +11,10 @@ alone. Both are events carrying the reason.
   module does not compile, when none of them is in package ``skift.authz``
   (they would decide nothing), or when the base with them on top does not
   evaluate every decision the engine asks for as a set, or when it takes longer
-  than the evaluation budget on a benchmark set of requests (run in a child
-  process, killed past the budget: skift._policy.benchmark).
+  than the evaluation budget (the ``policy_budget`` limit) on a benchmark set of
+  requests (run in a child process, killed past the budget:
+  skift._policy.benchmark). At run time the stored modules are evaluated in a
+  worker process within the same budget (skift._policy_pool).
 - The engine reads the stored digest in each transaction that asks the policy
   (:meth:`Context.policy_in`), so every server over the database applies a
   change from its next transaction; the compiled policy is kept per digest.
@@ -33,7 +35,7 @@ import regorus
 
 from ._errors import Invalid
 from ._intent import intent
-from ._policy import STORED_PREFIX, Policy, benchmark, rego_error
+from ._policy import EVAL_BUDGET, STORED_PREFIX, Policy, benchmark, rego_error
 from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
 
 if TYPE_CHECKING:
@@ -98,9 +100,12 @@ def _modules(modules: Mapping[str, str] | Sequence[tuple[str, str]]) -> tuple[tu
     return tuple(out)
 
 
-async def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> None:
+async def check_modules(
+    base: Policy, modules: Sequence[tuple[str, str]], budget: float = EVAL_BUDGET
+) -> None:
     """Refuse modules that do not compile, decide nothing, break a decision, or take longer
-    than the evaluation budget on the benchmark requests (Invalid; see skift._policy)."""
+    than the evaluation ``budget`` (CPU seconds) on the benchmark requests (Invalid; see
+    skift._policy)."""
     scratch = regorus.Engine()  # dropped by this thread, which made it
     packages: set[str] = set()
     for name, source in modules:
@@ -123,7 +128,7 @@ async def check_modules(base: Policy, modules: Sequence[tuple[str, str]]) -> Non
     candidate = Policy(
         [*base.modules, *((STORED_PREFIX + n, s) for n, s in modules)], budgeted=True
     )
-    await benchmark(candidate)
+    await benchmark(candidate, budget)
 
 
 def view(stored: StoredPolicy | None, names: Mapping[UUID, str]) -> OrgPolicy:
@@ -159,7 +164,7 @@ async def set_policy(
     e.authorize_base(await e.current(tx, actor), [intent("set_policy")])
     why = e._reason(reason, "policy change")  # pyright: ignore[reportPrivateUsage]
     wanted = _modules(modules)
-    await check_modules(e.base_policy, wanted)
+    await check_modules(e.base_policy, wanted, e.limits.policy_budget.total_seconds())
     return await _store(e, tx, actor, wanted, why, "set_policy")
 
 

@@ -20,16 +20,18 @@ layered policies are kept by the digests of both, so a change (a new digest,
 read in the transaction) is applied from the next transaction on.
 
 A layered policy (an organization's stored modules) evaluates within a budget
-of CPU time (:func:`budget_for`: :data:`EVAL_BUDGET` plus
-:data:`EVAL_BUDGET_PER_ITEM` per intent and per restricted project). regorus'
-Python engine offers no time or instruction limit, holds the GIL while it
-evaluates and cannot be interrupted, so the budget is kept two ways: a stored
-set is benchmarked before it takes effect (:func:`benchmark`, in a child
-process that is killed past the budget), and an evaluation that runs past it
-at run time trips the layered policy, which from then on refuses that
-organization's requests without evaluating (fail closed; other organizations
-never evaluate it) until its stored modules change. The trip is logged and
-reported once (:meth:`Policy.take_trip`).
+of CPU time (:func:`budget_for`: the ``policy_budget`` limit, 0.1 s, plus 1% of
+it per intent and per restricted project). regorus' Python engine offers no
+time or instruction limit, holds the GIL while it evaluates and cannot be
+interrupted, so a layered policy is evaluated in a worker process
+(skift._policy_pool), killed when it runs past a wall-clock allowance; the
+base policy (the process's own, trusted) stays in process. The budget is kept
+two ways: a stored set is benchmarked before it takes effect
+(:func:`benchmark`, in a child process that is killed past the budget), and an
+evaluation that runs past it at run time trips the layered policy, which from
+then on refuses that organization's requests without evaluating (fail closed;
+other organizations never evaluate it) until its stored modules change. The
+trip is logged and reported once (:meth:`Policy.take_trip`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from typing import Any
 
 import regorus
 
-from ._errors import Invalid, Refused
+from ._errors import Invalid, Refused, Unavailable
+from ._policy_pool import START_TIMEOUT, Busy, pool, wall_for
 
 QUERY = "data.skift.authz.deny"
 READ_QUERY = "data.skift.authz.unreadable"
@@ -65,18 +68,19 @@ _MAX_ENGINES = 64
 _MAX_LAYERED = 256
 
 EVAL_BUDGET = 0.1
-"""CPU seconds one evaluation of an organization's layered policy may take, plus
-:data:`EVAL_BUDGET_PER_ITEM` per intent and restricted project in its input. The default
-policy alone takes ~3 ms for one intent and ~0.2 ms more per intent."""
-EVAL_BUDGET_PER_ITEM = 0.001
+"""The default ``policy_budget`` (skift.Limits): CPU seconds one evaluation of an
+organization's layered policy may take, plus :data:`PER_ITEM` of it per intent and
+restricted project in its input. The default policy alone takes ~0.15 ms with no intent
+and ~0.25 ms more per intent."""
+PER_ITEM = 0.01
 
 _log = logging.getLogger("skift.policy")
 
 
-def budget_for(request: dict[str, Any]) -> float:
-    """The CPU seconds an evaluation of this request may take."""
+def budget_for(request: dict[str, Any], budget: float = EVAL_BUDGET) -> float:
+    """The CPU seconds an evaluation of this request may take, ``budget`` per evaluation."""
     items = len(request.get("intents") or ()) + len(request.get("restricted") or ())
-    return EVAL_BUDGET + EVAL_BUDGET_PER_ITEM * items
+    return budget * (1 + PER_ITEM * items)
 
 
 # Compiled engines, per thread and per policy digest. Module-level on purpose:
@@ -210,29 +214,54 @@ class Policy:
         self._over.pop(tenant, None)
         self._reported.discard(tenant)
 
-    def _timed(self, request: dict[str, Any], query: str, tenant: object) -> Any:
-        """Evaluate ``query``; a budgeted policy past its budget trips (see the module)."""
-        if (why := self._over.get(tenant)) is not None:
-            raise _OverBudget(why)
+    def _evaluate(self, request: dict[str, Any], query: str) -> Any:
+        """Evaluate ``query`` in this process (the base policy, and :meth:`check`)."""
         engine = self._engine()
         engine.set_input_json(json.dumps(request, default=str))
-        started = time.thread_time()
-        raw = engine.eval_rule_as_json(query)
-        spent = time.thread_time() - started
-        if self.budgeted and spent > (budget := budget_for(request)):
-            why = self._over[tenant] = (
-                f"the organization's policy took {spent:.2f} s of CPU to evaluate "
-                f"{query.rsplit('.', 1)[1]}, over its budget of {budget:.2f} s"
-            )
-            _log.warning(
-                "policy over budget, refusing its organization's requests until it changes: "
-                "%s (organization %s, policy %s)",
-                why,
-                tenant,
-                self.digest,
-            )
+        return json.loads(engine.eval_rule_as_json(query))
+
+    async def _bounded(
+        self, request: dict[str, Any], query: str, tenant: object, budget: float, workers: int
+    ) -> Any:
+        """Evaluate ``query`` of a layered policy in a worker process (skift._policy_pool);
+        past its budget it trips (see the module). All workers busy: Unavailable."""
+        if (why := self._over.get(tenant)) is not None:
             raise _OverBudget(why)
-        return json.loads(raw)
+        allowed = budget_for(request, budget)
+        wall = wall_for(allowed)
+        try:
+            got = await pool(workers).evaluate(
+                self.digest, self.modules, query, json.dumps(request, default=str), wall
+            )
+        except Busy:
+            raise Unavailable(
+                "every policy worker stayed busy evaluating organizations' policies",
+                next="Retry the call in a moment.",
+            ) from None
+        rule = query.rsplit(".", 1)[1]
+        if got.late:
+            why = (
+                f"the organization's policy ran over its budget of {allowed:.2f} s of CPU "
+                f"evaluating {rule}: it had not answered after {wall:.1f} s"
+            )
+        elif got.error is None and got.spent > allowed:
+            why = (
+                f"the organization's policy took {got.spent:.2f} s of CPU to evaluate "
+                f"{rule}, over its budget of {allowed:.2f} s"
+            )
+        elif got.error is not None:
+            raise _Unevaluable(got.error)
+        else:
+            return json.loads(got.raw or "null")
+        self._over[tenant] = why
+        _log.warning(
+            "policy over budget, refusing its organization's requests until it changes: "
+            "%s (organization %s, policy %s)",
+            why,
+            tenant,
+            self.digest,
+        )
+        raise _OverBudget(why)
 
     def _engine(self) -> regorus.Engine:
         cache: dict[str, regorus.Engine] | None = getattr(_ENGINES, "by_digest", None)
@@ -258,61 +287,108 @@ class Policy:
         return engine
 
     def deny(self, request: dict[str, Any], tenant: object = None) -> list[dict[str, str]]:
-        """The denials this policy gives for a request (empty: allowed); ``tenant`` names the
-        organization asking (a trip of the budget refuses only its requests)."""
+        """The denials this policy gives for a request (empty: allowed), evaluated in this
+        process (no budget: the process's own policy; a layered one: :meth:`deny_within`)."""
         try:
-            raw: Any = self._timed(request, QUERY, tenant)
+            raw: Any = self._evaluate(request, QUERY)
+        except Exception as exc:
+            return _unevaluable(exc)
+        return _denials(raw)
+
+    async def deny_within(
+        self, request: dict[str, Any], tenant: object, budget: float, workers: int
+    ) -> list[dict[str, str]]:
+        """:meth:`deny`, a layered policy within ``budget`` (CPU seconds) in one of
+        ``workers`` worker processes; ``tenant`` names the organization asking (a trip of
+        the budget refuses only its requests)."""
+        if not self.budgeted:
+            return self.deny(request, tenant)
+        try:
+            raw: Any = await self._bounded(request, QUERY, tenant, budget, workers)
         except _OverBudget as exc:
             return [{"msg": str(exc), "next": _OVER_BUDGET_NEXT}]
+        except Unavailable:
+            raise
         except Exception as exc:
-            return [
-                {
-                    "msg": f"the policy could not be evaluated ({rego_error(exc)})",
-                    "next": "Ask an administrator to check the organization's policy.",
-                }
-            ]
-        if not isinstance(raw, list):  # null, a value, an object, "<undefined>": not a set
-            return [
-                {"msg": "the policy's deny is not a set", "next": "Fix the organization's policy."}
-            ]
-        out: list[dict[str, str]] = []
-        for item in raw:  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(item, dict):
-                d: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
-                out.append(
-                    {"msg": str(d.get("msg", "denied by policy")), "next": str(d.get("next", ""))}
-                )
-            else:
-                out.append({"msg": str(item), "next": ""})  # pyright: ignore[reportUnknownArgumentType]
-        out.sort(key=lambda d: d["msg"])
-        return out
+            return _unevaluable(exc)
+        return _denials(raw)
 
     def unreadable(self, request: dict[str, Any], tenant: object = None) -> list[str]:
-        """The projects (ids or slugs) this policy keeps from the request's principal.
+        """The projects (ids or slugs) this policy keeps from the request's principal,
+        evaluated in this process (a layered policy: :meth:`unreadable_within`).
 
         A policy that cannot be evaluated refuses the request (it never reads as
         "everything is readable").
         """
         try:
-            raw: Any = self._timed(request, READ_QUERY, tenant)
+            raw: Any = self._evaluate(request, READ_QUERY)
+        except Exception as exc:
+            return _no_read_rule(exc)
+        return _unreadables(raw)
+
+    async def unreadable_within(
+        self, request: dict[str, Any], tenant: object, budget: float, workers: int
+    ) -> list[str]:
+        """:meth:`unreadable`, a layered policy held to its budget (:meth:`deny_within`)."""
+        if not self.budgeted:
+            return self.unreadable(request, tenant)
+        try:
+            raw: Any = await self._bounded(request, READ_QUERY, tenant, budget, workers)
         except _OverBudget as exc:
             raise Refused(str(exc), next=_OVER_BUDGET_NEXT) from None
+        except Unavailable:
+            raise
         except Exception as exc:
-            if "not a valid rule path" in str(exc):
-                return []  # a policy with no read rule: everyone reads everything
-            raise Refused(
-                f"the policy's read decision could not be evaluated ({rego_error(exc)})",
-                next="Ask an administrator to check the organization's policy.",
-            ) from None
-        if raw == "<undefined>" or raw is None:
-            return []
-        if not isinstance(raw, list):
-            raise Refused(
-                "the policy's unreadable is not a set",
-                next="Ask an administrator to fix the organization's policy.",
+            return _no_read_rule(exc)
+        return _unreadables(raw)
+
+
+def _unevaluable(exc: BaseException) -> list[dict[str, str]]:
+    return [
+        {
+            "msg": f"the policy could not be evaluated ({rego_error(exc)})",
+            "next": "Ask an administrator to check the organization's policy.",
+        }
+    ]
+
+
+def _denials(raw: Any) -> list[dict[str, str]]:
+    if not isinstance(raw, list):  # null, a value, an object, "<undefined>": not a set
+        return [{"msg": "the policy's deny is not a set", "next": "Fix the organization's policy."}]
+    out: list[dict[str, str]] = []
+    for item in raw:  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(item, dict):
+            d: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
+            out.append(
+                {"msg": str(d.get("msg", "denied by policy")), "next": str(d.get("next", ""))}
             )
-        items: list[Any] = raw  # pyright: ignore[reportUnknownVariableType]
-        return sorted(str(x) for x in items)
+        else:
+            out.append({"msg": str(item), "next": ""})  # pyright: ignore[reportUnknownArgumentType]
+    out.sort(key=lambda d: d["msg"])
+    return out
+
+
+def _no_read_rule(exc: BaseException) -> list[str]:
+    """A policy with no read rule reads as "everyone reads everything"; any other error
+    refuses the request."""
+    if "not a valid rule path" in str(exc):
+        return []
+    raise Refused(
+        f"the policy's read decision could not be evaluated ({rego_error(exc)})",
+        next="Ask an administrator to check the organization's policy.",
+    ) from None
+
+
+def _unreadables(raw: Any) -> list[str]:
+    if raw == "<undefined>" or raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise Refused(
+            "the policy's unreadable is not a set",
+            next="Ask an administrator to fix the organization's policy.",
+        )
+    items: list[Any] = raw  # pyright: ignore[reportUnknownVariableType]
+    return sorted(str(x) for x in items)
 
 
 # ------------------------------------------------------------------ the budget
@@ -325,6 +401,10 @@ _OVER_BUDGET_NEXT = (
 
 class _OverBudget(Exception):
     """An evaluation of a layered policy ran (or once ran) past its budget."""
+
+
+class _Unevaluable(Exception):
+    """regorus could not evaluate a layered policy in its worker (the error it raised)."""
 
 
 def _samples(intents: int = 0, restricted: int = 1) -> list[dict[str, Any]]:
@@ -406,6 +486,7 @@ job = json.load(sys.stdin)
 engine = regorus.Engine()
 for name, source in job["modules"]:
     engine.add_policy(name, source)
+print('{"ready": true}', flush=True)
 for i, request in enumerate(job["requests"]):
     for query in job["queries"]:
         engine.set_input_json(json.dumps(request))
@@ -420,15 +501,14 @@ for i, request in enumerate(job["requests"]):
 """
 
 
-async def benchmark(policy: Policy) -> None:
-    """Evaluate every decision of ``policy`` on :func:`benchmark_requests` in a child process:
-    Invalid naming the first error, or the first request past its budget (the child is
-    killed there, so a policy that would run for minutes costs this server nothing)."""
+async def benchmark(policy: Policy, budget: float = EVAL_BUDGET) -> None:
+    """Evaluate every decision of ``policy`` on :func:`benchmark_requests` in a child process,
+    each within ``budget`` (:func:`budget_for`): Invalid naming the first error, or the first
+    request past its budget (the child is killed there, or once an evaluation outlasts its
+    wall-clock allowance, so a policy that would run for minutes costs this server nothing)."""
     policy._engine()  # compile here first: a module that does not compile is named at once  # pyright: ignore[reportPrivateUsage]
     requests = benchmark_requests()
     job = json.dumps({"modules": policy.modules, "requests": requests, "queries": DECISIONS})
-    # wall time for the whole run: every budget, thrice over (a loaded machine), and start-up
-    wall = 3 * sum(budget_for(r) for r in requests) * len(DECISIONS) + 10
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-I", "-c", _CHILD,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -439,9 +519,19 @@ async def benchmark(policy: Policy) -> None:
     try:
         child.stdin.write(job.encode())
         child.stdin.close()
-        deadline = time.monotonic() + wall
         seen = 0
+        try:
+            ready = await asyncio.wait_for(child.stdout.readline(), START_TIMEOUT)
+        except TimeoutError:
+            ready = b""
+        if not ready:
+            raise Unavailable(
+                "the policy's benchmark could not start", next="Set the policy again."
+            )
+        deadline = time.monotonic()
         while seen < len(requests) * len(DECISIONS):
+            wall = wall_for(budget_for(requests[seen // len(DECISIONS)], budget))
+            deadline += wall
             try:
                 line = await asyncio.wait_for(
                     child.stdout.readline(), max(0.0, deadline - time.monotonic())
@@ -450,23 +540,24 @@ async def benchmark(policy: Policy) -> None:
                 line = b""
             if not line:
                 raise Invalid(
-                    f"the policy did not finish its benchmark of {len(requests)} requests "
-                    f"within {wall:.0f} s",
+                    f"the policy ran over its budget on benchmark request {seen + 1} of "
+                    f"{len(requests) * len(DECISIONS)}: it had not answered after {wall:.1f} s",
                     next="Simplify the policy's rules: each decision must take at most "
-                    f"{EVAL_BUDGET} s of CPU plus {EVAL_BUDGET_PER_ITEM * 1000:.0f} ms per "
-                    "write and restricted project.",
+                    f"{budget:.2f} s of CPU plus {PER_ITEM:.0%} of it per write and restricted "
+                    "project.",
                     field="modules",
                 )
+            deadline = time.monotonic()  # the next evaluation's allowance starts now
             seen += 1
             got: dict[str, Any] = json.loads(line)
             request = requests[int(got["i"])]
-            spent, budget = float(got["spent"]), budget_for(request)
-            if got["error"] is None and spent > budget:  # an error is judged below
+            spent, allowed = float(got["spent"]), budget_for(request, budget)
+            if got["error"] is None and spent > allowed:  # an error is judged below
                 raise Invalid(
                     f"the policy took {spent:.2f} s of CPU to evaluate "
                     f"{str(got['query']).rsplit('.', 1)[1]} for a {request['principal']['kind']} "
                     f"with {len(request['intents'])} writes and {len(request['restricted'])} "
-                    f"restricted projects, over its budget of {budget:.2f} s",
+                    f"restricted projects, over its budget of {allowed:.2f} s",
                     next="Simplify the slow rule (an iteration over iterations is the usual "
                     "cause); the budget keeps one organization's policy from slowing the others.",
                     field="modules",
