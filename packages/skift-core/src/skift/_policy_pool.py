@@ -7,9 +7,12 @@ organization's stored modules (layered on the base policy) are therefore
 evaluated here, in one of at most ``policy_workers`` child processes
 (``python -I -c``, started when first needed), each keeping a compiled engine
 per policy digest. The asking coroutine waits on a thread of its own, never
-on the event loop; the worker reports the CPU time the evaluation took, and
-an evaluation that has not answered within its wall-clock allowance
-(:func:`wall_for`) has its worker killed (and replaced on the next call).
+on the event loop; the worker reports the CPU time the evaluation took. An
+evaluation that has not answered within its wall-clock allowance
+(:func:`wall_for`) and has used more CPU than its budget meanwhile (read from
+``/proc``: on a loaded machine a worker may simply wait its turn), or has not
+answered within :data:`HARD_WALL` seconds at all, has its worker killed (and
+replaced on the next call).
 
 The base policy (the server's own, trusted) is evaluated in process as
 before: the hot path (no stored policy) never crosses a process.
@@ -38,6 +41,9 @@ WALL_FACTOR: Final = 10
 """An evaluation's wall-clock allowance is this many times its CPU budget (a loaded
 machine schedules the worker late), and at least :data:`WALL_FLOOR` seconds."""
 WALL_FLOOR: Final = 1.0
+
+HARD_WALL: Final = 30.0
+"""Seconds after which an evaluation's worker is killed however little CPU it had."""
 
 WAIT_FOR_WORKER: Final = 10.0
 """Seconds a call waits for a free worker before it is refused as busy."""
@@ -90,8 +96,30 @@ while True:
 
 
 def wall_for(budget: float) -> float:
-    """The wall-clock seconds an evaluation with ``budget`` CPU seconds may take."""
+    """The wall-clock seconds an evaluation with ``budget`` CPU seconds may take before its
+    CPU is looked at."""
     return max(WALL_FLOOR, WALL_FACTOR * budget)
+
+
+_TICK: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds process ``pid`` has used (user and system), or None where ``/proc``
+    does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def overran(pid: int, since: float | None, budget: float) -> bool:
+    """Whether process ``pid`` used more than ``budget`` CPU seconds since it had used
+    ``since`` (unknown: it is taken to have)."""
+    now = cpu_seconds(pid)
+    return since is None or now is None or now - since > budget
 
 
 @attrs.frozen
@@ -152,17 +180,35 @@ class _Worker:
             data = data[os.write(fd, data) :]
 
     def ask(
-        self, digest: str, modules: Sequence[tuple[str, str]], query: str, request: str, wall: float
+        self,
+        digest: str,
+        modules: Sequence[tuple[str, str]],
+        query: str,
+        request: str,
+        budget: float,
     ) -> Outcome:
+        since = cpu_seconds(self.proc.pid)
         self._send({"d": digest, "q": query, "i": request})
-        deadline = time.monotonic() + wall
-        got = self._line(deadline)
+        got = self._answer(since, budget)
         if got is not None and got.get("need"):  # a policy new to this worker: compile it
             self._send({"d": digest, "m": list(modules), "q": query, "i": request})
-            got = self._line(time.monotonic() + wall)
+            got = self._answer(since, budget)
         if got is None:
             return Outcome(late=True)
         return Outcome(raw=got["raw"], error=got["error"], spent=float(got["spent"]))
+
+    def _answer(self, since: float | None, budget: float) -> dict[str, Any] | None:
+        """The worker's answer; None once it has taken :func:`wall_for` and more than
+        ``budget`` CPU seconds, or :data:`HARD_WALL` seconds whatever its CPU."""
+        hard = time.monotonic() + HARD_WALL
+        while True:
+            got = self._line(min(hard, time.monotonic() + wall_for(budget)))
+            if got is not None:
+                return got
+            if time.monotonic() >= hard or not self.alive():
+                return None
+            if overran(self.proc.pid, since, budget):
+                return None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -233,11 +279,16 @@ class Pool:
             self._started -= 1
 
     def evaluate_blocking(
-        self, digest: str, modules: Sequence[tuple[str, str]], query: str, request: str, wall: float
+        self,
+        digest: str,
+        modules: Sequence[tuple[str, str]],
+        query: str,
+        request: str,
+        budget: float,
     ) -> Outcome:
         worker = self._take()
         try:
-            got = worker.ask(digest, modules, query, request, wall)
+            got = worker.ask(digest, modules, query, request, budget)
         except BaseException:
             self._drop(worker)
             raise
@@ -248,13 +299,19 @@ class Pool:
         return got
 
     async def evaluate(
-        self, digest: str, modules: Sequence[tuple[str, str]], query: str, request: str, wall: float
+        self,
+        digest: str,
+        modules: Sequence[tuple[str, str]],
+        query: str,
+        request: str,
+        budget: float,
     ) -> Outcome:
         """Evaluate ``query`` of the policy ``digest`` (``modules``) on ``request`` (JSON)
-        in a worker, waiting on a thread (never on the event loop)."""
+        in a worker within ``budget`` CPU seconds, waiting on a thread (never on the event
+        loop)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._threads, self.evaluate_blocking, digest, modules, query, request, wall
+            self._threads, self.evaluate_blocking, digest, modules, query, request, budget
         )
 
     def close(self) -> None:
