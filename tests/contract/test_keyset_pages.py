@@ -200,3 +200,53 @@ async def test_delivery_pages_hold_still_while_deliveries_are_queued(sk: skift.L
     second = await sk.webhook_deliveries(hooks[0].id, limit=2, page=first.next_page)
     assert [d.id for d in [*first, *second]] == mine[:3]
     await assert_bad_token(lambda t: sk.webhook_deliveries(page=t))
+
+
+# ------------------------------------------------------------------ nodes
+
+
+def as_page(got: skift.ReadyPage) -> skift.Page[skift.NodeInfo]:
+    ends = [""] * len(got.nodes)
+    if ends and got.next_page:
+        ends[-1] = got.next_page
+    return skift.Page(got.nodes, ends=ends, more=got.next_page is not None)
+
+
+async def test_node_pages_hold_still_while_nodes_come_and_go(sk: skift.LocalSkift) -> None:
+    """ListNodes pages after the (project, number) of the last node sent: nodes created,
+    and nodes dropped out of an open-only listing, between pages move no other node."""
+    a = await sk.create_project("Nodes a")
+    b = await sk.create_project("Nodes b")
+    await sk.patch(a.slug, [skift.CreateNode(title=f"a{i}") for i in range(5)])
+    await sk.patch(b.slug, [skift.CreateNode(title=f"b{i}") for i in range(5)])
+    flt = {"projects": [a.slug, b.slug], "status": "open"}
+    throughout = [n.ref for n in (await sk.list_nodes(limit=50, **flt)).nodes]
+    assert len(throughout) == 10
+
+    async def between(i: int) -> None:
+        await sk.patch(a.slug, [skift.CreateNode(title=f"late a{i}")])
+        await sk.patch(b.slug, [skift.CreateNode(title=f"late b{i}")])
+        if i == 1:  # one not sent yet leaves the listing: it is not sent
+            gone = throughout[-2]
+            await sk.drop(gone, reason="gone")
+            throughout.remove(gone)
+        if i == 2:  # one already sent leaves it: nothing shifts
+            await sk.drop(throughout[0], reason="gone")
+
+    seen = await walk(
+        lambda n, t: _nodes(sk, n, t, flt),
+        lambda n: n.ref,
+        sizes=(2, 3, 1),
+        between=between,
+    )
+    assert_once(seen, throughout)
+    first = await sk.list_nodes(limit=2, **flt)
+    second = await sk.list_nodes(limit=4, page=first.next_page, **flt)
+    assert len(second.nodes) == 4
+    await assert_bad_token(lambda t: sk.list_nodes(page=t, **flt))
+
+
+async def _nodes(
+    sk: skift.LocalSkift, size: int, token: str | None, flt: dict[str, Any]
+) -> skift.Page[skift.NodeInfo]:
+    return as_page(await sk.list_nodes(limit=size, page=token, **flt))

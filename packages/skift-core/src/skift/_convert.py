@@ -11,11 +11,12 @@ from decimal import Decimal
 from typing import Any, TypeVar
 from uuid import UUID
 
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from ._pages import Page
 from ._parts import PART_TYPES, Part, part_from_dict, part_to_dict
-from ._views import Reason
+from ._views import ReadyPage, Reason
 
 T = TypeVar("T")
 
@@ -44,7 +45,10 @@ json_converter.register_unstructure_hook_func(
     lambda t: t in PART_TYPES.values(), lambda p: part_to_dict(p)
 )
 json_converter.register_structure_hook(Part, lambda v, _: part_from_dict(v))
-# a page is a list of its items (its position travels apart, as next_page)
+# a page is a list of its items (its positions travel apart, as next_page)
+json_converter.register_unstructure_hook(
+    ReadyPage, make_dict_unstructure_fn(ReadyPage, json_converter, ends=override(omit=True))
+)
 json_converter.register_unstructure_hook_func(
     lambda t: isinstance(t, type) and issubclass(t, Page),
     lambda p: [json_converter.unstructure(x) for x in p],

@@ -716,8 +716,10 @@ class MemoryTx(MemoryContentTx):
             and (status is None or n.status is status)
             and (held is None or readiness.held(n, self._s.nodes, self._s.projects) == held)
         ]
+        after = query.after_node
+        rows = [n for n in rows if after is None or (n.project_id, n.number) > after]
         rows.sort(key=lambda n: (n.project_id, n.number))
-        return rows[query.offset : query.offset + query.limit]
+        return rows[: query.limit]
 
     async def held_count(self, query: ReadyQuery, *, at_most: int | None = None) -> int:
         n = sum(

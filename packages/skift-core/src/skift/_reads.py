@@ -20,6 +20,8 @@ from ._errors import Invalid
 from ._filter import NodeFilter
 from ._filter import filter_from as filter_from
 from ._models import BOOKKEEPING_KIND, Node, Project, Status
+from ._pages import cut as cut_page
+from ._pages import read_position
 from ._refs import format_ref, ulid_str
 from ._store import Derived, ReadyQuery, Tx
 from ._views import Explanation, NodeInfo, ReadyPage, Reason
@@ -108,19 +110,24 @@ class Reads(Context):
         page: str | None,
         attributed: bool = False,
     ) -> ReadyPage:
+        """Nodes by project, then number: ``limit`` of them after ``page`` (keyset: the
+        (project, number) of the last node sent, so nodes created or changed meanwhile
+        move no other node; one that stops matching the filter is simply not sent)."""
         size = self.page_size(limit)
-        offset = _decode_page(page)
+        after = read_position("nodes", page, (UUID, int))
         q, _ = await self.resolve_filter(tx, actor, flt, for_work=False)
-        q = attrs.evolve(q, limit=size + 1, offset=offset)
-        nodes = await tx.list_nodes(q, status=flt.status, held=flt.held)
-        more = len(nodes) > size
-        nodes = nodes[:size]
-        held, exact = await self.held_count(tx, attrs.evolve(q, offset=0))
+        q = attrs.evolve(
+            q, limit=size + 1, after_node=None if after is None else (after[0], after[1])
+        )
+        got = await tx.list_nodes(q, status=flt.status, held=flt.held)
+        nodes, ends, more = cut_page("nodes", got, size, lambda n: (n.project_id, n.number))
+        held, exact = await self.held_count(tx, attrs.evolve(q, after_node=None))
         return ReadyPage(
             nodes=tuple(await (self.attributed if attributed else self.infos)(tx, nodes)),
             held_count=held,
-            next_page=_encode_page(offset + size) if more else None,
+            next_page=ends[-1] if more else None,
             held_count_exact=exact,
+            ends=tuple(ends),
         )
 
     # ----------------------------------------------------------------- explain

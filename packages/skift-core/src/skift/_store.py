@@ -145,6 +145,8 @@ class ReadyQuery:
     after_project: UUID | None = None
     limit: int = 50
     offset: int = 0
+    after_node: tuple[UUID, int] | None = None
+    """ListNodes: only the nodes after this (project id, number), in that order (keyset)."""
     # nodes left out whatever their state (ClaimNext: nodes under a spent cap)
     exclude: tuple[UUID, ...] = ()
     # projects left out whatever the filter: the caller may not read them (the

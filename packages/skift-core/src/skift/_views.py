@@ -118,6 +118,9 @@ class ReadyPage:
     held_count: int
     next_page: str | None
     held_count_exact: bool = True
+    ends: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
+    """A keyset page's position after each node (a transport that sends fewer nodes
+    than the page holds goes on from there); empty for Ready's pages."""
 
 
 @attrs.frozen(kw_only=True)

@@ -167,7 +167,8 @@ async def _node_page(
 ) -> tuple[list[v1.Node], skift.ReadyPage, str]:
     """One byte-budgeted page of Ready or ListNodes over the engine's own pages.
 
-    The token keeps the engine's page token and how many of that page's nodes
+    ListNodes pages by keyset: a page cut by bytes goes on after the last node sent.
+    Ready's token keeps the engine's page token and how many of that page's nodes
     were sent, so a page cut by bytes goes on inside the same engine page.
     """
     token = paging.decode(rpc, r)
@@ -177,7 +178,10 @@ async def _node_page(
     page = await read(size, core)
     nodes = paging.encoded(node_pb(n) for n in page.nodes[sent:])
     k = paging.fit(nodes)
-    if k < len(nodes):
+    if page.ends:  # keyset (ListNodes): on from the last node sent, if the list goes on
+        more = k < len(nodes) or page.next_page is not None
+        nxt = paging.encode(paging.Token(rpc, core=page.ends[k - 1]), r) if more and k else ""
+    elif k < len(nodes):
         nxt = paging.encode(paging.Token(rpc, core=core, offset=sent + k), r)
     elif page.next_page:
         nxt = paging.encode(paging.Token(rpc, core=page.next_page), r)

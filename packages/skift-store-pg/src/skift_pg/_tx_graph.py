@@ -610,7 +610,8 @@ class GraphTx(TxBase):
             status=status.value if status else None,
             held=held,
             limit=query.limit,
-            offset=query.offset,
+            after_project=None if query.after_node is None else query.after_node[0],
+            after_number=None if query.after_node is None else query.after_node[1],
         )
         return [node_from_row(r) for r in rows]
 

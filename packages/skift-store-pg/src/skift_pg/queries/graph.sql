@@ -363,15 +363,18 @@ UPDATE requests SET fingerprint = %(fingerprint)s
 WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: list_nodes
--- ListNodes: nodes matching the filter in any state, by project then number.
+-- ListNodes: nodes matching the filter in any state, by project then number, after a
+-- (project, number) key (keyset: the (org_id, project_id, number) key from there on).
 WITH RECURSIVE /*:_held_tree*/
 SELECT n.*
 FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE /*:_filter*/
   AND (%(status)s::text IS NULL OR n.status = %(status)s::text)
   AND (%(held)s::boolean IS NULL OR /*:_held*/ = %(held)s::boolean)
+  AND (%(after_project)s::uuid IS NULL
+       OR (n.project_id, n.number) > (%(after_project)s::uuid, %(after_number)s::bigint))
 ORDER BY n.project_id, n.number
-LIMIT %(limit)s OFFSET %(offset)s
+LIMIT %(limit)s
 
 -- name: wait_arcs_from
 -- Every (waiter, waited_on) arc reachable from some nodes along the wait
