@@ -80,7 +80,9 @@ LAZY_NOTE = """
 # function that makes it when the module's __getattr__ is first asked for it,
 # together with the classes it names. Making all of them at import (a dataclass
 # each, with its __init__ compiled) was the largest part of a client's start-up;
-# a command makes the few it uses. See tools/generate_proto.py, lazy_classes.
+# a command makes the few it uses. grpclib (with asyncio) is imported by the
+# service classes that use it, when they are made: the messages alone need
+# neither. See tools/generate_proto.py, lazy_classes.
 """
 
 
@@ -102,6 +104,22 @@ def lazy_classes(source: str) -> str:
 
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
+    # grpclib (and asyncio with it) is for the service stub and base: imported where they
+    # are made, so reading the messages alone (skift_server._unary) does not pay for it.
+    deferred = {
+        stmt.lineno: ast.get_source_segment(source, stmt) or ""
+        for stmt in tree.body
+        if isinstance(stmt, ast.Import | ast.ImportFrom)
+        and any(a.name == "grpclib" or a.name.startswith("grpclib.") for a in stmt.names)
+        or isinstance(stmt, ast.ImportFrom)
+        and (stmt.module or "").split(".")[0] == "grpclib"
+    }
+    deferred_names = {
+        (a.asname or a.name).split(".")[0]
+        for stmt in tree.body
+        if stmt.lineno in deferred and isinstance(stmt, ast.Import | ast.ImportFrom)
+        for a in stmt.names
+    }
     in_string: set[int] = set()  # 1-based lines that continue a multi-line string
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
@@ -149,10 +167,18 @@ def lazy_classes(source: str) -> str:
     for stmt in tree.body:
         start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
         end = stmt.end_lineno or stmt.lineno
+        if start in deferred:
+            out.append("".join(lines[pos - 1 : start - 1]))
+            pos = end + 1
+            continue
         if isinstance(stmt, ast.ClassDef):
             out.append("".join(lines[pos - 1 : start - 1]))
             pending = stmt.name
-            out.append(f"def _make_{stmt.name}() -> None:\n    global {stmt.name}\n\n")
+            out.append(f"def _make_{stmt.name}() -> None:\n    global {stmt.name}\n")
+            if deferred_names & names_in(stmt):
+                out.append(f"    global {', '.join(sorted(deferred_names))}\n")
+                out.extend(f"    {line}\n" for line in deferred.values())
+            out.append("\n")
             out.append(text(start, end, "    "))
             makers.append(stmt.name)
             pos = end + 1

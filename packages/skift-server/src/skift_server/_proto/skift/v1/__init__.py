@@ -11,7 +11,9 @@
 # function that makes it when the module's __getattr__ is first asked for it,
 # together with the classes it names. Making all of them at import (a dataclass
 # each, with its __init__ compiled) was the largest part of a client's start-up;
-# a command makes the few it uses. See tools/generate_proto.py, lazy_classes.
+# a command makes the few it uses. grpclib (with asyncio) is imported by the
+# service classes that use it, when they are made: the messages alone need
+# neither. See tools/generate_proto.py, lazy_classes.
 
 __all__ = (
     "AddCommentOp",
@@ -243,8 +245,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import betterproto2
-import grpclib
-from betterproto2 import grpclib as betterproto2_grpclib
 
 from ...message_pool import default_message_pool
 
@@ -7234,6 +7234,9 @@ def _make_WhoAmIResponse() -> None:
 
 def _make_SkiftServiceStub() -> None:
     global SkiftServiceStub
+    global betterproto2_grpclib, grpclib
+    import grpclib
+    from betterproto2 import grpclib as betterproto2_grpclib
 
     class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         """
@@ -8986,6 +8989,9 @@ from ...google import protobuf as __google__protobuf__
 
 def _make_SkiftServiceBase() -> None:
     global SkiftServiceBase
+    global betterproto2_grpclib, grpclib
+    import grpclib
+    from betterproto2 import grpclib as betterproto2_grpclib
 
     class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         """
