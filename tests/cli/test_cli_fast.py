@@ -10,9 +10,12 @@ takes the full command line.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from cli_harness import Cli, Result
 
 import skift_cli
 
@@ -75,3 +78,136 @@ def test_help_that_renders_otherwise_takes_the_full_command_line() -> None:
     assert "rich_click" in wide.stderr.decode().split("\n")
     assert wide.stdout != HELP.read_bytes()
     assert max(len(line) for line in wide.stdout.decode().splitlines()) > 80
+
+
+# ------------------------------------------------------------ ready and show, both ways
+
+FULL = """
+import sys
+from skift_cli._app import run
+sys.exit(run(sys.argv[1:]))
+"""
+
+VIA_MAIN = """
+import sys
+import skift_cli
+try:
+    skift_cli.main(sys.argv[2:])
+finally:
+    with open(sys.argv[1], "w") as fh:
+        fh.write("\\n".join(sorted(sys.modules)))
+"""
+
+AGO = re.compile(r"\b\d+[smhd] ago\b")
+
+
+def _both(cli: Cli, tmp_path: Path, *args: str) -> tuple[Result, Result, set[str]]:
+    """``skift ARGS`` through click, then through ``skift_cli.main`` (the fast path), and
+    the modules the second loaded."""
+    env = cli.env()
+    full = subprocess.run(
+        [sys.executable, "-c", FULL, *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    report = tmp_path / "modules.txt"
+    fast = subprocess.run(
+        [sys.executable, "-c", VIA_MAIN, str(report), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return Result(full), Result(fast), set(report.read_text().split("\n"))
+
+
+def _same(full: str, fast: str) -> bool:
+    """Equal, or equal but for relative times that moved on between the runs (and the
+    column widths they set)."""
+    if full == fast:
+        return True
+
+    def norm(text: str) -> list[str]:
+        return [" ".join(line.split()) for line in AGO.sub("AGO", text).splitlines()]
+
+    return norm(full) == norm(fast)
+
+
+def _check(cli: Cli, tmp_path: Path, *args: str, fast: bool = True) -> Result:
+    full, quick, modules = _both(cli, tmp_path, *args)
+    assert quick.code == full.code, (full, quick)
+    assert _same(full.out, quick.out), (full, quick)
+    assert _same(full.err, quick.err), (full, quick)
+    # the fast path loads neither a click command nor the full client (grpclib's channel,
+    # asyncio's loop)
+    full_path = {m for m in modules if m.startswith("skift_cli._commands.")}
+    taken = not full_path and not {"skift_server._client", "asyncio"} & modules
+    assert taken == fast, (args, sorted(modules))
+    return full
+
+
+def test_ready_and_show_print_what_the_full_command_line_prints(cli: Cli, tmp_path: Path) -> None:
+    slug, refs = cli.project("fast", "first", "second", "third", "fourth", "fifth", "sixth")
+    cli.run("update", refs[1], "--priority", "p0", "--label", "ui", "--kind", "bug")
+    cli.run("link", refs[0], refs[2])
+    cli.run("comment", refs[2], "why is this blocked?")
+    cli.run("claim", refs[3], "--ttl", "10m")
+    art = tmp_path / "report.txt"
+    art.write_text("a report\n")
+    cli.run("complete", refs[4], "--result", "done", "--artifact", str(art))
+    lease = cli.json("claim", refs[0])["lease"]["id"]
+    cli.run("heartbeat", refs[0], "--lease", lease)
+
+    for args in (
+        ("ready", "-p", slug),
+        ("ready", "-p", slug, "--json"),
+        ("ready", "--project", slug, "--limit", "1"),
+        ("ready", f"--project={slug}", "--limit=1", "--json"),
+        ("ready", "--json", "-p", slug, "--kind", "bug", "--label", "ui"),
+        ("ready", "-p", slug, "--min-priority", "p1", "--json"),
+        ("ready", "-p", slug, "--any-label", "ui", "--any-label", "x"),
+        ("ready", "-p", slug, "--assignee-kind", "agent", "--json"),
+        ("ready", "-p", "*", "--limit", "2", "--json"),
+        ("ready", "-p", slug, "--parent", refs[0], "--json"),
+        ("show", refs[0]),
+        ("show", refs[0], "--json"),
+        ("show", refs[2]),  # blocked, with a comment
+        ("show", "--json", refs[2]),
+        ("show", refs[3], "--json"),  # leased by the caller
+        ("show", refs[4]),  # done, with a result and an artifact
+        ("show", refs[4], "--json"),
+        ("show", "#2", "-p", slug),
+    ):
+        _check(cli, tmp_path, *args)
+
+    token = cli.json("ready", "-p", slug, "--limit", "1")["next_page"]
+    _check(cli, tmp_path, "ready", "-p", slug, "--limit", "1", "--page", token, "--json")
+
+
+def test_errors_are_the_full_command_lines(cli: Cli, tmp_path: Path) -> None:
+    slug, refs = cli.project("fast-errors", "only")
+    for args in (
+        ("show", f"{slug}#99"),
+        ("show", f"{slug}#99", "--json"),
+        ("ready", "-p", "no-such-project"),
+        ("ready", "-p", "no-such-project", "--json"),
+        ("ready", "-p", slug, "--limit", "0"),
+        ("ready", "-p", slug, "--limit", "0", "--json"),
+        ("ready", "-p", slug, "--page", "not-a-token", "--json"),
+        ("show", refs[0], "-p", "elsewhere"),
+    ):
+        full = _check(cli, tmp_path, *args)
+        assert full.code != 0
+
+
+def test_what_the_fast_path_does_not_read_goes_to_click(cli: Cli, tmp_path: Path) -> None:
+    slug, refs = cli.project("fast-misc", "only")
+    for args in (
+        ("ready", "-p", slug, "--limit", "many"),  # click's usage error
+        ("ready", "-p", slug, "--min-priority", "urgent"),
+        ("ready", "-p", slug, "--bogus"),
+        ("ready", "--help"),
+        ("show",),
+        ("show", refs[0], refs[0]),
+        ("show", refs[0], "-p", slug, "-p", "other"),  # one project only: click says so
+        (f"-p{slug}", "ready"),
+    ):
+        _check(cli, tmp_path, *args, fast=False)

@@ -109,10 +109,11 @@ def lazy_classes(source: str) -> str:
     deferred = {
         stmt.lineno: ast.get_source_segment(source, stmt) or ""
         for stmt in tree.body
-        if isinstance(stmt, ast.Import | ast.ImportFrom)
-        and any(a.name == "grpclib" or a.name.startswith("grpclib.") for a in stmt.names)
-        or isinstance(stmt, ast.ImportFrom)
-        and (stmt.module or "").split(".")[0] == "grpclib"
+        if (
+            isinstance(stmt, ast.Import | ast.ImportFrom)
+            and any(a.name == "grpclib" or a.name.startswith("grpclib.") for a in stmt.names)
+        )
+        or (isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "grpclib")
     }
     deferred_names = {
         (a.asname or a.name).split(".")[0]

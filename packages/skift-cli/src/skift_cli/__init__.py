@@ -69,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if _stored_help(args):
         sys.exit(0)
+    if args[:1] in (["ready"], ["show"]):  # called in a loop by agents: no click, no asyncio
+        from ._fast import run as fast
+
+        code = fast(args)
+        if code is not None:
+            sys.exit(code)
     if args[:1] == ["sweep"]:  # called once per item by agents: no rich-click, no gRPC
         from ._sweep import main as sweep
 

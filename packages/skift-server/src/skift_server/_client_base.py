@@ -32,6 +32,7 @@ from . import _convert_ops as o
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
+from ._paging import page_size as page_size  # the client mixins' import
 from ._paths import check_socket_owner, starting_pid
 from ._proto.skift import v1
 
@@ -302,15 +303,6 @@ class RemoteBase:
             out += [o.artifact_info_view(a) for a in got.artifacts]
             if not (token := got.next_page_token):
                 return out
-
-
-def page_size(limit: int | None) -> int:
-    """``limit`` as a wire page size: None is 0 (the server's default); an explicit 0,
-    which the wire cannot tell from "default", is sent as -1 so the server refuses it
-    as the local API does."""
-    if limit is None:
-        return 0
-    return limit if limit != 0 else -1
 
 
 def remote_page(items: list[V], token: str) -> skift.Page[V]:

@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from .._base import app, command, global_options
-
-
-def lease_json(lease: Any) -> dict[str, Any]:
-    """SURFACE's lease shape: ``id`` only when the caller holds it."""
-    out: dict[str, Any] = {
-        "node": lease.node,
-        "title": lease.title,
-        "holder": lease.holder,
-        "harness": lease.harness,
-        "agent_ref": lease.agent_ref,
-        "expires_at": lease.expires_at.isoformat(),
-    }
-    if lease.id:
-        out["id"] = lease.id
-    return out
+from .._shown import lease_json
 
 
 @command("Work")

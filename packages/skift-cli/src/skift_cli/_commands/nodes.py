@@ -174,38 +174,9 @@ def show(ref: str) -> None:
         return n, arts, blockers, cs
 
     n, arts, blockers, cs = a.call(go)
-    unresolved = sum(1 for c in cs if c.resolved_at is None)
-    if a.json:
-        from .leases import lease_json
+    from .. import _shown
 
-        lease = None if n.lease is None else lease_json(n.lease)
-        if lease is not None:
-            lease = {k: lease[k] for k in ("holder", "expires_at", "id") if k in lease}
-        a.emit(
-            {
-                **to_json(n),
-                "lease": lease,
-                "blocked_by": blockers,
-                "artifacts": to_json(arts),
-                "comments": {"count": len(cs), "unresolved": unresolved},
-            }
-        )
-        return
-    from .. import _render
-
-    _render.out().print(_render.node_panel(n, blockers=blockers, artifacts=arts))
-    if n.lease is not None:
-        own = f", lease {n.lease.id}" if n.lease.id else ""
-        _render.out().print(
-            f"[dim]leased by {n.lease.holder} until "
-            f"{n.lease.expires_at:%Y-%m-%d %H:%M:%S}{own}[/dim]"
-        )
-    if cs:
-        _render.out().print(
-            f"[dim]{len(cs)} comment(s), {unresolved} unresolved: 'skift comments {n.ref}'[/dim]"
-        )
-    if n.status == "open" and not n.ready:
-        _render.out().print(f"[dim]not ready: 'skift explain {n.ref}' says why[/dim]")
+    _shown.show(n, arts, blockers, cs, as_json=a.json, emit=a.emit)
 
 
 @command("Graph", "list")

@@ -47,14 +47,9 @@ def ready(
     a = app()
     flt = filters(a, kinds, labels, any_labels, assignee_kind, min_priority, parent)
     pg = a.call(lambda sk: sk.ready(limit=limit, page=page, **flt))
-    if a.json:
-        a.emit(to_json(pg))
-        return
-    from .. import _render
+    from .. import _shown
 
-    if pg.nodes:
-        _render.out().print(_render.node_table(pg.nodes, turn=True))
-    _render.page_footer(pg, what="ready work")
+    _shown.ready(pg, as_json=a.json, emit=a.emit)
 
 
 @command("Work")

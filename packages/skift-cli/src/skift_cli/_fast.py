@@ -1,0 +1,298 @@
+"""``skift ready`` and ``skift show`` without click, asyncio or grpclib: what an agent runs in a loop.
+
+``skift_cli.main`` hands these two commands here first. When the command line
+is one this module reads exactly as click would (the command first, then its
+own and the global options, ``--opt value`` or ``--opt=value``) and the call
+goes over a unix socket or plain HTTP/2, it reads the config as the full
+command line does, calls the server through ``skift_server._unary`` (one
+blocking HTTP/2 connection), makes the same views with the same converters
+and prints them through ``skift_cli._shown``, which the click commands use
+too: the same bytes, text or ``--json``. A skift error is rendered by the
+full command line's own ``_show_failure`` with its exit code.
+
+Anything else returns None before printing, and ``main`` runs the full
+command line: an option it does not know, a usage error (click words it),
+``--help``, TLS, a server it cannot reach or one that answered "unavailable"
+(the full client waits for a starting server and retries a read), a config
+file that does not parse. Both commands only read, so running one again in
+full after a failed attempt changes nothing. tests/cli/test_cli_fast.py runs
+both paths on the same command lines against a real server and compares them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import skift
+    from skift_server._unary import Connection
+
+PRIORITIES = ("p0", "p1", "p2", "p3", "p4")
+ASSIGNEE_KINDS = ("user", "agent")
+
+
+class _Unread(Exception):
+    """A command line the fast path leaves to click."""
+
+
+# Each option: its names, whether it takes a value, and whether it repeats.
+_GLOBAL = {"-p": "project", "--project": "project", "--server": "server", "--json": "json"}
+_READY = {
+    "--kind": "kind",
+    "--label": "label",
+    "--any-label": "any_label",
+    "--assignee-kind": "assignee_kind",
+    "--min-priority": "min_priority",
+    "--parent": "parent",
+    "--limit": "limit",
+    "--page": "page",
+}
+_FLAGS = {"json"}
+_REPEATED = {"project", "kind", "label", "any_label"}
+
+
+def _parse(args: Sequence[str], options: dict[str, str], positionals: int) -> dict[str, Any]:
+    """Options and positional arguments as click reads them, or _Unread."""
+    names = {**_GLOBAL, **options}
+    got: dict[str, Any] = {k: [] for k in _REPEATED}
+    positional: list[str] = []
+    got["args"] = positional
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg.startswith("-") and arg != "-":
+            name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+            key = names.get(name)
+            if key is None:  # --help, --, -pX, an unknown or a misspelt option: click's
+                raise _Unread
+            if key in _FLAGS:
+                if eq:
+                    raise _Unread
+                got[key] = True
+                continue
+            if not eq:
+                if i >= len(args):
+                    raise _Unread
+                value = args[i]
+                i += 1
+            if key in _REPEATED:
+                got[key].append(value)
+            else:
+                got[key] = value
+        else:
+            positional.append(arg)
+    if len(positional) != positionals:
+        raise _Unread
+    return got
+
+
+class _Run:
+    """The resolved defaults, as ``skift_cli._base.App`` resolves them."""
+
+    def __init__(self, got: dict[str, Any]) -> None:
+        from . import _config
+
+        self.flags: list[str] = got["project"]
+        try:
+            self.cfg = _config.load()
+        except _config.ConfigError:
+            raise _Unread from None
+        self.json = bool(got.get("json")) or self.cfg.get("output") == "json"
+        self.server = got.get("server") or os.environ.get("SKIFT_SERVER") or self.cfg.get("server")
+
+    def projects(self) -> list[str]:
+        if "*" in self.flags:
+            return []
+        if self.flags:
+            return list(dict.fromkeys(self.flags))
+        env = os.environ.get("SKIFT_PROJECT", "").strip()
+        if env:
+            return [env]
+        if self.cfg.get("project"):
+            return [self.cfg["project"]]
+        return []
+
+    def project(self) -> str | None:
+        ps = self.projects()
+        if len(ps) > 1:
+            raise _Unread  # click's usage error
+        return ps[0] if ps else None
+
+    def project_source(self) -> str | None:
+        from . import _config
+
+        if self.flags:
+            return None
+        if os.environ.get("SKIFT_PROJECT", "").strip():
+            return "SKIFT_PROJECT"
+        if self.cfg.get("project"):
+            return f"the config file {_config.config_path()} (project = {self.cfg['project']!r})"
+        return None
+
+    def url(self) -> str:
+        if self.server:
+            return self.server
+        from skift_server._paths import find_socket
+
+        return f"unix://{find_socket()[0]}"
+
+
+def _emit(value: Any) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
+    import skift
+    from skift_server import _convert_graph as g
+    from skift_server._paging import page_size
+    from skift_server._proto.skift import v1
+
+    if got.get("assignee_kind") not in (None, *ASSIGNEE_KINDS):
+        raise _Unread
+    if got.get("min_priority") not in (None, *PRIORITIES):
+        raise _Unread
+    limit = None
+    if got.get("limit") is not None:
+        try:
+            limit = int(got["limit"])
+        except ValueError:
+            raise _Unread from None
+    flt = skift.filter_from(
+        projects=run.projects(),
+        kinds=got["kind"],
+        labels=got["label"],
+        any_labels=got["any_label"],
+        assignee_kind=got.get("assignee_kind"),
+        min_priority=got.get("min_priority"),
+        parent=got.get("parent"),
+    )
+    req = v1.ReadyRequest(
+        filter=g.filter_pb(flt), page_size=page_size(limit), page_token=got.get("page") or ""
+    )
+    got_pb = v1.ReadyResponse.parse(conn.call("Ready", bytes(req)))
+    pg = g.page_view(
+        got_pb.nodes, got_pb.held_count, got_pb.held_count_exact, got_pb.next_page_token
+    )
+
+    def show() -> None:
+        from . import _shown
+
+        _shown.ready(pg, as_json=run.json, emit=_emit)
+
+    return show
+
+
+def _show(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
+    from skift_server import _convert_graph as g
+    from skift_server import _convert_ops as o
+    from skift_server import _convert_records as rc
+    from skift_server._proto.skift import v1
+
+    ref: str = got["args"][0]
+    proj = run.project()
+    req = v1.GetNodeRequest(ref=ref, project=proj)
+    n = g.node_view(v1.GetNodeResponse.parse(conn.call("GetNode", bytes(req))).node or v1.Node())
+    arts: list[skift.ArtifactInfo] = []
+    token = ""
+    while True:
+        areq = v1.ListArtifactsRequest(ref=n.ref, page_token=token)
+        apage = v1.ListArtifactsResponse.parse(conn.call("ListArtifacts", bytes(areq)))
+        arts += [o.artifact_info_view(a) for a in apage.artifacts]
+        if not (token := apage.next_page_token):
+            break
+    cs: list[skift.CommentInfo] = []
+    while True:
+        creq = v1.ListCommentsRequest(ref=n.ref, page_token=token)
+        cpage = v1.ListCommentsResponse.parse(conn.call("ListComments", bytes(creq)))
+        cs += [rc.comment_view(x) for x in cpage.comments]
+        if not (token := cpage.next_page_token):
+            break
+    blockers: list[str] = []
+    if n.blocked and n.status == "open":
+        ereq = v1.ExplainRequest(ref=n.ref)
+        ex = g.explanation_view(v1.ExplainResponse.parse(conn.call("Explain", bytes(ereq))))
+        blockers = [str(r.detail.get("ref")) for r in ex.reasons if r.kind == "blocked_by"]
+
+    def show() -> None:
+        from . import _shown
+
+        _shown.show(n, arts, blockers, cs, as_json=run.json, emit=_emit)
+
+    return show
+
+
+COMMANDS: dict[str, tuple[dict[str, str], int, Any]] = {
+    "ready": (_READY, 0, _ready),
+    "show": ({}, 1, _show),
+}
+
+
+def run(args: Sequence[str]) -> int | None:
+    """Run ``skift ARGS`` when it is a command line this module reads; its exit code, else None."""
+    spec = COMMANDS.get(args[0]) if args else None
+    if spec is None:
+        return None
+    options, positionals, call = spec
+    ctx: _Run | None = None
+    try:
+        got = _parse(args[1:], options, positionals)
+        ctx = _Run(got)
+        from skift_server import _unary
+
+        timeout = _unary.env_timeout(30.0)
+        if timeout is None:
+            return None
+        with _unary.Connection(
+            ctx.url(), token=os.environ.get("SKIFT_TOKEN") or None, timeout=timeout
+        ) as conn:
+            show = call(conn, ctx, got)
+    except _Unread:
+        return None
+    except Exception as exc:
+        return _failed(exc, ctx)
+    try:
+        show()
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+def _failed(exc: Exception, run: _Run | None) -> int | None:
+    """A skift error as the full command line shows it; None (run it in full) otherwise."""
+    import skift
+    from skift_server import _unary
+
+    if isinstance(exc, _unary.CallFailed):
+        from grpclib.const import Status
+        from grpclib.exceptions import GRPCError
+
+        from skift_server._errors import ErrorDetailsCodec, from_grpc
+
+        status = Status(exc.status)
+        details = (
+            ErrorDetailsCodec().decode(status, exc.message, exc.details) if exc.details else None
+        )
+        err = from_grpc(GRPCError(status, exc.message or None, details))
+    elif isinstance(exc, skift.SkiftError):
+        err = exc
+    else:
+        return None  # the transport: the full client retries, waits or words it
+    if isinstance(err, skift.Unavailable) or run is None:
+        return None
+    from ._app import _show_failure  # pyright: ignore[reportPrivateUsage]
+    from ._base import Failure
+
+    extra: dict[str, Any] = {}
+    source = run.project_source()
+    if source and err.code == "not_found" and "project" in err.message:
+        extra["default_project_from"] = source
+    failure = Failure(err, server=run.url(), **extra)
+    _show_failure(failure, run.json)
+    return failure.exit_code
