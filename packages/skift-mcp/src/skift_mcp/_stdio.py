@@ -12,6 +12,14 @@ replays the client's ``initialize`` (its answer is dropped: the client has
 had it) and forwards every other message in the order it came, so the tools,
 their arguments, results and errors are the SDK server's own.
 
+Before the hand-over the front also answers a ``ready`` call whose arguments
+need no coercion (``skift_mcp._first``: straight to ``skift serve``, rendered
+by the tool's own functions), so an agent's first look at the work does not
+wait for the SDK. The SDK starts loading once the front answered such a call,
+once a message needs it, or LOAD_AFTER seconds after the spawn: not at once,
+where its import thread would share the interpreter with that first answer
+(which the front still gives while the SDK loads).
+
 A ``server/discover`` probe (the 2026 protocol's stateless era) gets "method
 not found" before the hand-over, which the official client reads as a server
 of the initialize handshake; that is the era this front speaks.
@@ -34,6 +42,7 @@ import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.streams.memory
+import anyio.to_thread
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -42,6 +51,7 @@ MANIFEST = Path(__file__).with_name("_manifest.json")
 # The id of the replayed initialize: the client never sends it (ids it sends are its own).
 REPLAY_ID = "skift-mcp:replayed-initialize"
 METHOD_NOT_FOUND = -32601
+LOAD_AFTER = 0.5  # seconds from the spawn: a harness's handshake and a first call come sooner
 
 
 def load_manifest() -> dict[str, Any]:
@@ -150,6 +160,19 @@ class Front:
             return {"jsonrpc": "2.0", "id": rid, "result": {}}
         return None
 
+    async def _first_call(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer to a ``ready`` call the front gives itself (``_first``), or None."""
+        params = _params(msg)
+        if self.version is None or msg.get("id") is None or params.get("name") != "ready":
+            return None
+        arguments: object = params.get("arguments")
+        if arguments is None:
+            arguments = dict[str, Any]()
+        from . import _first
+
+        result = await anyio.to_thread.run_sync(_first.ready, self.url, arguments)
+        return None if result is None else {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+
     async def take(self, line: str, tg: anyio.abc.TaskGroup) -> None:
         """One line from the client."""
         if self.forwarding:
@@ -164,11 +187,20 @@ class Front:
                 # The SDK's server needs the handshake too: the same request under an id of
                 # its own, whose answer SdkOutput drops.
                 await self.queue_in.send(_dumps({**msg, "id": REPLAY_ID}))
-                self.load(tg)
             return
+        if msg.get("method") == "tools/call":
+            reply = await self._first_call(msg)
+            if reply is not None:
+                await self.wire.send(_dumps(reply))
+                self.load(tg)  # the next call may well need it
+                return
         await self.queue_in.send(line)
         if msg.get("method") != "notifications/initialized":
             self.needs_sdk = True
+        self.load(tg)
+
+    async def load_after(self, tg: anyio.abc.TaskGroup, seconds: float) -> None:
+        await anyio.sleep(seconds)
         self.load(tg)
 
     def load(self, tg: anyio.abc.TaskGroup) -> None:
@@ -242,9 +274,9 @@ async def serve(url: str | None) -> None:
         front = Front(load_manifest(), Wire(rout), url)
         lines = anyio.wrap_file(rin)
         async with front.queue_in, front.queue_out, anyio.create_task_group() as tg:
-            # Load at once: the import overlaps the harness's handshake, and the front's
-            # answers need little of the interpreter meanwhile.
-            front.load(tg)
+            # Load soon: the import overlaps the agent's first turn (the handshake and a
+            # first ready call are answered without it, and faster without its thread).
+            tg.start_soon(front.load_after, tg, LOAD_AFTER)
             async for raw in lines:
                 await front.take(raw.decode("utf-8", errors="replace"), tg)
             front.queue_in.close()

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import skift
 
 from .. import _render as r
-from .._render import ContentOut
+from .._outputs import ContentOut
 from .._tooling import (
     Limit,
     Project,

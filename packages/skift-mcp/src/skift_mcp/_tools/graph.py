@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 import skift
 
 from .. import _render as r
-from .._render import NodeOut, PatchOut
+from .._outputs import NodeOut, PatchOut
 from .._tooling import (
     Project,
     Ref,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import skift
 
 from .. import _render as r
-from .._render import ContentOut, NodeOut, PatchOut
+from .._outputs import ContentOut, NodeOut, PatchOut
 from .._tooling import (
     AnyLabels,
     AssigneeKind,
