@@ -5,8 +5,7 @@
 decoding large messages off the loop and the one long-poll listener are how it
 works, not limits. What the flags bound is set past anything a run reaches
 (:data:`LOOSE`): streams per connection, the reset rate, the timeouts, the
-unauthenticated window, frames per turn, calls admitted per credential, long
-polls per principal. Two servers over one graph, each called over its unix socket
+unauthenticated window, frames per turn, long polls per principal. Two servers over one graph, each called over its unix socket
 as the owner, in interleaved rounds (on, off, off, on, ...): the ratio on/off of
 each round's figures, and their median.
 """
@@ -32,7 +31,6 @@ LOOSE: Final = (
     "--max-header-bytes", "1048576",
     "--unauthenticated-body-bytes", "4194309",
     "--frames-per-turn", "1000000",
-    "--admitting-per-credential", "1000000",
     "--limit", "long_polls_per_principal=1000000",
 )  # fmt: skip
 """``skift serve`` flags that put every connection limit past anything the bench reaches."""

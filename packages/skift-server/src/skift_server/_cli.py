@@ -234,12 +234,6 @@ _CONNECTION_FLAGS: Final = (
         "HTTP/2 frames of one connection handled before the others get a turn",
     ),
     (
-        "admitting_per_credential",
-        "--admitting-per-credential",
-        int,
-        "calls of one credential authenticated and read at once (the rest wait their turn)",
-    ),
-    (
         "unauthenticated_body_bytes",
         "--unauthenticated-body-bytes",
         int,

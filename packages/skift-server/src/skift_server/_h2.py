@@ -138,11 +138,6 @@ class ConnectionLimits:
     more (a socket read is up to 256 KiB: thousands of small frames) is handled over several
     turns, the connection's reading paused meanwhile, so the other connections are served
     in between."""
-    admitting_per_credential: int = 8
-    """Calls carrying one credential (a bearer token, a unix uid) that are authenticated,
-    read and decoded at once; the next ones wait their turn (costing nothing), so a burst
-    from one caller is taken in step with everyone else's calls, never all in one turn of
-    the event loop. The calls themselves then run side by side as before."""
     unauthenticated_body_bytes: int = 64 * 1024
     """Request bytes a client may send on a stream before the server has authenticated
     it (the stream's initial flow-control window); then the server's limits apply."""

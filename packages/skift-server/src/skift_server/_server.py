@@ -206,7 +206,6 @@ class SkiftServer:
             metrics=self.metrics,
             max_message_bytes=o.max_message_bytes,
             board_link=self.board_link,
-            admitting_per_credential=o.connection_limits.admitting_per_credential,
         )
         if o.test_hooks:
             _log.warning(

@@ -18,13 +18,12 @@ waiting in ClaimNext or WatchEvents are woken and answered UNAVAILABLE too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import re
 import struct
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import grpclib.const
@@ -35,7 +34,7 @@ from grpclib.exceptions import GRPCError
 import skift
 
 from . import _admin_rpc, _handlers, _import_wire, _signin_rpc, _webhooks_wire
-from ._auth import Authenticator, peer_uid
+from ._auth import Authenticator
 from ._errors import describe, invalid, to_grpc
 from ._h2 import open_window
 from ._handlers import Handler
@@ -186,48 +185,6 @@ async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_byt
         ) from None
 
 
-def credential_of(stream: grpclib.server.Stream[Any, Any]) -> str:
-    """What a call presents as its caller, before it is checked: its ``authorization``
-    header, else (the unix socket) its peer's uid; ``""`` for nothing."""
-    md = stream.metadata
-    if md is not None:
-        for key in ("authorization", "x-skift-act-as"):
-            value = md.get(key)
-            if isinstance(value, str):
-                return f"{key}:{value}"
-    uid = peer_uid(stream)
-    return f"uid:{uid}" if uid is not None else ""
-
-
-class Admission:
-    """Takes each credential's calls ``width`` at a time through their first part
-    (authentication, reading and decoding the request); the rest wait their turn.
-
-    One caller's burst (a thousand long polls at once) then costs the event loop a few
-    calls per turn, not a thousand in one: the other callers' calls are taken in between.
-    Waiting here costs nothing (no database, no decoding); the calls admitted then run
-    side by side as before."""
-
-    def __init__(self, width: int) -> None:
-        self.width = max(1, width)
-        self._gates: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
-
-    @contextlib.asynccontextmanager
-    async def __call__(self, credential: str) -> AsyncGenerator[None]:
-        gate = self._gates.get(credential)
-        if gate is None:
-            gate = self._gates[credential] = (asyncio.Semaphore(self.width), [0])
-        sem, users = gate
-        users[0] += 1
-        try:
-            async with sem:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._gates[credential]
-
-
 class SkiftService:
     """The grpclib servable for skift.v1.SkiftService over one base LocalSkift."""
 
@@ -238,10 +195,8 @@ class SkiftService:
         metrics: Metrics | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         board_link: Callable[[str], str] | None = None,
-        admitting_per_credential: int = 8,
     ) -> None:
-        """``board_link``: the sign-in link for a code (the server's; none: no board);
-        ``admitting_per_credential``: see :class:`Admission`."""
+        """``board_link``: the sign-in link for a code (the server's; none: no board)."""
         self.auth = auth
         self.handlers: dict[str, Any] = {
             **find_handlers(),
@@ -249,7 +204,6 @@ class SkiftService:
         }
         self.metrics = metrics
         self.max_message_bytes = max_message_bytes
-        self.admission = Admission(admitting_per_credential)
         self.draining = False
         self._long_polls: set[asyncio.Task[Any]] = set()
         self._in_flight = 0
@@ -379,8 +333,7 @@ class SkiftService:
                     )
                 )
             if streamed is not None:
-                async with self.admission(credential_of(stream)):
-                    sk = await self.auth.caller(stream)
+                sk = await self.auth.caller(stream)
                 try:
                     await streamed(sk, stream)
                 except skift.TransientError as exc:
@@ -389,17 +342,16 @@ class SkiftService:
                     ) from exc
                 return
             assert fn is not None
-            async with self.admission(credential_of(stream)):
-                sk = await self.auth.caller(stream)  # from the headers: no body read yet
-                action = ADMIN_ACTIONS.get(name)
-                if action is not None:
-                    await sk.check_action(action)
-                request = await recv_request(stream, request_type, self.max_message_bytes)
-                if more_buffered(stream):
-                    raise invalid(
-                        f"{name} takes one request message; this call sent more",
-                        next="Send exactly one message on a unary call.",
-                    )
+            sk = await self.auth.caller(stream)  # from the headers: no body read yet
+            action = ADMIN_ACTIONS.get(name)
+            if action is not None:
+                await sk.check_action(action)
+            request = await recv_request(stream, request_type, self.max_message_bytes)
+            if more_buffered(stream):
+                raise invalid(
+                    f"{name} takes one request message; this call sent more",
+                    next="Send exactly one message on a unary call.",
+                )
             try:
                 reply = await self._call(name, fn, sk, request)
             except skift.TransientError as exc:
