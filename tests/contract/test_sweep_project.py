@@ -209,3 +209,46 @@ async def test_the_worker_holding_an_items_node_writes_it_under_its_lease(
     assert node.status is skift.Status.DONE
     assert "abc123" in (node.result or "")
     assert ((await ps.read()).state or {})["lease"]["timestamp"] == NOW
+
+
+async def test_a_hidden_slug_answers_taken_exactly_as_a_visible_taken_one(
+    sk: skift.LocalSkift,
+) -> None:
+    """Issue 28 (the ruling in docs/identity.md: slugs are the organization's namespace). A
+    project bob may not read holds ``payroll``; elsewhere (another organization) dave reads the
+    ``payroll`` that holds it there. ``project create --slug payroll`` answers both alike, and a
+    sweep write that would create the project (``--state skift:payroll``) answers bob with that
+    same "taken", never the "no project" it gave before (which, beside the OK a free slug gets,
+    told a hidden project from a taken one). Reads answer as for an absent state, as before."""
+    bob = sk.acting_as(skift.User("bob"))
+    await bob.list_projects()
+    await sk.create_project("Payroll", slug="payroll")
+    await sk.restrict_project("payroll", readers=[], reason="salaries")
+    org = f"vis-{random.randrange(16**8):08x}"
+    carol = sk.acting_as(skift.User("carol"), org=org)
+    await carol.create_project("Payroll", slug="payroll")
+    dave = carol.acting_as(skift.User("dave"), org=org)
+    assert [p.slug for p in await dave.list_projects()] == ["payroll"]
+
+    answers: list[tuple[type, str, str, str]] = []
+    for who in (bob, dave):
+        with pytest.raises(skift.Conflict) as ei:
+            await who.create_project("Mine", slug="payroll")
+        answers.append((type(ei.value), ei.value.message, ei.value.next, str(ei.value)))
+    assert answers[0] == answers[1]  # hidden-taken and visible-taken: the same words
+    assert "taken" in answers[0][1]
+
+    hidden = ProjectState(bob, "payroll")
+    for name in ("lease-acquire", "run-record"):
+        cmd = Command(name, writer="w1", now=NOW, timestamp=NOW, outcome="completed")
+        out = await hidden.run(cmd)
+        assert (out.word, out.error) == ("ERROR", f"{answers[0][3]} (payroll)")
+    # reads: a hidden slug's state is an absent one (nothing says hidden, nothing says taken)
+    for name in ("read", "cursor-get"):
+        cmd = Command(name, source="slack:C1")
+        got = await hidden.run(cmd)
+        absent = await ProjectState(bob, f"nosuch-{org}").run(cmd)
+        assert (got.word, got.payload, got.error) == (absent.word, absent.payload, absent.error)
+    assert (await hidden.nodes()).word == "NO-STATE"
+    # what bob could not see was not touched
+    assert [n.title for n in (await sk.list_nodes(projects=["payroll"])).nodes] == []

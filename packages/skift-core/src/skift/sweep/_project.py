@@ -283,8 +283,17 @@ class ProjectState:
         except skift.NotFound:
             if not create:
                 return None
-            with contextlib.suppress(skift.Conflict):  # a concurrent writer created it
+            try:
                 await self.sk.create_project(f"sweep {self.slug}", slug=self.slug)
+            except skift.Conflict as taken:
+                try:  # a concurrent writer created it
+                    await self.sk.get_project(self.slug)
+                except skift.NotFound:
+                    # a project the caller may not read holds the slug: the answer is
+                    # project create's own, "taken", as anyone gets it (docs/identity.md:
+                    # slugs are the organization's namespace), never a "no project" that
+                    # would tell a hidden slug from a taken one
+                    raise taken from None
         page = await self.sk.list_nodes(projects=[self.slug], labels=[STATE_LABEL], limit=5)
         found = sorted(page.nodes, key=lambda n: n.number)
         if found:
