@@ -298,6 +298,24 @@ def test_principals_and_tokens(sk: Run) -> None:
     assert sk("token", "revoke", token["id"], "--json").json() == {"revoked": token["id"]}
 
 
+def test_invitations_listed_and_cancelled(sk: Run) -> None:
+    """The code is printed once, by the invitation; listings never show it (issue 28)."""
+    sk("principal", "add", "invitee", "--kind", "user", expect=None)
+    who = f"https://accounts.example.com|cli-{time.time_ns()}"
+    made = sk("principal", "invite", "invitee", "--oidc", who).out
+    assert "skinv_" in made
+    assert "SKIFT_INVITE" in made
+    listed = sk("principal", "invites", "--json").json()
+    mine = [i for i in listed if i["value"] == who]
+    assert [(i["principal"], "code" in i) for i in mine] == [("invitee", False)]
+    assert "skinv_" not in sk("principal", "invites").out
+    gone = sk("principal", "cancel-invite", mine[0]["id"], "--json").json()
+    assert gone["value"] == who
+    assert who not in [i["value"] for i in sk("principal", "invites", "--json").json()]
+    missing = sk("principal", "cancel-invite", who, expect=3)
+    assert "skift principal invites" in missing.err
+
+
 def test_org_limits_show_set_and_unset(sk: Run) -> None:
     shown = sk("org", "limits", "--json").json()
     server = shown["server"]["artifact_metadata_bytes"]

@@ -4,7 +4,10 @@ PostgreSQL, with the issuer's key made here (its public half a JWKS file; no net
 The server's owner creates two organizations, acme (wile its admin) and evil (mallory its admin),
 each reached over TCP with its admin's token. dora is acme's person; her identity is
 ``ISSUER|dora-sub``. Before issue 28 mallory attached dora's identity to a principal of evil:
-acme's own attempt was then a Conflict, and dora's genuine token signed her in to evil.
+acme's own attempt was then a Conflict, and dora's genuine token signed her in to evil. And
+before invitations had codes, evil inviting dora's identity first got her at her first sign-in:
+now the sign-in presents the code of the invitation she means (``x-skift-invite``, from
+``connect(invite=)`` or ``SKIFT_INVITE``), and nothing binds without one.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ async def _server(serve: Serve, tmp_path: Path, key: RSAKey, dsn: str) -> tuple[
 
 
 async def test_an_invitation_binds_at_the_persons_sign_in_and_another_org_gets_nothing(
-    serve: Serve, tmp_path: Path, key: RSAKey, pg_dsn: str
+    serve: Serve, tmp_path: Path, key: RSAKey, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, url = await _server(serve, tmp_path, key, pg_dsn)
     async with skift_server.connect(server.url) as owner:
@@ -79,9 +82,19 @@ async def test_an_invitation_binds_at_the_persons_sign_in_and_another_org_gets_n
         async with skift_server.connect(url, token=mint(key, "dora-sub"), attempts=1) as dora:
             with pytest.raises(skift.Unauthenticated, match="not attached"):
                 await dora.list_projects()
+        # evil invites dora's identity first; acme invites it too, and gives dora the code
+        early = await mallory.invite_identity("decoy", "oidc", DORA)
         got = await wile.invite_identity("dora", "oidc", DORA)
         assert (got.principal, got.value) == ("dora", DORA)
-        async with skift_server.connect(url, token=mint(key, "dora-sub")) as dora:
+        assert got.code.startswith("skinv_")
+        assert got.code != early.code
+        # a sign-in without the code binds nothing (before: the first invitation won)
+        async with skift_server.connect(url, token=mint(key, "dora-sub"), attempts=1) as dora:
+            with pytest.raises(skift.Unauthenticated, match="invited but not yet bound") as ei:
+                await dora.list_projects()
+        for word in ("acme", "evil", "wile", "mallory", "decoy"):
+            assert word not in ei.value.message
+        async with skift_server.connect(url, token=mint(key, "dora-sub"), invite=got.code) as dora:
             await dora.create_project("Dora's")
         assert [p.slug for p in await wile.list_projects()] == ["dora-s"]
         (bound,) = [e for e in await wile.events() if e.op == "bind_identity"]
@@ -102,11 +115,19 @@ async def test_an_invitation_binds_at_the_persons_sign_in_and_another_org_gets_n
             assert [p.slug for p in await dora.list_projects()] == ["dora-s"]
         assert await mallory.list_projects() == []
 
-        # two organizations invite one free identity: a sign-in binds neither, names neither
+        # evil's early invitation is still pending and binds nothing; its admin cancels it
+        assert [i.value for i in await mallory.invites()] == [DORA, f"{ISSUER}|nobody-yet"]
+        gone = await mallory.cancel_invite(DORA)
+        assert (gone.principal, gone.code) == ("decoy", "")
+        async with skift_server.connect(
+            url, token=mint(key, "dora-sub"), invite=early.code
+        ) as dora:  # a bound identity signs in as its holder, whatever code comes along
+            assert [p.slug for p in await dora.list_projects()] == ["dora-s"]
+
+        # two organizations invite one free identity: the presented code picks, naming neither
         await wile.invite_identity("dora", "oidc", f"{ISSUER}|contested")
-        await mallory.invite_identity("decoy", "oidc", f"{ISSUER}|contested")
-        async with skift_server.connect(url, token=mint(key, "contested"), attempts=1) as who:
-            with pytest.raises(skift.Unauthenticated, match="more than one organization") as ei:
-                await who.list_projects()
-        for word in ("acme", "evil", "dora", "decoy", "wile", "mallory"):
-            assert word not in ei.value.message
+        theirs = await mallory.invite_identity("decoy", "oidc", f"{ISSUER}|contested")
+        monkeypatch.setenv("SKIFT_INVITE", theirs.code)  # as the CLI sends it
+        async with skift_server.connect(url, token=mint(key, "contested")) as who:
+            assert (await who.whoami()).principal == "decoy"
+        assert [i.value for i in await wile.invites()] == [f"{ISSUER}|contested"]

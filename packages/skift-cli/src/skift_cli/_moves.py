@@ -54,6 +54,11 @@ _WORDING: dict[str, Callable[[dict[str, Any]], str]] = {
         else "Invite it: 'skift principal invite NAME --oidc ISSUER|SUBJECT', then have the "
         "person sign in with a token for it."
     ),
+    "present_invite": lambda m: (
+        "Sign in again with the invitation's code from the admin who invited you: "
+        "SKIFT_INVITE=CODE skift status (with your OIDC token in SKIFT_TOKEN)."
+    ),
+    "list_invites": lambda m: "'skift principal invites' lists the pending invitations.",
     "grant_admin": lambda m: (
         "Grant the role to another person first ('skift principal grant-admin NAME --reason R')."
     ),

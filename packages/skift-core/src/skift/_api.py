@@ -91,14 +91,21 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         )
 
     async def authenticate(
-        self, scheme: str, value: str, *, expires_at: datetime | None = None
+        self,
+        scheme: str,
+        value: str,
+        *,
+        expires_at: datetime | None = None,
+        invite: str | None = None,
     ) -> LocalSkift:
         """A handle acting as the principal that holds this identity (a transport's view).
 
         ``scheme`` is ``unix`` (value: the uid), ``token`` (value: the bearer
         secret, hashed here) or ``oidc`` (value: ``issuer|subject``, from a token
         the transport verified). An identity nobody registered is refused with
-        the command that registers it. A call that waits (ClaimNext and the
+        the command that registers it. ``invite`` is an invitation's code the
+        sign-in presents: an OIDC identity nobody holds yet is bound to the
+        principal of the invitation with that code (ignored once it is bound). A call that waits (ClaimNext and the
         change stream with ``wait``) re-checks the identity each time it wakes
         and before it answers: a revoked identity, or one past ``expires_at``
         (an OIDC token's expiry), ends it with ``Unauthenticated``.
@@ -112,7 +119,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         principal = await self.store.principal_by_identity(scheme, lookup)
         if principal is None and scheme == IdentityScheme.OIDC.value:
             # its holder's proof: an admin of their organization may have invited it
-            await orgs_bind_invited(self.engine, self.store, scheme, lookup)
+            await orgs_bind_invited(self.engine, self.store, scheme, lookup, invite)
             principal = await self.store.principal_by_identity(scheme, lookup)
         if principal is None:
             if scheme == IdentityScheme.UNIX.value:
@@ -338,9 +345,9 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
 
     async def invite_identity(self, principal: str, scheme: str, value: str) -> InviteInfo:
         """Invite an external identity (an OIDC ``issuer|subject``) for a principal of the
-        organization (an admin's call): its holder's first sign-in with it binds it. The
-        answer is the same whether or not another organization holds the identity (it is
-        then never bound here)."""
+        organization (an admin's call): its holder's first sign-in with it, presenting the
+        answer's ``code``, binds it. The answer is the same whether or not another
+        organization holds the identity (it is then never bound here)."""
         clean = check_oidc(value) if scheme.strip().lower() == IdentityScheme.OIDC.value else value
         holder = await self.store.principal_by_identity(IdentityScheme.OIDC.value, clean)
 
@@ -354,6 +361,16 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             return got
 
         return await self._run(go)
+
+    async def invites(self) -> list[InviteInfo]:
+        """The organization's pending invitations, oldest first (an admin's call); their
+        codes are never shown again."""
+        return await self._run(lambda tx, a: self.engine.invites(tx, a))
+
+    async def cancel_invite(self, invite: str) -> InviteInfo:
+        """Cancel a pending invitation, by its id or the identity it invites (an admin's
+        call; an event): its code binds nothing from now on."""
+        return await self._run(lambda tx, a: self.engine.cancel_invite(tx, a, invite))
 
     async def create_token(self, principal: str) -> TokenInfo:
         """A new bearer token for a principal (a person's own, or an admin's for anyone); its

@@ -113,7 +113,9 @@ class Identity:
 @attrs.frozen(kw_only=True)
 class IdentityInvite:
     """An admin's invitation: the external identity ``value`` (an OIDC ``issuer|subject``)
-    may become ``principal``'s when its holder signs in with it. Deleted when used."""
+    becomes ``principal``'s when its holder signs in with it presenting the invitation's
+    code (``code_digest``: ``sha256:<hex>`` of it; None for an invitation made before
+    codes, which binds nothing). Deleted when used or cancelled."""
 
     id: UUID
     org_id: UUID
@@ -122,6 +124,7 @@ class IdentityInvite:
     value: str
     invited_by: UUID
     created_at: datetime
+    code_digest: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -232,6 +232,8 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         admin="admin",
         cli="principal invite",
     ),
+    Op("invites", "ListInvites", R, admin="admin", cli="principal invites"),
+    Op("cancel_invite", "CancelInvite", admin="admin", cli="principal cancel-invite"),
     Op(
         "grant_admin",
         "GrantAdmin",

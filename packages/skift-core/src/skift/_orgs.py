@@ -13,6 +13,7 @@ it after an admin of their organization invited it (:func:`bind_invited`).
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ import attrs
 from ._errors import Conflict, Invalid, Refused, Unauthenticated
 from ._models import IdentityScheme, Org, PrincipalKind
 from ._refs import ulid_str
+from ._secrets import token_digest
 
 if TYPE_CHECKING:
     from ._engine import Actor, Engine
@@ -88,23 +90,42 @@ async def is_server_admin(store: Store, actor: Actor) -> bool:
     return found is not None and found.admin
 
 
-async def bind_invited(engine: Engine, store: Store, scheme: str, value: str) -> None:
+async def bind_invited(
+    engine: Engine, store: Store, scheme: str, value: str, code: str | None
+) -> None:
     """A sign-in with an identity nobody holds (the transport verified its token): bind it
-    to the principal an admin invited it for, when exactly one organization invited it.
-    Several organizations' invitations bind nothing (none is chosen for the person, and
-    none is named); the server's administrator binds it then."""
+    to the principal of the invitation whose code the sign-in presents. Without a code, or
+    with one no pending invitation of this identity has, nothing is bound: an invitation
+    alone never decides (an organization that invited someone else's identity first would
+    otherwise get them). Two organizations may invite one identity; the code says which
+    one the person meant, and names neither to them."""
     invites = await store.invites_for_identity(scheme, value)
     if not invites:
         return
-    if len({i.org_id for i in invites}) > 1:
+    if not code:
         raise Unauthenticated(
-            f"more than one organization invited the {scheme} identity {value}, so none is "
-            "chosen for you",
-            next="Ask an administrator of the server to bind it to your principal, or ask the "
-            "admin of the organization that should not have invited it to invite another.",
+            f"the {scheme} identity {value} is invited but not yet bound: its first sign-in "
+            "presents the invitation's code",
+            next="Sign in again presenting the code the admin who invited you gave you.",
+            move={"do": "present_invite"},
         )
-    async with store.transaction(invites[0].org_id) as tx:
-        await engine.bind_invited(tx, invites[0])
+    digest = token_digest(code.strip())
+    chosen = next(
+        (
+            i
+            for i in invites
+            if i.code_digest is not None and hmac.compare_digest(i.code_digest, digest)
+        ),
+        None,
+    )
+    if chosen is None:
+        raise Unauthenticated(
+            f"that invitation code is not one for the {scheme} identity {value}, or it was "
+            "used or cancelled",
+            next="Ask the admin who invited you for a fresh invitation, and sign in with its code.",
+        )
+    async with store.transaction(chosen.org_id) as tx:
+        await engine.bind_invited(tx, chosen)
 
 
 async def require_server_admin(store: Store, actor: Actor, what: str) -> None:
@@ -144,8 +165,6 @@ async def create_org(
             field="uid",
         )
     org = await store.ensure_org(org_name)
-    from ._engine import token_digest
-
     async with store.transaction(org.id) as tx:
         if await tx.list_principals():
             raise Conflict(

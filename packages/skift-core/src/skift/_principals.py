@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from uuid import UUID
 
 import attrs
 
@@ -22,6 +23,9 @@ from ._refs import new_id, parse_ulid, ulid_str
 from ._secrets import token_digest
 from ._store import Tx
 from ._views import IdentityInfo, InviteInfo, PrincipalInfo, TokenInfo
+
+INVITE_CODE_PREFIX = "skinv_"
+"""An invitation's code starts so (a bearer token with ``skt_``): who holds one knows which."""
 
 MAX_UID = 2**32 - 2
 """The largest unix uid (2**32 - 1 is the kernel's "no uid")."""
@@ -269,8 +273,10 @@ class Principals(Context):
         self, tx: Tx, actor: Actor, principal: str, scheme: str, value: str
     ) -> InviteInfo:
         """Invite an external identity (an OIDC ``issuer|subject``) for a principal (an admin's
-        call): it becomes the principal's when its holder signs in with it. Inviting the same
-        identity again replaces the invitation. An event."""
+        call): it becomes the principal's when its holder signs in with it presenting the
+        invitation's code, which the answer carries once (only its digest is kept). Inviting
+        the same identity again replaces the invitation and its code. An event (never the
+        code)."""
         await self.authorize(tx, actor, [intent("admin")])
         if scheme.strip().lower() != IdentityScheme.OIDC.value:
             raise Invalid(
@@ -280,6 +286,7 @@ class Principals(Context):
             )
         clean = check_oidc(value)
         p = await self._principal(tx, principal)
+        code = INVITE_CODE_PREFIX + secrets.token_urlsafe(24)
         invite = IdentityInvite(
             id=new_id(),
             org_id=tx.org_id,
@@ -288,6 +295,7 @@ class Principals(Context):
             value=clean,
             invited_by=actor.id,
             created_at=await tx.now(),
+            code_digest=token_digest(code),
         )
         await tx.put_invite(invite)
         await tx.append_events(
@@ -307,7 +315,65 @@ class Principals(Context):
             value=clean,
             invited_by=actor.principal.name,
             created_at=invite.created_at,
+            code=code,
         )
+
+    async def invites(self, tx: Tx, actor: Actor) -> list[InviteInfo]:
+        """The organization's pending invitations, oldest first (an admin's call); never
+        their codes."""
+        await self.authorize(tx, actor, [intent("admin")])
+        return await self._invite_infos(tx, await tx.invites())
+
+    async def _invite_infos(self, tx: Tx, pending: Sequence[IdentityInvite]) -> list[InviteInfo]:
+        names = await tx.principals_by_id(
+            {i.principal_id for i in pending} | {i.invited_by for i in pending}
+        )
+
+        def name(pid: UUID) -> str:
+            found = names.get(pid)
+            return found.name if found else ulid_str(pid)
+
+        return [
+            InviteInfo(
+                id=ulid_str(i.id),
+                principal=name(i.principal_id),
+                scheme=i.scheme.value,
+                value=i.value,
+                invited_by=name(i.invited_by),
+                created_at=i.created_at,
+            )
+            for i in pending
+        ]
+
+    async def cancel_invite(self, tx: Tx, actor: Actor, which: str) -> InviteInfo:
+        """Cancel a pending invitation, named by its id or by the identity it invites (an
+        admin's call): its code binds nothing from now on. An event."""
+        await self.authorize(tx, actor, [intent("admin")])
+        key = which.strip()
+        ident = parse_ulid(key)
+        found = next((i for i in await tx.invites() if i.id == ident or i.value == key), None)
+        if found is None or not await tx.take_invite(found.id):
+            raise NotFound(
+                f"no pending invitation {key[:200]!r}",
+                next="List the pending invitations; a used one is a bound identity now.",
+                move={"do": "list_invites"},
+            )
+        (info,) = await self._invite_infos(tx, [found])
+        await tx.append_events(
+            [
+                await self._event(
+                    tx,
+                    actor,
+                    "cancel_invite",
+                    before={
+                        "principal": info.principal,
+                        "scheme": info.scheme,
+                        "value": info.value,
+                    },
+                )
+            ]
+        )
+        return info
 
     async def bind_invited(self, tx: Tx, invite: IdentityInvite) -> Principal | None:
         """Bind an invited identity to its principal, its holder having signed in with it (the

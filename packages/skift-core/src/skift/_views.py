@@ -298,7 +298,11 @@ class PrincipalInfo:
 @attrs.frozen(kw_only=True)
 class InviteInfo:
     """An admin's pending invitation: ``value`` (an OIDC ``issuer|subject``) becomes
-    ``principal``'s identity when its holder signs in with it."""
+    ``principal``'s identity when its holder signs in with it and presents ``code``.
+
+    ``code`` is the invitation's secret, in the answer to the invitation only (the admin
+    gives it to the person; it is stored as a digest): empty in a listing, and for an
+    invitation made before codes existed (it binds nothing: invite again)."""
 
     id: str
     principal: str
@@ -306,6 +310,7 @@ class InviteInfo:
     value: str
     invited_by: str
     created_at: datetime
+    code: str = ""
 
 
 @attrs.frozen(kw_only=True)

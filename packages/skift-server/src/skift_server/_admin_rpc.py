@@ -1,5 +1,5 @@
 """skift.v1's organization RPCs: its own policy (GetPolicy, SetPolicy, ResetPolicy), its admins
-(GrantAdmin, RevokeAdmin) and invitations (InviteIdentity), and the server's organizations
+(GrantAdmin, RevokeAdmin) and invitations (InviteIdentity, ListInvites, CancelInvite), and the server's organizations
 (CreateOrg, ListOrgs). The messages both ways and the handlers (decode,
 call the API, encode; the rules are the engine's, skift._org_policy and skift._orgs)."""
 
@@ -50,6 +50,7 @@ def invite_pb(i: skift.InviteInfo) -> v1.IdentityInvite:
         value=i.value,
         invited_by=i.invited_by,
         created_at=utc(i.created_at),
+        code=i.code,
     )
 
 
@@ -62,6 +63,7 @@ def invite_view(m: v1.IdentityInvite | None) -> skift.InviteInfo:
         value=m.value,
         invited_by=m.invited_by,
         created_at=ts(m.created_at),
+        code=m.code,
     )
 
 
@@ -80,6 +82,14 @@ async def invite_identity(
 ) -> v1.InviteIdentityResponse:
     got = await sk.invite_identity(r.principal, r.scheme, r.value)
     return v1.InviteIdentityResponse(invite=invite_pb(got))
+
+
+async def list_invites(sk: skift.LocalSkift, r: v1.ListInvitesRequest) -> v1.ListInvitesResponse:
+    return v1.ListInvitesResponse(invites=[invite_pb(i) for i in await sk.invites()])
+
+
+async def cancel_invite(sk: skift.LocalSkift, r: v1.CancelInviteRequest) -> v1.CancelInviteResponse:
+    return v1.CancelInviteResponse(invite=invite_pb(await sk.cancel_invite(r.invite)))
 
 
 async def get_policy(sk: skift.LocalSkift, r: v1.GetPolicyRequest) -> v1.GetPolicyResponse:

@@ -6,7 +6,9 @@
   (``Bearer <token>``), authenticated as a ``token`` identity (skift stores
   only its SHA-256 digest); or, when the server was given an OIDC issuer, a
   JWT from that issuer, verified (``_oidc``) and authenticated as the
-  ``oidc`` identity ``iss|sub`` until its expiry.
+  ``oidc`` identity ``iss|sub`` until its expiry. An OIDC identity nobody holds
+  yet is bound at this sign-in to the principal of the invitation whose code
+  the ``x-skift-invite`` metadata presents (docs/identity.md).
 
 Either way the server's base :class:`skift.LocalSkift` derives a handle on
 the same store acting as the principal holding that identity
@@ -38,6 +40,8 @@ import skift
 
 from ._oidc import OidcVerifier, looks_like_jwt
 
+INVITE: Final = "x-skift-invite"
+"""An invitation's code, presented with an OIDC token at the identity's first sign-in."""
 ACT_AS: Final = "x-skift-act-as"
 ORG: Final = "x-skift-org"
 CLOCK_OFFSET: Final = "x-skift-clock-offset"
@@ -84,20 +88,24 @@ class Authenticator:
         self.oidc = oidc
         self._impersonated: dict[tuple[str, str, str], skift.LocalSkift] = {}
         self._inflight: dict[
-            tuple[str, str, datetime | None], asyncio.Future[skift.LocalSkift]
+            tuple[str, str, datetime | None, str | None], asyncio.Future[skift.LocalSkift]
         ] = {}
 
     async def _once(
-        self, scheme: str, value: str, expires_at: datetime | None = None
+        self,
+        scheme: str,
+        value: str,
+        expires_at: datetime | None = None,
+        invite: str | None = None,
     ) -> skift.LocalSkift:
         """``base.authenticate``, shared by every call that asks for the same identity
         while a lookup of it is in flight."""
-        key = (scheme, value, expires_at)
+        key = (scheme, value, expires_at, invite)
         found = self._inflight.get(key)
         if found is not None:
             return await asyncio.shield(found)
         lookup: Callable[[], Awaitable[skift.LocalSkift]] = lambda: self.base.authenticate(  # noqa: E731
-            scheme, value, expires_at=expires_at
+            scheme, value, expires_at=expires_at, invite=invite
         )
         task = asyncio.ensure_future(lookup())
         self._inflight[key] = task
@@ -126,7 +134,9 @@ class Authenticator:
         if token is not None:
             if self.oidc is not None and looks_like_jwt(token):
                 found = await self.oidc.verify(token)
-                return await self._once("oidc", found.value, found.expires_at)
+                code = md.get(INVITE) if md is not None else None
+                invite = code.strip() or None if isinstance(code, str) else None
+                return await self._once("oidc", found.value, found.expires_at, invite)
             return await self._once("token", token)
         raise skift.Unauthenticated(
             "no credentials: over TCP every call carries a bearer token",

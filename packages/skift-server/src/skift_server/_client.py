@@ -77,6 +77,7 @@ def connect(
     pool_size: int = 2,
     ssl_context: ssl.SSLContext | None = None,
     on_wait: Callable[[str], None] | None = None,
+    invite: str | None = None,
 ) -> RemoteSkift:
     """A remote Skift: ``unix:///path.sock``, ``http://host:port`` or ``https://host:port``.
 
@@ -87,7 +88,10 @@ def connect(
     caller nor root is refused before connecting. ``principal`` and ``org``
     act as another principal and work only against ``skift serve --test-hooks``.
     A server that announced it is starting on the socket is waited for (up to
-    a minute, once); ``on_wait`` is told so (the CLI prints it).
+    a minute, once); ``on_wait`` is told so (the CLI prints it). ``invite``
+    (default ``SKIFT_INVITE``) is an invitation's code, sent with the token
+    over TCP: the first sign-in with an OIDC identity an admin invited presents
+    it, and the identity becomes the invited principal's.
 
     A call that is safe to retry is retried over ``retry_window`` seconds (default
     ``SKIFT_RETRY_WINDOW``, else 20; at most
@@ -109,6 +113,7 @@ def connect(
         url = f"unix://{found}"
     url = url or os.environ["SKIFT_SERVER"]
     token = token if token is not None else os.environ.get("SKIFT_TOKEN") or None
+    invite = invite if invite is not None else os.environ.get("SKIFT_INVITE") or None
     parts = urlsplit(url)
     make: Callable[[], Channel]
     socket_path = ""
@@ -142,6 +147,8 @@ def connect(
     metadata: dict[str, str] = {}
     if token:
         metadata["authorization"] = f"Bearer {token}"
+        if invite:
+            metadata["x-skift-invite"] = invite.strip()
     shared = Shared(
         make=make,
         size=size,

@@ -62,6 +62,15 @@ class AdminCalls(RemoteBase):
         got = await self._call("InviteIdentity", req, v1.InviteIdentityResponse)
         return ad.invite_view(got.invite)
 
+    async def invites(self) -> list[skift.InviteInfo]:
+        got = await self._call("ListInvites", v1.ListInvitesRequest(), v1.ListInvitesResponse)
+        return [ad.invite_view(i) for i in got.invites]
+
+    async def cancel_invite(self, invite: str) -> skift.InviteInfo:
+        req = v1.CancelInviteRequest(invite=invite)
+        got = await self._call("CancelInvite", req, v1.CancelInviteResponse)
+        return ad.invite_view(got.invite)
+
     async def create_org(
         self, name: str, *, admin: str, uid: int | None = None
     ) -> skift.OrgCreated:

@@ -151,6 +151,7 @@ def invite_from_row(row: Row) -> IdentityInvite:
         value=row["value"],
         invited_by=row["invited_by"],
         created_at=row["created_at"],
+        code_digest=row["code_digest"],
     )
 
 

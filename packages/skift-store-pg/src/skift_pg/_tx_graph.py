@@ -169,6 +169,7 @@ class GraphTx(TxBase):
             value=invite.value,
             invited_by=invite.invited_by,
             created_at=invite.created_at,
+            code_digest=invite.code_digest,
         )
 
     async def invites(self) -> list[IdentityInvite]:

@@ -86,8 +86,9 @@ def principal_revoke_admin(name: str, reason: str) -> None:
 @click.option("--oidc", "value", required=True, metavar="ISSUER|SUBJECT", help="The OIDC identity.")
 @global_options
 def principal_invite(name: str, value: str) -> None:
-    """Invite an OIDC identity for a principal (an admin only): the person's first sign-in
-    with a token for it binds it.
+    """Invite an OIDC identity for a principal (an admin only). The answer carries the
+    invitation's code, shown once: give it to the person, whose first sign-in with a token
+    for the identity presents it (SKIFT_INVITE=CODE) and binds it.
 
     Example: skift principal invite dora --oidc 'https://accounts.example.com|1076915035'
     """
@@ -96,7 +97,50 @@ def principal_invite(name: str, value: str) -> None:
     if a.json:
         a.emit(to_json(got))
     else:
-        click.echo(f"invited {got.value} for {got.principal}: their first sign-in with it binds it")
+        click.echo(f"invited {got.value} for {got.principal}; the invitation's code (shown once):")
+        click.echo(f"  {got.code}")
+        click.echo(
+            "Give it to them: their first sign-in presents it, e.g. "
+            "SKIFT_TOKEN=<their OIDC token> SKIFT_INVITE=<code> skift status"
+        )
+
+
+@principal.command("invites")
+@global_options
+def principal_invites() -> None:
+    """List the organization's pending invitations (an admin only; never their codes).
+
+    Example: skift principal invites --json
+    """
+    a = app()
+    got = a.call(lambda sk: sk.invites())
+    if a.json:
+        a.emit([{k: v for k, v in to_json(i).items() if k != "code"} for i in got])
+        return
+    if not got:
+        click.echo("no pending invitations")
+    for i in got:
+        click.echo(
+            f"{i.id}  {i.principal}  {i.scheme}:{i.value}  by {i.invited_by}  "
+            f"{i.created_at:%Y-%m-%d %H:%M} UTC"
+        )
+
+
+@principal.command("cancel-invite")
+@click.argument("invite", metavar="INVITE")
+@global_options
+def principal_cancel_invite(invite: str) -> None:
+    """Cancel a pending invitation, by its id or the identity it invites (an admin only):
+    its code binds nothing from now on.
+
+    Example: skift principal cancel-invite 'https://accounts.example.com|1076915035'
+    """
+    a = app()
+    got = a.call(lambda sk: sk.cancel_invite(invite))
+    if a.json:
+        a.emit({k: v for k, v in to_json(got).items() if k != "code"})
+    else:
+        click.echo(f"cancelled the invitation of {got.value} for {got.principal}")
 
 
 @principal.command("attach")

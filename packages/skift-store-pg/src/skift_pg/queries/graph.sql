@@ -482,12 +482,15 @@ SELECT id FROM principals WHERE org_id = %(org)s AND admin ORDER BY id FOR UPDAT
 
 -- name: put_invite
 -- An admin's invitation of an identity for a principal (replacing the
--- organization's earlier invitation of the same identity).
-INSERT INTO identity_invites (org_id, id, principal_id, scheme, value, invited_by, created_at)
-VALUES (%(org)s, %(id)s, %(principal_id)s, %(scheme)s, %(value)s, %(invited_by)s, %(created_at)s)
+-- organization's earlier invitation of the same identity, and its code).
+INSERT INTO identity_invites (org_id, id, principal_id, scheme, value, invited_by, created_at,
+                              code_digest)
+VALUES (%(org)s, %(id)s, %(principal_id)s, %(scheme)s, %(value)s, %(invited_by)s, %(created_at)s,
+        %(code_digest)s)
 ON CONFLICT (org_id, scheme, value) DO UPDATE
 SET id = EXCLUDED.id, principal_id = EXCLUDED.principal_id,
-    invited_by = EXCLUDED.invited_by, created_at = EXCLUDED.created_at
+    invited_by = EXCLUDED.invited_by, created_at = EXCLUDED.created_at,
+    code_digest = EXCLUDED.code_digest
 
 -- name: invites
 -- The organization's pending invitations, oldest first.

@@ -37,6 +37,8 @@ __all__ = (
     "Blob",
     "BlobPart",
     "BoardSessionInfo",
+    "CancelInviteRequest",
+    "CancelInviteResponse",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
@@ -133,6 +135,8 @@ __all__ = (
     "ListEventsResponse",
     "ListInputsRequest",
     "ListInputsResponse",
+    "ListInvitesRequest",
+    "ListInvitesResponse",
     "ListLeasesRequest",
     "ListLeasesResponse",
     "ListLiveLeasesRequest",
@@ -1191,6 +1195,44 @@ def _make_BoardSessionInfo() -> None:
 
 
     default_message_pool.register_message("skift.v1", "BoardSessionInfo", BoardSessionInfo)
+
+
+def _make_CancelInviteRequest() -> None:
+    global CancelInviteRequest
+
+    @dataclass(eq=False, repr=False)
+    class CancelInviteRequest(betterproto2.Message):
+        """
+    CancelInvite's request.
+    """
+
+        invite: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+        """
+    The invitation: its id, or the identity it invites (issuer|subject).
+    """
+
+
+    default_message_pool.register_message("skift.v1", "CancelInviteRequest", CancelInviteRequest)
+
+
+def _make_CancelInviteResponse() -> None:
+    global CancelInviteResponse
+
+    @dataclass(eq=False, repr=False)
+    class CancelInviteResponse(betterproto2.Message):
+        """
+    CancelInvite's response.
+    """
+
+        invite: "IdentityInvite | None" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, optional=True
+        )
+        """
+    The invitation cancelled.
+    """
+
+
+    default_message_pool.register_message("skift.v1", "CancelInviteResponse", CancelInviteResponse)
 
 
 def _make_Cascade() -> None:
@@ -3224,6 +3266,13 @@ def _make_IdentityInvite() -> None:
     When it was invited.
     """
 
+        code: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+        """
+    The invitation's code: in InviteIdentity's answer only (it is stored as
+    a digest), for the admin to give the person, whose first sign-in
+    presents it. Empty in a listing.
+    """
+
 
     default_message_pool.register_message("skift.v1", "IdentityInvite", IdentityInvite)
 
@@ -4015,6 +4064,41 @@ def _make_ListInputsResponse() -> None:
 
 
     default_message_pool.register_message("skift.v1", "ListInputsResponse", ListInputsResponse)
+
+
+def _make_ListInvitesRequest() -> None:
+    global ListInvitesRequest
+
+    @dataclass(eq=False, repr=False)
+    class ListInvitesRequest(betterproto2.Message):
+        """
+    ListInvites' request: nothing; the caller's organization.
+    """
+
+        pass
+
+
+    default_message_pool.register_message("skift.v1", "ListInvitesRequest", ListInvitesRequest)
+
+
+def _make_ListInvitesResponse() -> None:
+    global ListInvitesResponse
+
+    @dataclass(eq=False, repr=False)
+    class ListInvitesResponse(betterproto2.Message):
+        """
+    ListInvites' response.
+    """
+
+        invites: "list[IdentityInvite]" = betterproto2.field(
+            1, betterproto2.TYPE_MESSAGE, repeated=True
+        )
+        """
+    The pending invitations, oldest first (without codes).
+    """
+
+
+    default_message_pool.register_message("skift.v1", "ListInvitesResponse", ListInvitesResponse)
 
 
 def _make_ListLeasesRequest() -> None:
@@ -8970,14 +9054,62 @@ def _make_SkiftServiceStub() -> None:
             """
         Invite an OIDC identity (issuer|subject) for a principal of the
         organization (an admin's call; an event): the identity is bound to the
-        principal when its holder signs in with a valid token for it. The answer
-        is the same whether or not another organization holds the identity.
+        principal when its holder signs in with a valid token for it, presenting
+        the invitation's code (the x-skift-invite metadata). The answer is the
+        same whether or not another organization holds the identity.
         """
 
             return await self._unary_unary(
                 "/skift.v1.SkiftService/InviteIdentity",
                 message,
                 InviteIdentityResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
+        async def list_invites(
+            self,
+            message: "ListInvitesRequest | None" = None,
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "ListInvitesResponse":
+            """
+        The organization's pending invitations, oldest first (an admin's call);
+        never their codes.
+        """
+
+            if message is None:
+                message = ListInvitesRequest()
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/ListInvites",
+                message,
+                ListInvitesResponse,
+                timeout=timeout,
+                deadline=deadline,
+                metadata=metadata,
+            )
+
+        async def cancel_invite(
+            self,
+            message: "CancelInviteRequest",
+            *,
+            timeout: "float | None" = None,
+            deadline: "Deadline | None" = None,
+            metadata: "MetadataLike | None" = None,
+        ) -> "CancelInviteResponse":
+            """
+        Cancel a pending invitation (an admin's call; an event): its code binds
+        nothing from then on.
+        """
+
+            return await self._unary_unary(
+                "/skift.v1.SkiftService/CancelInvite",
+                message,
+                CancelInviteResponse,
                 timeout=timeout,
                 deadline=deadline,
                 metadata=metadata,
@@ -9636,8 +9768,25 @@ def _make_SkiftServiceBase() -> None:
             """
         Invite an OIDC identity (issuer|subject) for a principal of the
         organization (an admin's call; an event): the identity is bound to the
-        principal when its holder signs in with a valid token for it. The answer
-        is the same whether or not another organization holds the identity.
+        principal when its holder signs in with a valid token for it, presenting
+        the invitation's code (the x-skift-invite metadata). The answer is the
+        same whether or not another organization holds the identity.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+        async def list_invites(self, message: "ListInvitesRequest") -> "ListInvitesResponse":
+            """
+        The organization's pending invitations, oldest first (an admin's call);
+        never their codes.
+        """
+
+            raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+        async def cancel_invite(self, message: "CancelInviteRequest") -> "CancelInviteResponse":
+            """
+        Cancel a pending invitation (an admin's call; an event): its code binds
+        nothing from then on.
         """
 
             raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -10284,6 +10433,22 @@ def _make_SkiftServiceBase() -> None:
             response = await self.invite_identity(request)
             await stream.send_message(response)
 
+        async def __rpc_list_invites(
+            self, stream: "grpclib.server.Stream[ListInvitesRequest, ListInvitesResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.list_invites(request)
+            await stream.send_message(response)
+
+        async def __rpc_cancel_invite(
+            self, stream: "grpclib.server.Stream[CancelInviteRequest, CancelInviteResponse]"
+        ) -> None:
+            request = await stream.recv_message()
+            assert request is not None
+            response = await self.cancel_invite(request)
+            await stream.send_message(response)
+
         def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
             return {
                 "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -10760,6 +10925,18 @@ def _make_SkiftServiceBase() -> None:
                     InviteIdentityRequest,
                     InviteIdentityResponse,
                 ),
+                "/skift.v1.SkiftService/ListInvites": grpclib.const.Handler(
+                    self.__rpc_list_invites,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    ListInvitesRequest,
+                    ListInvitesResponse,
+                ),
+                "/skift.v1.SkiftService/CancelInvite": grpclib.const.Handler(
+                    self.__rpc_cancel_invite,
+                    grpclib.const.Cardinality.UNARY_UNARY,
+                    CancelInviteRequest,
+                    CancelInviteResponse,
+                ),
             }
 
 
@@ -10792,200 +10969,204 @@ _MAKERS = {
     'Blob': (24, _make_Blob, ()),
     'BlobPart': (25, _make_BlobPart, ()),
     'BoardSessionInfo': (26, _make_BoardSessionInfo, ()),
-    'Cascade': (27, _make_Cascade, ()),
-    'Claim': (28, _make_Claim, ('CommentsHint', 'Input', 'Lease', 'Node', )),
-    'ClaimNextRequest': (29, _make_ClaimNextRequest, ('NodeFilter', )),
-    'ClaimNextResponse': (30, _make_ClaimNextResponse, ('Claim', )),
-    'ClaimRequest': (31, _make_ClaimRequest, ()),
-    'ClaimResponse': (32, _make_ClaimResponse, ('Claim', )),
-    'ClearFocusRequest': (33, _make_ClearFocusRequest, ()),
-    'ClearFocusResponse': (34, _make_ClearFocusResponse, ('FocusResult', )),
-    'Comment': (35, _make_Comment, ('CommentRevision', 'PrincipalKind', )),
-    'CommentRevision': (36, _make_CommentRevision, ('PrincipalKind', )),
-    'CommentsHint': (37, _make_CommentsHint, ()),
-    'CompleteNodeOp': (38, _make_CompleteNodeOp, ('Artifact', )),
-    'CompleteRequest': (39, _make_CompleteRequest, ('Artifact', )),
-    'CompleteResponse': (40, _make_CompleteResponse, ('PatchResult', )),
-    'CreateNodeOp': (41, _make_CreateNodeOp, ('AssigneeKind', 'Priority', )),
-    'CreateOrgRequest': (42, _make_CreateOrgRequest, ()),
-    'CreateOrgResponse': (43, _make_CreateOrgResponse, ()),
-    'CreateProjectRequest': (44, _make_CreateProjectRequest, ('Priority', )),
-    'CreateProjectResponse': (45, _make_CreateProjectResponse, ('Project', )),
-    'CreateTokenRequest': (46, _make_CreateTokenRequest, ()),
-    'CreateTokenResponse': (47, _make_CreateTokenResponse, ()),
-    'DisableWebhookRequest': (48, _make_DisableWebhookRequest, ()),
-    'DisableWebhookResponse': (49, _make_DisableWebhookResponse, ('Webhook', )),
-    'DropNodeOp': (50, _make_DropNodeOp, ('Cascade', )),
-    'DropNodeRequest': (51, _make_DropNodeRequest, ()),
-    'DropNodeResponse': (52, _make_DropNodeResponse, ('PatchResult', )),
-    'EdgeEnd': (53, _make_EdgeEnd, ('NodeStatus', )),
-    'EdgeInfo': (54, _make_EdgeInfo, ('EdgeEnd', )),
-    'EditCommentRequest': (55, _make_EditCommentRequest, ()),
-    'EditCommentResponse': (56, _make_EditCommentResponse, ('Comment', )),
-    'EnableWebhookRequest': (57, _make_EnableWebhookRequest, ()),
-    'EnableWebhookResponse': (58, _make_EnableWebhookResponse, ('Webhook', )),
-    'EndBoardSessionsRequest': (59, _make_EndBoardSessionsRequest, ()),
-    'EndBoardSessionsResponse': (60, _make_EndBoardSessionsResponse, ()),
-    'Error': (61, _make_Error, ()),
-    'Event': (62, _make_Event, ('PrincipalKind', )),
-    'ExplainRequest': (63, _make_ExplainRequest, ()),
-    'ExplainResponse': (64, _make_ExplainResponse, ('Reason', )),
-    'ExportArchiveRequest': (65, _make_ExportArchiveRequest, ()),
-    'ExportArchiveResponse': (66, _make_ExportArchiveResponse, ()),
-    'ExportBeadsRequest': (67, _make_ExportBeadsRequest, ()),
-    'ExportBeadsResponse': (68, _make_ExportBeadsResponse, ()),
-    'FocusRequest': (69, _make_FocusRequest, ()),
-    'FocusResponse': (70, _make_FocusResponse, ('FocusResult', )),
-    'FocusResult': (71, _make_FocusResult, ()),
-    'GateRequest': (72, _make_GateRequest, ()),
-    'GateResponse': (73, _make_GateResponse, ('PatchResult', )),
-    'GetBlobRequest': (74, _make_GetBlobRequest, ()),
-    'GetBlobResponse': (75, _make_GetBlobResponse, ()),
-    'GetNodeRequest': (76, _make_GetNodeRequest, ()),
-    'GetNodeResponse': (77, _make_GetNodeResponse, ('Node', )),
-    'GetOrgLimitsRequest': (78, _make_GetOrgLimitsRequest, ()),
-    'GetOrgLimitsResponse': (79, _make_GetOrgLimitsResponse, ('OrgLimits', )),
-    'GetPolicyRequest': (80, _make_GetPolicyRequest, ()),
-    'GetPolicyResponse': (81, _make_GetPolicyResponse, ('OrgPolicy', )),
-    'GetProjectRequest': (82, _make_GetProjectRequest, ()),
-    'GetProjectResponse': (83, _make_GetProjectResponse, ('Project', )),
-    'GetProjectUsageRequest': (84, _make_GetProjectUsageRequest, ()),
-    'GetProjectUsageResponse': (85, _make_GetProjectUsageResponse, ('UsageReport', )),
-    'GetUsageRequest': (86, _make_GetUsageRequest, ()),
-    'GetUsageResponse': (87, _make_GetUsageResponse, ('UsageReport', )),
-    'GrantAdminRequest': (88, _make_GrantAdminRequest, ()),
-    'GrantAdminResponse': (89, _make_GrantAdminResponse, ('Principal', )),
-    'HeartbeatRequest': (90, _make_HeartbeatRequest, ()),
-    'HeartbeatResponse': (91, _make_HeartbeatResponse, ('Lease', )),
-    'HoldNodeOp': (92, _make_HoldNodeOp, ()),
-    'HoldNodeRequest': (93, _make_HoldNodeRequest, ()),
-    'HoldNodeResponse': (94, _make_HoldNodeResponse, ('PatchResult', )),
-    'HoldProjectRequest': (95, _make_HoldProjectRequest, ()),
-    'HoldProjectResponse': (96, _make_HoldProjectResponse, ()),
-    'Identity': (97, _make_Identity, ()),
-    'IdentityInvite': (98, _make_IdentityInvite, ()),
-    'ImportArchiveRequest': (99, _make_ImportArchiveRequest, ()),
-    'ImportArchiveResponse': (100, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
-    'ImportArchiveSummary': (101, _make_ImportArchiveSummary, ()),
-    'ImportBeadsRequest': (102, _make_ImportBeadsRequest, ()),
-    'ImportBeadsResponse': (103, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
-    'ImportBeadsSummary': (104, _make_ImportBeadsSummary, ()),
-    'Input': (105, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
-    'InviteIdentityRequest': (106, _make_InviteIdentityRequest, ()),
-    'InviteIdentityResponse': (107, _make_InviteIdentityResponse, ('IdentityInvite', )),
-    'Labels': (108, _make_Labels, ()),
-    'Lease': (109, _make_Lease, ('ReleaseReason', )),
-    'ListArtifactsRequest': (110, _make_ListArtifactsRequest, ()),
-    'ListArtifactsResponse': (111, _make_ListArtifactsResponse, ('ArtifactInfo', )),
-    'ListBoardSessionsRequest': (112, _make_ListBoardSessionsRequest, ()),
-    'ListBoardSessionsResponse': (113, _make_ListBoardSessionsResponse, ('BoardSessionInfo', )),
-    'ListCommentsRequest': (114, _make_ListCommentsRequest, ()),
-    'ListCommentsResponse': (115, _make_ListCommentsResponse, ('Comment', )),
-    'ListEdgesRequest': (116, _make_ListEdgesRequest, ()),
-    'ListEdgesResponse': (117, _make_ListEdgesResponse, ('EdgeInfo', )),
-    'ListEventsRequest': (118, _make_ListEventsRequest, ()),
-    'ListEventsResponse': (119, _make_ListEventsResponse, ('Event', )),
-    'ListInputsRequest': (120, _make_ListInputsRequest, ()),
-    'ListInputsResponse': (121, _make_ListInputsResponse, ('Input', )),
-    'ListLeasesRequest': (122, _make_ListLeasesRequest, ()),
-    'ListLeasesResponse': (123, _make_ListLeasesResponse, ('Lease', )),
-    'ListLiveLeasesRequest': (124, _make_ListLiveLeasesRequest, ()),
-    'ListLiveLeasesResponse': (125, _make_ListLiveLeasesResponse, ('Lease', )),
-    'ListNodesRequest': (126, _make_ListNodesRequest, ('NodeFilter', )),
-    'ListNodesResponse': (127, _make_ListNodesResponse, ('Node', )),
-    'ListOrgsRequest': (128, _make_ListOrgsRequest, ()),
-    'ListOrgsResponse': (129, _make_ListOrgsResponse, ('Org', )),
-    'ListPrincipalsRequest': (130, _make_ListPrincipalsRequest, ()),
-    'ListPrincipalsResponse': (131, _make_ListPrincipalsResponse, ('Principal', )),
-    'ListProjectsRequest': (132, _make_ListProjectsRequest, ()),
-    'ListProjectsResponse': (133, _make_ListProjectsResponse, ('Project', )),
-    'ListRatesRequest': (134, _make_ListRatesRequest, ()),
-    'ListRatesResponse': (135, _make_ListRatesResponse, ('Rate', )),
-    'ListWebhookDeliveriesRequest': (136, _make_ListWebhookDeliveriesRequest, ()),
-    'ListWebhookDeliveriesResponse': (137, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
-    'ListWebhooksRequest': (138, _make_ListWebhooksRequest, ()),
-    'ListWebhooksResponse': (139, _make_ListWebhooksResponse, ('Webhook', )),
-    'MintSigninCodeRequest': (140, _make_MintSigninCodeRequest, ()),
-    'MintSigninCodeResponse': (141, _make_MintSigninCodeResponse, ()),
-    'Node': (142, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
-    'NodeFilter': (143, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
-    'Org': (144, _make_Org, ()),
-    'OrgLimits': (145, _make_OrgLimits, ()),
-    'OrgPolicy': (146, _make_OrgPolicy, ('PolicyModule', )),
-    'Part': (147, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
-    'PatchOp': (148, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
-    'PatchRequest': (149, _make_PatchRequest, ('PatchOp', )),
-    'PatchResponse': (150, _make_PatchResponse, ('PatchResult', )),
-    'PatchResult': (151, _make_PatchResult, ('Node', )),
-    'PolicyModule': (152, _make_PolicyModule, ()),
-    'Principal': (153, _make_Principal, ('Identity', 'PrincipalKind', )),
-    'Project': (154, _make_Project, ('Priority', )),
-    'PutBlobRequest': (155, _make_PutBlobRequest, ()),
-    'PutBlobResponse': (156, _make_PutBlobResponse, ('Blob', )),
-    'Rate': (157, _make_Rate, ()),
-    'ReadyRequest': (158, _make_ReadyRequest, ('NodeFilter', )),
-    'ReadyResponse': (159, _make_ReadyResponse, ('Node', )),
-    'Reason': (160, _make_Reason, ()),
-    'RecordUsageRequest': (161, _make_RecordUsageRequest, ()),
-    'RecordUsageResponse': (162, _make_RecordUsageResponse, ('UsageRecord', )),
-    'RedeliverWebhookRequest': (163, _make_RedeliverWebhookRequest, ()),
-    'RedeliverWebhookResponse': (164, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
-    'ReferencePart': (165, _make_ReferencePart, ()),
-    'ReleaseRequest': (166, _make_ReleaseRequest, ('ReleaseReason', )),
-    'ReleaseResponse': (167, _make_ReleaseResponse, ('Node', )),
-    'RemoveEdgeOp': (168, _make_RemoveEdgeOp, ()),
-    'ReopenNodeOp': (169, _make_ReopenNodeOp, ()),
-    'ReopenNodeRequest': (170, _make_ReopenNodeRequest, ()),
-    'ReopenNodeResponse': (171, _make_ReopenNodeResponse, ('PatchResult', )),
-    'ResetPolicyRequest': (172, _make_ResetPolicyRequest, ()),
-    'ResetPolicyResponse': (173, _make_ResetPolicyResponse, ('OrgPolicy', )),
-    'ResolveCommentRequest': (174, _make_ResolveCommentRequest, ()),
-    'ResolveCommentResponse': (175, _make_ResolveCommentResponse, ('Comment', )),
-    'ResolveNodeRequest': (176, _make_ResolveNodeRequest, ()),
-    'ResolveNodeResponse': (177, _make_ResolveNodeResponse, ()),
-    'RestrictProjectRequest': (178, _make_RestrictProjectRequest, ()),
-    'RestrictProjectResponse': (179, _make_RestrictProjectResponse, ('Project', )),
-    'RevokeAdminRequest': (180, _make_RevokeAdminRequest, ()),
-    'RevokeAdminResponse': (181, _make_RevokeAdminResponse, ('Principal', )),
-    'RevokeTokenRequest': (182, _make_RevokeTokenRequest, ()),
-    'RevokeTokenResponse': (183, _make_RevokeTokenResponse, ()),
-    'RotateWebhookSecretRequest': (184, _make_RotateWebhookSecretRequest, ()),
-    'RotateWebhookSecretResponse': (185, _make_RotateWebhookSecretResponse, ('Webhook', )),
-    'SearchHit': (186, _make_SearchHit, ('Node', )),
-    'SearchRequest': (187, _make_SearchRequest, ()),
-    'SearchResponse': (188, _make_SearchResponse, ('SearchHit', )),
-    'SetOrgLimitsRequest': (189, _make_SetOrgLimitsRequest, ()),
-    'SetOrgLimitsResponse': (190, _make_SetOrgLimitsResponse, ('OrgLimits', )),
-    'SetPolicyRequest': (191, _make_SetPolicyRequest, ('PolicyModule', )),
-    'SetPolicyResponse': (192, _make_SetPolicyResponse, ('OrgPolicy', )),
-    'SetRateRequest': (193, _make_SetRateRequest, ()),
-    'SetRateResponse': (194, _make_SetRateResponse, ('Rate', )),
-    'SweepExpiredRequest': (195, _make_SweepExpiredRequest, ()),
-    'SweepExpiredResponse': (196, _make_SweepExpiredResponse, ()),
-    'TestWebhookRequest': (197, _make_TestWebhookRequest, ()),
-    'TestWebhookResponse': (198, _make_TestWebhookResponse, ('WebhookDelivery', )),
-    'TextPart': (199, _make_TextPart, ()),
-    'TokenTotals': (200, _make_TokenTotals, ()),
-    'UnholdNodeOp': (201, _make_UnholdNodeOp, ()),
-    'UnholdNodeRequest': (202, _make_UnholdNodeRequest, ()),
-    'UnholdNodeResponse': (203, _make_UnholdNodeResponse, ('PatchResult', )),
-    'UnholdProjectRequest': (204, _make_UnholdProjectRequest, ()),
-    'UnholdProjectResponse': (205, _make_UnholdProjectResponse, ()),
-    'UnrestrictProjectRequest': (206, _make_UnrestrictProjectRequest, ()),
-    'UnrestrictProjectResponse': (207, _make_UnrestrictProjectResponse, ('Project', )),
-    'UpdateNodeOp': (208, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
-    'UpdateProjectRequest': (209, _make_UpdateProjectRequest, ('Priority', )),
-    'UpdateProjectResponse': (210, _make_UpdateProjectResponse, ('Project', )),
-    'UsageRecord': (211, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
-    'UsageReport': (212, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
-    'WatchEventsRequest': (213, _make_WatchEventsRequest, ()),
-    'WatchEventsResponse': (214, _make_WatchEventsResponse, ('Event', )),
-    'Webhook': (215, _make_Webhook, ()),
-    'WebhookDelivery': (216, _make_WebhookDelivery, ('DeliveryState', )),
-    'WhoAmIRequest': (217, _make_WhoAmIRequest, ()),
-    'WhoAmIResponse': (218, _make_WhoAmIResponse, ()),
-    'SkiftServiceStub': (219, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'GrantAdminRequest', 'GrantAdminResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'InviteIdentityRequest', 'InviteIdentityResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeAdminRequest', 'RevokeAdminResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
-    'SkiftServiceBase': (220, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'GrantAdminRequest', 'GrantAdminResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'InviteIdentityRequest', 'InviteIdentityResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeAdminRequest', 'RevokeAdminResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
+    'CancelInviteRequest': (27, _make_CancelInviteRequest, ()),
+    'CancelInviteResponse': (28, _make_CancelInviteResponse, ('IdentityInvite', )),
+    'Cascade': (29, _make_Cascade, ()),
+    'Claim': (30, _make_Claim, ('CommentsHint', 'Input', 'Lease', 'Node', )),
+    'ClaimNextRequest': (31, _make_ClaimNextRequest, ('NodeFilter', )),
+    'ClaimNextResponse': (32, _make_ClaimNextResponse, ('Claim', )),
+    'ClaimRequest': (33, _make_ClaimRequest, ()),
+    'ClaimResponse': (34, _make_ClaimResponse, ('Claim', )),
+    'ClearFocusRequest': (35, _make_ClearFocusRequest, ()),
+    'ClearFocusResponse': (36, _make_ClearFocusResponse, ('FocusResult', )),
+    'Comment': (37, _make_Comment, ('CommentRevision', 'PrincipalKind', )),
+    'CommentRevision': (38, _make_CommentRevision, ('PrincipalKind', )),
+    'CommentsHint': (39, _make_CommentsHint, ()),
+    'CompleteNodeOp': (40, _make_CompleteNodeOp, ('Artifact', )),
+    'CompleteRequest': (41, _make_CompleteRequest, ('Artifact', )),
+    'CompleteResponse': (42, _make_CompleteResponse, ('PatchResult', )),
+    'CreateNodeOp': (43, _make_CreateNodeOp, ('AssigneeKind', 'Priority', )),
+    'CreateOrgRequest': (44, _make_CreateOrgRequest, ()),
+    'CreateOrgResponse': (45, _make_CreateOrgResponse, ()),
+    'CreateProjectRequest': (46, _make_CreateProjectRequest, ('Priority', )),
+    'CreateProjectResponse': (47, _make_CreateProjectResponse, ('Project', )),
+    'CreateTokenRequest': (48, _make_CreateTokenRequest, ()),
+    'CreateTokenResponse': (49, _make_CreateTokenResponse, ()),
+    'DisableWebhookRequest': (50, _make_DisableWebhookRequest, ()),
+    'DisableWebhookResponse': (51, _make_DisableWebhookResponse, ('Webhook', )),
+    'DropNodeOp': (52, _make_DropNodeOp, ('Cascade', )),
+    'DropNodeRequest': (53, _make_DropNodeRequest, ()),
+    'DropNodeResponse': (54, _make_DropNodeResponse, ('PatchResult', )),
+    'EdgeEnd': (55, _make_EdgeEnd, ('NodeStatus', )),
+    'EdgeInfo': (56, _make_EdgeInfo, ('EdgeEnd', )),
+    'EditCommentRequest': (57, _make_EditCommentRequest, ()),
+    'EditCommentResponse': (58, _make_EditCommentResponse, ('Comment', )),
+    'EnableWebhookRequest': (59, _make_EnableWebhookRequest, ()),
+    'EnableWebhookResponse': (60, _make_EnableWebhookResponse, ('Webhook', )),
+    'EndBoardSessionsRequest': (61, _make_EndBoardSessionsRequest, ()),
+    'EndBoardSessionsResponse': (62, _make_EndBoardSessionsResponse, ()),
+    'Error': (63, _make_Error, ()),
+    'Event': (64, _make_Event, ('PrincipalKind', )),
+    'ExplainRequest': (65, _make_ExplainRequest, ()),
+    'ExplainResponse': (66, _make_ExplainResponse, ('Reason', )),
+    'ExportArchiveRequest': (67, _make_ExportArchiveRequest, ()),
+    'ExportArchiveResponse': (68, _make_ExportArchiveResponse, ()),
+    'ExportBeadsRequest': (69, _make_ExportBeadsRequest, ()),
+    'ExportBeadsResponse': (70, _make_ExportBeadsResponse, ()),
+    'FocusRequest': (71, _make_FocusRequest, ()),
+    'FocusResponse': (72, _make_FocusResponse, ('FocusResult', )),
+    'FocusResult': (73, _make_FocusResult, ()),
+    'GateRequest': (74, _make_GateRequest, ()),
+    'GateResponse': (75, _make_GateResponse, ('PatchResult', )),
+    'GetBlobRequest': (76, _make_GetBlobRequest, ()),
+    'GetBlobResponse': (77, _make_GetBlobResponse, ()),
+    'GetNodeRequest': (78, _make_GetNodeRequest, ()),
+    'GetNodeResponse': (79, _make_GetNodeResponse, ('Node', )),
+    'GetOrgLimitsRequest': (80, _make_GetOrgLimitsRequest, ()),
+    'GetOrgLimitsResponse': (81, _make_GetOrgLimitsResponse, ('OrgLimits', )),
+    'GetPolicyRequest': (82, _make_GetPolicyRequest, ()),
+    'GetPolicyResponse': (83, _make_GetPolicyResponse, ('OrgPolicy', )),
+    'GetProjectRequest': (84, _make_GetProjectRequest, ()),
+    'GetProjectResponse': (85, _make_GetProjectResponse, ('Project', )),
+    'GetProjectUsageRequest': (86, _make_GetProjectUsageRequest, ()),
+    'GetProjectUsageResponse': (87, _make_GetProjectUsageResponse, ('UsageReport', )),
+    'GetUsageRequest': (88, _make_GetUsageRequest, ()),
+    'GetUsageResponse': (89, _make_GetUsageResponse, ('UsageReport', )),
+    'GrantAdminRequest': (90, _make_GrantAdminRequest, ()),
+    'GrantAdminResponse': (91, _make_GrantAdminResponse, ('Principal', )),
+    'HeartbeatRequest': (92, _make_HeartbeatRequest, ()),
+    'HeartbeatResponse': (93, _make_HeartbeatResponse, ('Lease', )),
+    'HoldNodeOp': (94, _make_HoldNodeOp, ()),
+    'HoldNodeRequest': (95, _make_HoldNodeRequest, ()),
+    'HoldNodeResponse': (96, _make_HoldNodeResponse, ('PatchResult', )),
+    'HoldProjectRequest': (97, _make_HoldProjectRequest, ()),
+    'HoldProjectResponse': (98, _make_HoldProjectResponse, ()),
+    'Identity': (99, _make_Identity, ()),
+    'IdentityInvite': (100, _make_IdentityInvite, ()),
+    'ImportArchiveRequest': (101, _make_ImportArchiveRequest, ()),
+    'ImportArchiveResponse': (102, _make_ImportArchiveResponse, ('ImportArchiveSummary', )),
+    'ImportArchiveSummary': (103, _make_ImportArchiveSummary, ()),
+    'ImportBeadsRequest': (104, _make_ImportBeadsRequest, ()),
+    'ImportBeadsResponse': (105, _make_ImportBeadsResponse, ('ImportBeadsSummary', )),
+    'ImportBeadsSummary': (106, _make_ImportBeadsSummary, ()),
+    'Input': (107, _make_Input, ('ArtifactInfo', 'PrincipalKind', )),
+    'InviteIdentityRequest': (108, _make_InviteIdentityRequest, ()),
+    'InviteIdentityResponse': (109, _make_InviteIdentityResponse, ('IdentityInvite', )),
+    'Labels': (110, _make_Labels, ()),
+    'Lease': (111, _make_Lease, ('ReleaseReason', )),
+    'ListArtifactsRequest': (112, _make_ListArtifactsRequest, ()),
+    'ListArtifactsResponse': (113, _make_ListArtifactsResponse, ('ArtifactInfo', )),
+    'ListBoardSessionsRequest': (114, _make_ListBoardSessionsRequest, ()),
+    'ListBoardSessionsResponse': (115, _make_ListBoardSessionsResponse, ('BoardSessionInfo', )),
+    'ListCommentsRequest': (116, _make_ListCommentsRequest, ()),
+    'ListCommentsResponse': (117, _make_ListCommentsResponse, ('Comment', )),
+    'ListEdgesRequest': (118, _make_ListEdgesRequest, ()),
+    'ListEdgesResponse': (119, _make_ListEdgesResponse, ('EdgeInfo', )),
+    'ListEventsRequest': (120, _make_ListEventsRequest, ()),
+    'ListEventsResponse': (121, _make_ListEventsResponse, ('Event', )),
+    'ListInputsRequest': (122, _make_ListInputsRequest, ()),
+    'ListInputsResponse': (123, _make_ListInputsResponse, ('Input', )),
+    'ListInvitesRequest': (124, _make_ListInvitesRequest, ()),
+    'ListInvitesResponse': (125, _make_ListInvitesResponse, ('IdentityInvite', )),
+    'ListLeasesRequest': (126, _make_ListLeasesRequest, ()),
+    'ListLeasesResponse': (127, _make_ListLeasesResponse, ('Lease', )),
+    'ListLiveLeasesRequest': (128, _make_ListLiveLeasesRequest, ()),
+    'ListLiveLeasesResponse': (129, _make_ListLiveLeasesResponse, ('Lease', )),
+    'ListNodesRequest': (130, _make_ListNodesRequest, ('NodeFilter', )),
+    'ListNodesResponse': (131, _make_ListNodesResponse, ('Node', )),
+    'ListOrgsRequest': (132, _make_ListOrgsRequest, ()),
+    'ListOrgsResponse': (133, _make_ListOrgsResponse, ('Org', )),
+    'ListPrincipalsRequest': (134, _make_ListPrincipalsRequest, ()),
+    'ListPrincipalsResponse': (135, _make_ListPrincipalsResponse, ('Principal', )),
+    'ListProjectsRequest': (136, _make_ListProjectsRequest, ()),
+    'ListProjectsResponse': (137, _make_ListProjectsResponse, ('Project', )),
+    'ListRatesRequest': (138, _make_ListRatesRequest, ()),
+    'ListRatesResponse': (139, _make_ListRatesResponse, ('Rate', )),
+    'ListWebhookDeliveriesRequest': (140, _make_ListWebhookDeliveriesRequest, ()),
+    'ListWebhookDeliveriesResponse': (141, _make_ListWebhookDeliveriesResponse, ('WebhookDelivery', )),
+    'ListWebhooksRequest': (142, _make_ListWebhooksRequest, ()),
+    'ListWebhooksResponse': (143, _make_ListWebhooksResponse, ('Webhook', )),
+    'MintSigninCodeRequest': (144, _make_MintSigninCodeRequest, ()),
+    'MintSigninCodeResponse': (145, _make_MintSigninCodeResponse, ()),
+    'Node': (146, _make_Node, ('AssigneeKind', 'Lease', 'NodeStatus', 'PrincipalKind', 'Priority', )),
+    'NodeFilter': (147, _make_NodeFilter, ('AssigneeKind', 'NodeStatus', 'Priority', )),
+    'Org': (148, _make_Org, ()),
+    'OrgLimits': (149, _make_OrgLimits, ()),
+    'OrgPolicy': (150, _make_OrgPolicy, ('PolicyModule', )),
+    'Part': (151, _make_Part, ('BlobPart', 'ReferencePart', 'TextPart', )),
+    'PatchOp': (152, _make_PatchOp, ('AddCommentOp', 'AddEdgeOp', 'AttachArtifactOp', 'CompleteNodeOp', 'CreateNodeOp', 'DropNodeOp', 'HoldNodeOp', 'RemoveEdgeOp', 'ReopenNodeOp', 'UnholdNodeOp', 'UpdateNodeOp', )),
+    'PatchRequest': (153, _make_PatchRequest, ('PatchOp', )),
+    'PatchResponse': (154, _make_PatchResponse, ('PatchResult', )),
+    'PatchResult': (155, _make_PatchResult, ('Node', )),
+    'PolicyModule': (156, _make_PolicyModule, ()),
+    'Principal': (157, _make_Principal, ('Identity', 'PrincipalKind', )),
+    'Project': (158, _make_Project, ('Priority', )),
+    'PutBlobRequest': (159, _make_PutBlobRequest, ()),
+    'PutBlobResponse': (160, _make_PutBlobResponse, ('Blob', )),
+    'Rate': (161, _make_Rate, ()),
+    'ReadyRequest': (162, _make_ReadyRequest, ('NodeFilter', )),
+    'ReadyResponse': (163, _make_ReadyResponse, ('Node', )),
+    'Reason': (164, _make_Reason, ()),
+    'RecordUsageRequest': (165, _make_RecordUsageRequest, ()),
+    'RecordUsageResponse': (166, _make_RecordUsageResponse, ('UsageRecord', )),
+    'RedeliverWebhookRequest': (167, _make_RedeliverWebhookRequest, ()),
+    'RedeliverWebhookResponse': (168, _make_RedeliverWebhookResponse, ('WebhookDelivery', )),
+    'ReferencePart': (169, _make_ReferencePart, ()),
+    'ReleaseRequest': (170, _make_ReleaseRequest, ('ReleaseReason', )),
+    'ReleaseResponse': (171, _make_ReleaseResponse, ('Node', )),
+    'RemoveEdgeOp': (172, _make_RemoveEdgeOp, ()),
+    'ReopenNodeOp': (173, _make_ReopenNodeOp, ()),
+    'ReopenNodeRequest': (174, _make_ReopenNodeRequest, ()),
+    'ReopenNodeResponse': (175, _make_ReopenNodeResponse, ('PatchResult', )),
+    'ResetPolicyRequest': (176, _make_ResetPolicyRequest, ()),
+    'ResetPolicyResponse': (177, _make_ResetPolicyResponse, ('OrgPolicy', )),
+    'ResolveCommentRequest': (178, _make_ResolveCommentRequest, ()),
+    'ResolveCommentResponse': (179, _make_ResolveCommentResponse, ('Comment', )),
+    'ResolveNodeRequest': (180, _make_ResolveNodeRequest, ()),
+    'ResolveNodeResponse': (181, _make_ResolveNodeResponse, ()),
+    'RestrictProjectRequest': (182, _make_RestrictProjectRequest, ()),
+    'RestrictProjectResponse': (183, _make_RestrictProjectResponse, ('Project', )),
+    'RevokeAdminRequest': (184, _make_RevokeAdminRequest, ()),
+    'RevokeAdminResponse': (185, _make_RevokeAdminResponse, ('Principal', )),
+    'RevokeTokenRequest': (186, _make_RevokeTokenRequest, ()),
+    'RevokeTokenResponse': (187, _make_RevokeTokenResponse, ()),
+    'RotateWebhookSecretRequest': (188, _make_RotateWebhookSecretRequest, ()),
+    'RotateWebhookSecretResponse': (189, _make_RotateWebhookSecretResponse, ('Webhook', )),
+    'SearchHit': (190, _make_SearchHit, ('Node', )),
+    'SearchRequest': (191, _make_SearchRequest, ()),
+    'SearchResponse': (192, _make_SearchResponse, ('SearchHit', )),
+    'SetOrgLimitsRequest': (193, _make_SetOrgLimitsRequest, ()),
+    'SetOrgLimitsResponse': (194, _make_SetOrgLimitsResponse, ('OrgLimits', )),
+    'SetPolicyRequest': (195, _make_SetPolicyRequest, ('PolicyModule', )),
+    'SetPolicyResponse': (196, _make_SetPolicyResponse, ('OrgPolicy', )),
+    'SetRateRequest': (197, _make_SetRateRequest, ()),
+    'SetRateResponse': (198, _make_SetRateResponse, ('Rate', )),
+    'SweepExpiredRequest': (199, _make_SweepExpiredRequest, ()),
+    'SweepExpiredResponse': (200, _make_SweepExpiredResponse, ()),
+    'TestWebhookRequest': (201, _make_TestWebhookRequest, ()),
+    'TestWebhookResponse': (202, _make_TestWebhookResponse, ('WebhookDelivery', )),
+    'TextPart': (203, _make_TextPart, ()),
+    'TokenTotals': (204, _make_TokenTotals, ()),
+    'UnholdNodeOp': (205, _make_UnholdNodeOp, ()),
+    'UnholdNodeRequest': (206, _make_UnholdNodeRequest, ()),
+    'UnholdNodeResponse': (207, _make_UnholdNodeResponse, ('PatchResult', )),
+    'UnholdProjectRequest': (208, _make_UnholdProjectRequest, ()),
+    'UnholdProjectResponse': (209, _make_UnholdProjectResponse, ()),
+    'UnrestrictProjectRequest': (210, _make_UnrestrictProjectRequest, ()),
+    'UnrestrictProjectResponse': (211, _make_UnrestrictProjectResponse, ('Project', )),
+    'UpdateNodeOp': (212, _make_UpdateNodeOp, ('AssigneeKind', 'Labels', 'Priority', )),
+    'UpdateProjectRequest': (213, _make_UpdateProjectRequest, ('Priority', )),
+    'UpdateProjectResponse': (214, _make_UpdateProjectResponse, ('Project', )),
+    'UsageRecord': (215, _make_UsageRecord, ('PrincipalKind', 'UsageKind', )),
+    'UsageReport': (216, _make_UsageReport, ('TokenTotals', 'UsageRecord', )),
+    'WatchEventsRequest': (217, _make_WatchEventsRequest, ()),
+    'WatchEventsResponse': (218, _make_WatchEventsResponse, ('Event', )),
+    'Webhook': (219, _make_Webhook, ()),
+    'WebhookDelivery': (220, _make_WebhookDelivery, ('DeliveryState', )),
+    'WhoAmIRequest': (221, _make_WhoAmIRequest, ()),
+    'WhoAmIResponse': (222, _make_WhoAmIResponse, ()),
+    'SkiftServiceStub': (223, _make_SkiftServiceStub, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'CancelInviteRequest', 'CancelInviteResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'GrantAdminRequest', 'GrantAdminResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'InviteIdentityRequest', 'InviteIdentityResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListInvitesRequest', 'ListInvitesResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeAdminRequest', 'RevokeAdminResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
+    'SkiftServiceBase': (224, _make_SkiftServiceBase, ('AddCommentRequest', 'AddCommentResponse', 'AddPrincipalRequest', 'AddPrincipalResponse', 'AddWebhookRequest', 'AddWebhookResponse', 'ArchiveProjectRequest', 'ArchiveProjectResponse', 'AttachArtifactRequest', 'AttachArtifactResponse', 'AttachIdentityRequest', 'AttachIdentityResponse', 'CancelInviteRequest', 'CancelInviteResponse', 'ClaimNextRequest', 'ClaimNextResponse', 'ClaimRequest', 'ClaimResponse', 'ClearFocusRequest', 'ClearFocusResponse', 'CompleteRequest', 'CompleteResponse', 'CreateOrgRequest', 'CreateOrgResponse', 'CreateProjectRequest', 'CreateProjectResponse', 'CreateTokenRequest', 'CreateTokenResponse', 'DisableWebhookRequest', 'DisableWebhookResponse', 'DropNodeRequest', 'DropNodeResponse', 'EditCommentRequest', 'EditCommentResponse', 'EnableWebhookRequest', 'EnableWebhookResponse', 'EndBoardSessionsRequest', 'EndBoardSessionsResponse', 'ExplainRequest', 'ExplainResponse', 'ExportArchiveRequest', 'ExportArchiveResponse', 'ExportBeadsRequest', 'ExportBeadsResponse', 'FocusRequest', 'FocusResponse', 'GateRequest', 'GateResponse', 'GetBlobRequest', 'GetBlobResponse', 'GetNodeRequest', 'GetNodeResponse', 'GetOrgLimitsRequest', 'GetOrgLimitsResponse', 'GetPolicyRequest', 'GetPolicyResponse', 'GetProjectRequest', 'GetProjectResponse', 'GetProjectUsageRequest', 'GetProjectUsageResponse', 'GetUsageRequest', 'GetUsageResponse', 'GrantAdminRequest', 'GrantAdminResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'HoldNodeRequest', 'HoldNodeResponse', 'HoldProjectRequest', 'HoldProjectResponse', 'ImportArchiveRequest', 'ImportArchiveResponse', 'ImportBeadsRequest', 'ImportBeadsResponse', 'InviteIdentityRequest', 'InviteIdentityResponse', 'ListArtifactsRequest', 'ListArtifactsResponse', 'ListBoardSessionsRequest', 'ListBoardSessionsResponse', 'ListCommentsRequest', 'ListCommentsResponse', 'ListEdgesRequest', 'ListEdgesResponse', 'ListEventsRequest', 'ListEventsResponse', 'ListInputsRequest', 'ListInputsResponse', 'ListInvitesRequest', 'ListInvitesResponse', 'ListLeasesRequest', 'ListLeasesResponse', 'ListLiveLeasesRequest', 'ListLiveLeasesResponse', 'ListNodesRequest', 'ListNodesResponse', 'ListOrgsRequest', 'ListOrgsResponse', 'ListPrincipalsRequest', 'ListPrincipalsResponse', 'ListProjectsRequest', 'ListProjectsResponse', 'ListRatesRequest', 'ListRatesResponse', 'ListWebhookDeliveriesRequest', 'ListWebhookDeliveriesResponse', 'ListWebhooksRequest', 'ListWebhooksResponse', 'MintSigninCodeRequest', 'MintSigninCodeResponse', 'PatchRequest', 'PatchResponse', 'PutBlobRequest', 'PutBlobResponse', 'ReadyRequest', 'ReadyResponse', 'RecordUsageRequest', 'RecordUsageResponse', 'RedeliverWebhookRequest', 'RedeliverWebhookResponse', 'ReleaseRequest', 'ReleaseResponse', 'ReopenNodeRequest', 'ReopenNodeResponse', 'ResetPolicyRequest', 'ResetPolicyResponse', 'ResolveCommentRequest', 'ResolveCommentResponse', 'ResolveNodeRequest', 'ResolveNodeResponse', 'RestrictProjectRequest', 'RestrictProjectResponse', 'RevokeAdminRequest', 'RevokeAdminResponse', 'RevokeTokenRequest', 'RevokeTokenResponse', 'RotateWebhookSecretRequest', 'RotateWebhookSecretResponse', 'SearchRequest', 'SearchResponse', 'SetOrgLimitsRequest', 'SetOrgLimitsResponse', 'SetPolicyRequest', 'SetPolicyResponse', 'SetRateRequest', 'SetRateResponse', 'SweepExpiredRequest', 'SweepExpiredResponse', 'TestWebhookRequest', 'TestWebhookResponse', 'UnholdNodeRequest', 'UnholdNodeResponse', 'UnholdProjectRequest', 'UnholdProjectResponse', 'UnrestrictProjectRequest', 'UnrestrictProjectResponse', 'UpdateProjectRequest', 'UpdateProjectResponse', 'WatchEventsRequest', 'WatchEventsResponse', 'WhoAmIRequest', 'WhoAmIResponse', )),
 }
 _MAKING = __import__("threading").RLock()
 

@@ -28,6 +28,8 @@ __all__ = (
     "Blob",
     "BlobPart",
     "BoardSessionInfo",
+    "CancelInviteRequest",
+    "CancelInviteResponse",
     "Cascade",
     "Claim",
     "ClaimNextRequest",
@@ -124,6 +126,8 @@ __all__ = (
     "ListEventsResponse",
     "ListInputsRequest",
     "ListInputsResponse",
+    "ListInvitesRequest",
+    "ListInvitesResponse",
     "ListLeasesRequest",
     "ListLeasesResponse",
     "ListLiveLeasesRequest",
@@ -1103,6 +1107,38 @@ class BoardSessionInfo(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "BoardSessionInfo", BoardSessionInfo)
+
+
+@dataclass(eq=False, repr=False)
+class CancelInviteRequest(betterproto2.Message):
+    """
+    CancelInvite's request.
+    """
+
+    invite: "str" = betterproto2.field(1, betterproto2.TYPE_STRING)
+    """
+    The invitation: its id, or the identity it invites (issuer|subject).
+    """
+
+
+default_message_pool.register_message("skift.v1", "CancelInviteRequest", CancelInviteRequest)
+
+
+@dataclass(eq=False, repr=False)
+class CancelInviteResponse(betterproto2.Message):
+    """
+    CancelInvite's response.
+    """
+
+    invite: "IdentityInvite | None" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, optional=True
+    )
+    """
+    The invitation cancelled.
+    """
+
+
+default_message_pool.register_message("skift.v1", "CancelInviteResponse", CancelInviteResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -2920,6 +2956,13 @@ class IdentityInvite(betterproto2.Message):
     When it was invited.
     """
 
+    code: "str" = betterproto2.field(7, betterproto2.TYPE_STRING)
+    """
+    The invitation's code: in InviteIdentity's answer only (it is stored as
+    a digest), for the admin to give the person, whose first sign-in
+    presents it. Empty in a listing.
+    """
+
 
 default_message_pool.register_message("skift.v1", "IdentityInvite", IdentityInvite)
 
@@ -3642,6 +3685,35 @@ class ListInputsResponse(betterproto2.Message):
 
 
 default_message_pool.register_message("skift.v1", "ListInputsResponse", ListInputsResponse)
+
+
+@dataclass(eq=False, repr=False)
+class ListInvitesRequest(betterproto2.Message):
+    """
+    ListInvites' request: nothing; the caller's organization.
+    """
+
+    pass
+
+
+default_message_pool.register_message("skift.v1", "ListInvitesRequest", ListInvitesRequest)
+
+
+@dataclass(eq=False, repr=False)
+class ListInvitesResponse(betterproto2.Message):
+    """
+    ListInvites' response.
+    """
+
+    invites: "list[IdentityInvite]" = betterproto2.field(
+        1, betterproto2.TYPE_MESSAGE, repeated=True
+    )
+    """
+    The pending invitations, oldest first (without codes).
+    """
+
+
+default_message_pool.register_message("skift.v1", "ListInvitesResponse", ListInvitesResponse)
 
 
 @dataclass(eq=False, repr=False)
@@ -8300,14 +8372,62 @@ class SkiftServiceStub(betterproto2_grpclib.ServiceStub):
         """
         Invite an OIDC identity (issuer|subject) for a principal of the
         organization (an admin's call; an event): the identity is bound to the
-        principal when its holder signs in with a valid token for it. The answer
-        is the same whether or not another organization holds the identity.
+        principal when its holder signs in with a valid token for it, presenting
+        the invitation's code (the x-skift-invite metadata). The answer is the
+        same whether or not another organization holds the identity.
         """
 
         return await self._unary_unary(
             "/skift.v1.SkiftService/InviteIdentity",
             message,
             InviteIdentityResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def list_invites(
+        self,
+        message: "ListInvitesRequest | None" = None,
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "ListInvitesResponse":
+        """
+        The organization's pending invitations, oldest first (an admin's call);
+        never their codes.
+        """
+
+        if message is None:
+            message = ListInvitesRequest()
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/ListInvites",
+            message,
+            ListInvitesResponse,
+            timeout=timeout,
+            deadline=deadline,
+            metadata=metadata,
+        )
+
+    async def cancel_invite(
+        self,
+        message: "CancelInviteRequest",
+        *,
+        timeout: "float | None" = None,
+        deadline: "Deadline | None" = None,
+        metadata: "MetadataLike | None" = None,
+    ) -> "CancelInviteResponse":
+        """
+        Cancel a pending invitation (an admin's call; an event): its code binds
+        nothing from then on.
+        """
+
+        return await self._unary_unary(
+            "/skift.v1.SkiftService/CancelInvite",
+            message,
+            CancelInviteResponse,
             timeout=timeout,
             deadline=deadline,
             metadata=metadata,
@@ -8960,8 +9080,25 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         """
         Invite an OIDC identity (issuer|subject) for a principal of the
         organization (an admin's call; an event): the identity is bound to the
-        principal when its holder signs in with a valid token for it. The answer
-        is the same whether or not another organization holds the identity.
+        principal when its holder signs in with a valid token for it, presenting
+        the invitation's code (the x-skift-invite metadata). The answer is the
+        same whether or not another organization holds the identity.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def list_invites(self, message: "ListInvitesRequest") -> "ListInvitesResponse":
+        """
+        The organization's pending invitations, oldest first (an admin's call);
+        never their codes.
+        """
+
+        raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
+
+    async def cancel_invite(self, message: "CancelInviteRequest") -> "CancelInviteResponse":
+        """
+        Cancel a pending invitation (an admin's call; an event): its code binds
+        nothing from then on.
         """
 
         raise grpclib.GRPCError(grpclib.const.Status.UNIMPLEMENTED)
@@ -9608,6 +9745,22 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
         response = await self.invite_identity(request)
         await stream.send_message(response)
 
+    async def __rpc_list_invites(
+        self, stream: "grpclib.server.Stream[ListInvitesRequest, ListInvitesResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.list_invites(request)
+        await stream.send_message(response)
+
+    async def __rpc_cancel_invite(
+        self, stream: "grpclib.server.Stream[CancelInviteRequest, CancelInviteResponse]"
+    ) -> None:
+        request = await stream.recv_message()
+        assert request is not None
+        response = await self.cancel_invite(request)
+        await stream.send_message(response)
+
     def __mapping__(self) -> "dict[str, grpclib.const.Handler]":
         return {
             "/skift.v1.SkiftService/CreateProject": grpclib.const.Handler(
@@ -10083,5 +10236,17 @@ class SkiftServiceBase(betterproto2_grpclib.ServiceBase):
                 grpclib.const.Cardinality.UNARY_UNARY,
                 InviteIdentityRequest,
                 InviteIdentityResponse,
+            ),
+            "/skift.v1.SkiftService/ListInvites": grpclib.const.Handler(
+                self.__rpc_list_invites,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                ListInvitesRequest,
+                ListInvitesResponse,
+            ),
+            "/skift.v1.SkiftService/CancelInvite": grpclib.const.Handler(
+                self.__rpc_cancel_invite,
+                grpclib.const.Cardinality.UNARY_UNARY,
+                CancelInviteRequest,
+                CancelInviteResponse,
             ),
         }

@@ -1,0 +1,11 @@
+-- Issue 28: an invitation binds only at a sign-in that presents its code.
+--
+-- Until now the first organization to invite an OIDC identity (issuer|subject)
+-- got its holder at their first sign-in, whichever organization they meant to
+-- join. An invitation now has a code, made when it is made and given to its
+-- admin once; only its SHA-256 digest is kept (as for tokens). A sign-in binds
+-- the identity to the principal of the invitation whose code it presents
+-- (skift._orgs.bind_invited). An invitation made before this migration has no
+-- code and binds nothing: its admin invites again (the new invitation
+-- replaces it) or cancels it.
+ALTER TABLE identity_invites ADD COLUMN code_digest text;
