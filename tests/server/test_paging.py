@@ -4,7 +4,7 @@ token used with other arguments than the page that made it is INVALID_ARGUMENT n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from grpclib.client import Channel
@@ -127,3 +127,99 @@ async def test_list_pages_hold_still_while_the_list_changes(serve: Serve) -> Non
             channel.close()
     assert len(seen) == len(set(seen)), "a principal was sent twice"
     assert [n for n in seen if n in before] == before, "a principal was skipped"
+
+
+async def test_whole_lists_page_by_key_while_they_change(serve: Serve) -> None:
+    """The lists the API returns whole page by their sort key (keyset): between pages,
+    leases taken and released (the last one sent too), rates set before and after the
+    position, comments added; no item is sent twice, none that existed throughout skipped."""
+    server = await serve("--memory")
+    async with skift_server.connect(f"unix://{server.socket}") as sk:
+        proj = await sk.create_project("Whole")
+        await sk.patch(proj.slug, [skift.CreateNode(title=f"n{i}") for i in range(14)])
+        claims = {i: await sk.claim(f"#{i}", project=proj.slug) for i in range(1, 8)}
+        for model in ("m2", "m4", "m6", "m8"):
+            await sk.set_rate(model, input="1", output="2")
+        for i in range(6):
+            await sk.add_comment("#1", f"c{i}", project=proj.slug)
+        channel = Channel(path=str(server.socket), status_details_codec=ErrorDetailsCodec())
+        stub = v1.SkiftServiceStub(channel)
+
+        async def walk(call: Any, items: str, key: str, between: Any) -> list[str]:
+            seen: list[str] = []
+            token, i = "", 0
+            while True:
+                page = await call(page_size=2, page_token=token)
+                sent = [getattr(x, key) for x in getattr(page, items)]
+                seen += sent
+                token = page.next_page_token
+                if not token:
+                    return seen
+                await between(i, sent)
+                i += 1
+
+        try:
+            # live leases: the last one sent is released, one not yet sent too; more taken
+            live = [x.id for x in (await stub.list_live_leases(v1.ListLiveLeasesRequest())).leases]
+            throughout = list(live)
+            nxt = iter(range(8, 15))
+
+            async def leases(i: int, sent: list[str]) -> None:
+                by_id = {c.lease.id: n for n, c in claims.items()}
+                await sk.release(f"#{by_id[sent[-1]]}", lease=sent[-1], project=proj.slug)
+                if i == 0:
+                    later = throughout[-1]
+                    await sk.release(f"#{by_id[later]}", lease=later, project=proj.slug)
+                    throughout.remove(later)
+                n = next(nxt)
+                claims[n] = await sk.claim(f"#{n}", project=proj.slug)
+
+            seen = await walk(
+                lambda **kw: stub.list_live_leases(v1.ListLiveLeasesRequest(**kw)),
+                "leases",
+                "id",
+                leases,
+            )
+            assert len(seen) == len(set(seen)), "a lease was sent twice"
+            assert [x for x in seen if x in throughout] == throughout, "a lease was skipped"
+
+            # rates, by model: set before and after the position
+            throughout = [x.model for x in (await stub.list_rates(v1.ListRatesRequest())).rates]
+            added = iter(["m1", "m9", "m3", "m7", "m5"])
+
+            async def rates(i: int, sent: list[str]) -> None:
+                await sk.set_rate(next(added), input="1", output="2")
+
+            seen = await walk(
+                lambda **kw: stub.list_rates(v1.ListRatesRequest(**kw)), "rates", "model", rates
+            )
+            assert len(seen) == len(set(seen)), "a rate was sent twice"
+            assert [x for x in seen if x in throughout] == throughout, "a rate was skipped"
+
+            # comments, oldest first: added between pages
+            req = {"ref": "#1", "project": proj.slug}
+            throughout = [
+                x.id for x in (await stub.list_comments(v1.ListCommentsRequest(**req))).comments
+            ]
+
+            async def comments(i: int, sent: list[str]) -> None:
+                await sk.add_comment("#1", f"more {i}", project=proj.slug)
+
+            seen = await walk(
+                lambda **kw: stub.list_comments(v1.ListCommentsRequest(**req, **kw)),
+                "comments",
+                "id",
+                comments,
+            )
+            assert len(seen) == len(set(seen)), "a comment was sent twice"
+            assert [x for x in seen if x in throughout] == throughout, "a comment was skipped"
+
+            # a token of one list is not a position in another
+            rates_page = await stub.list_rates(v1.ListRatesRequest(page_size=1))
+            with pytest.raises(GRPCError) as ei:
+                await stub.list_webhooks(
+                    v1.ListWebhooksRequest(page_token=rates_page.next_page_token)
+                )
+            assert ei.value.status is Status.INVALID_ARGUMENT
+        finally:
+            channel.close()
