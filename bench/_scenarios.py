@@ -652,7 +652,15 @@ def cli_startup(server_url: str | None) -> list[Result]:
         # the first run warms the OS file cache and writes bytecode
         return {**summary(runs[1:]), "cpu_p50_ms": summary(cpu[1:])["p50_ms"]}
 
-    out = [Result("cli", "skift --help", wall([str(exe), "--help"]), "new process")]
+    out = [
+        Result(
+            "cli",
+            "python -c pass",
+            wall([sys.executable, "-c", "pass"]),
+            "the floor: the interpreter alone, as a new process (read the rows below against it)",
+        ),
+        Result("cli", "skift --help", wall([str(exe), "--help"]), "new process, into a pipe"),
+    ]
     with tempfile.TemporaryDirectory() as d:
         state = sweep_state_file(Path(d), 5000)
         out.append(
