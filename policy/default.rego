@@ -402,8 +402,11 @@ gate_of(i) := i.from if {
 #   set_rate      change the organization's rate table
 #   set_org_limits  lower the server's size limits for the organization
 #   update with "cap" in changes: a hard cap on a node, checked at Claim
+#   put_blob      upload a blob's bytes (attached later); asked before a byte of
+#                 the upload is read, so a policy that keeps someone from
+#                 uploading costs the server nothing for their attempts
 
-accounting_actions := {"attach", "record_usage", "set_rate", "set_org_limits"}
+accounting_actions := {"attach", "record_usage", "set_rate", "set_org_limits", "put_blob"}
 
 permitted(i) if {
 	i.action == "attach"
@@ -417,6 +420,9 @@ permitted(i) if {
 permitted(i) if i.action == "record_usage"
 
 permitted(i) if i.action == "set_rate"
+
+# Anyone uploads: an agent attaches what its work produced.
+permitted(i) if i.action == "put_blob"
 
 permitted(i) if i.action == "set_org_limits"
 

@@ -280,6 +280,8 @@ class RawH2:
             h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
         )
         self.events: list[h2.events.Event] = []
+        self.sent: dict[int, int] = {}
+        """Body bytes sent on each stream (:meth:`call`), as the server's window allowed."""
         self.closed = asyncio.Event()
         self._changed = asyncio.Event()
         self._reader: asyncio.StreamReader | None = None
@@ -401,6 +403,7 @@ class RawH2:
                 continue
             self.conn.send_data(sid, body[sent : sent + room])
             sent += room
+            self.sent[sid] = sent
             await self.drain()
         if sent >= len(body):
             with contextlib.suppress(h2.exceptions.ProtocolError):

@@ -110,3 +110,44 @@ async def test_an_import_by_an_agent_that_may_not_import_is_refused_before_its_c
     assert _rss(target.process.pid) - before < 32 * 1024 * 1024
     async with skift_server.connect(target.grpc_url, token=target.bystander_token) as bea:
         assert await bea.list_projects()
+
+
+NO_AGENT_UPLOADS = """package skift.authz
+
+import rego.v1
+
+deny contains {"msg": "agents here attach links, not uploads", "next": "Attach a link."} if {
+    some i in input.intents
+    i.action == "put_blob"
+    input.principal.kind == "agent"
+}
+"""
+
+
+async def test_a_blob_upload_by_an_agent_that_may_not_upload_is_refused_before_its_bytes(
+    target: Target,
+) -> None:
+    """PutBlob asks the policy (the organization's stored modules too) as soon as the caller
+    is known: refused having sent no more than the window a caller gets before it is
+    authorized, where a person's upload of the same size is read whole."""
+    async with target.attacker() as mallory:
+        await mallory.add_principal("uploader", "agent")
+        token = (await mallory.create_token("uploader")).token
+        await mallory.set_policy({"uploads.rego": NO_AGENT_UPLOADS}, reason="links only")
+    body = frame(bytes(v1.PutBlobRequest(data=b"x" * 3_000_000, media_type="text/plain")))
+    raw = await RawH2().open(target.grpc_port)
+    try:
+        got = await raw.call("PutBlob", body, token=token, timeout=20)
+        assert got is not None
+        assert got[0] == "7", got  # PERMISSION_DENIED
+        assert "not uploads" in got[1]
+        refused_after = max(raw.sent.values())
+        assert refused_after <= 128 * 1024, refused_after
+        ok = await raw.call("PutBlob", body, token=target.attacker_token, timeout=20)
+        assert ok is not None
+        assert ok[0] == "0", ok
+        assert max(raw.sent.values()) == len(body)
+    finally:
+        await raw.close()
+        async with target.attacker() as mallory:
+            await mallory.reset_policy(reason="done")

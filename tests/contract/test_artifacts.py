@@ -258,3 +258,30 @@ async def test_complete_carries_artifacts_into_successors_inputs(sk: skift.Local
     blob_part = inp.artifacts[0].parts[0]
     assert isinstance(blob_part, skift.BlobPart)
     assert await bot.get_blob(blob_part.digest) == b"provider comparison"
+
+
+NO_AGENT_UPLOADS = """package skift.authz
+
+import rego.v1
+
+deny contains {"msg": "agents here attach links, not uploads", "next": "Attach a link part."} if {
+    some i in input.intents
+    i.action == "put_blob"
+    input.principal.kind == "agent"
+}
+"""
+
+
+async def test_uploading_a_blob_is_the_policys_call(sk: skift.LocalSkift, snap: Snap) -> None:
+    """put_blob asks the policy (action ``put_blob``: anyone, by default); an organization's
+    policy that keeps agents from uploading refuses theirs, naming its rule, and stores
+    nothing (over gRPC before the server reads the upload's bytes)."""
+    bot = sk.acting_as(skift.Agent("bot"))
+    assert (await bot.put_blob(b"by default", media_type="text/plain")).size == 10
+    await sk.set_policy({"uploads.rego": NO_AGENT_UPLOADS}, reason="links only for agents")
+    before = await snap(sk)
+    with pytest.raises(skift.Refused, match="not uploads") as ei:
+        await bot.put_blob(b"x" * 100_000, media_type="text/plain")
+    assert ei.value.next == "Attach a link part."
+    assert await snap(sk) == before
+    assert (await sk.put_blob(b"a person's", media_type="text/plain")).size == 10

@@ -25,7 +25,6 @@ from ._api_content import ContentApi
 from ._api_import import ImportApi
 from ._api_work import WorkApi
 from ._blobs import FileBlobStore
-from ._context import ROLE_ACTIONS
 from ._engine import Actor, token_digest
 from ._errors import Conflict, Invalid, NotFound, Unauthenticated
 from ._inputs import check_inputs
@@ -243,18 +242,22 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         return await self._run(go)
 
     async def check_action(self, action: str) -> None:
-        """The coarse check a transport makes before any work: may this principal take
-        ``action`` (``admin``, ``set_org_limits``…) at all? The same policy decides; the
-        full request is authorized again inside its transaction. ``server_admin`` is no
+        """The coarse check a transport makes before any work (before a byte of the request's
+        body is read): may this principal take ``action`` (``admin``, ``put_blob``,
+        ``import``…) at all? The policy in force decides (``set_policy``: the base policy
+        alone); the full request is authorized again inside its transaction. ``server_admin`` is no
         policy action: the caller must administer the server (a person of its first
         organization)."""
         actor = await self._whoami()
         if action == "server_admin":
             await require_server_admin(self.store, actor, "administers organizations")
             return
-        if action in ROLE_ACTIONS:  # decided by the role as stored now
+        if action == "set_policy":  # the base policy's call alone, by the role as stored now
             actor = await self._run(lambda tx, a: self.engine.current(tx, a))
-        self.engine.authorize_base(actor, [intent(action)])
+            self.engine.authorize_base(actor, [intent(action)])
+            return
+        # the policy in force (the organization's stored modules too), as the engine asks
+        await self._run(lambda tx, a: self.engine.authorize(tx, a, [intent(action)]))
 
     async def create_org(self, name: str, *, admin: str, uid: int | None = None) -> OrgCreated:
         """A new organization (a server administrator's call): its first user ``admin``, with

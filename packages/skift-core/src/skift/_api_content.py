@@ -24,6 +24,7 @@ from ._blobs import check_digest
 from ._engine import Actor
 from ._errors import Invalid, Unavailable
 from ._intent import intent
+from ._limits import Limits
 from ._ops import AttachArtifact
 from ._org_limits import OrgLimits
 from ._org_limits import org_limits as org_get_limits
@@ -293,7 +294,12 @@ class ContentApi(GraphApi):
         With ``digest``, the bytes must hash to it or nothing is written.
         """
         info = artifacts_check_upload(data, media_type, digest, self.engine.limits)
-        sizes = await self._run(lambda tx, a: self.engine.sizes(tx))
+
+        async def may(tx: Tx, a: Actor) -> Limits:
+            await self.engine.authorize(tx, a, [intent("put_blob")])
+            return await self.engine.sizes(tx)
+
+        sizes = await self._run(may)
         if sizes.blob_bytes < self.engine.limits.blob_bytes:  # the organization's lower limit
             info = artifacts_check_upload(data, media_type, digest, sizes)
 

@@ -321,7 +321,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         cli="org list",
     ),
     # ---------------------------------------------------------------- artifacts and blobs
-    Op("put_blob", "PutBlob", IDEM, limits=("blob_bytes",)),
+    Op("put_blob", "PutBlob", IDEM, admin="put_blob", limits=("blob_bytes",)),
     Op("get_blob", "GetBlob", R, cli="blob get"),
     Op(
         "attach_artifact",
