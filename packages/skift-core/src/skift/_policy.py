@@ -51,7 +51,16 @@ from typing import Any
 import regorus
 
 from ._errors import Invalid, Refused, Unavailable
-from ._policy_pool import HARD_WALL, START_TIMEOUT, Busy, cpu_seconds, overran, pool, wall_for
+from ._policy_pool import (
+    CHILD_ENV,
+    HARD_WALL,
+    START_TIMEOUT,
+    Busy,
+    cpu_seconds,
+    overran,
+    pool,
+    wall_for,
+)
 
 QUERY = "data.skift.authz.deny"
 READ_QUERY = "data.skift.authz.unreadable"
@@ -526,7 +535,7 @@ async def benchmark(policy: Policy, budget: float = EVAL_BUDGET) -> None:
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-I", "-c", _CHILD,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL, env=CHILD_ENV,
     )  # fmt: skip
     assert child.stdin is not None
     assert child.stdout is not None

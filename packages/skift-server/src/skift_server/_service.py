@@ -35,6 +35,7 @@ import skift
 
 from . import _admin_rpc, _handlers, _import_wire, _signin_rpc, _webhooks_wire
 from ._auth import Authenticator
+from ._encode import LARGE_REPLIES, encode_off_loop
 from ._errors import describe, invalid, to_grpc
 from ._h2 import open_window
 from ._handlers import Handler
@@ -301,7 +302,11 @@ class SkiftService:
 
         async def call(sk: skift.LocalSkift, stream: grpclib.server.Stream[Any, Any]) -> None:
             requests = recv_requests(stream, request_type, self.max_message_bytes)
-            await fn(sk, requests, stream.send_message)
+
+            async def send(message: Any) -> None:
+                await stream.send_message(await encode_off_loop(message))
+
+            await fn(sk, requests, send)
 
         async def serve(stream: grpclib.server.Stream[Any, Any]) -> None:
             await self._serve(name, None, request_type, stream, streamed=call)
@@ -358,6 +363,8 @@ class SkiftService:
                 raise skift.Unavailable(
                     f"the store stayed busy: {exc}", next="Retry with the same request id."
                 ) from exc
+            if name in LARGE_REPLIES:  # a large one is encoded off the loop
+                reply = await encode_off_loop(reply)
             await stream.send_message(reply)
             self._count_leases(name, request)
         except skift.SkiftError as exc:

@@ -33,6 +33,7 @@ from grpclib.encoding.proto import ProtoCodec
 from grpclib.exceptions import GRPCError
 
 from . import _upbcodec
+from ._wirecodec import Encoded
 
 T = TypeVar("T", bound=betterproto2.Message)
 
@@ -261,7 +262,13 @@ def _check_packed(payload: memoryview, wire: int, where: str) -> None:
 
 class StrictCodec(ProtoCodec):
     """grpclib's proto codec, decoding skift's messages strictly: a bad message is
-    INVALID_ARGUMENT. Other messages (server reflection's) decode as protobuf does."""
+    INVALID_ARGUMENT. Other messages (server reflection's) decode as protobuf does. A reply
+    already encoded off the loop (``_encode``: an ``Encoded``) is sent as it is."""
+
+    def encode(self, message: Any, message_type: type[Any]) -> bytes:
+        if isinstance(message, Encoded):
+            return message.data
+        return super().encode(message, message_type)
 
     def decode(self, data: bytes, message_type: type[Any]) -> Any:
         if not issubclass(message_type, betterproto2.Message):
