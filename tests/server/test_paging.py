@@ -223,3 +223,11 @@ async def test_whole_lists_page_by_key_while_they_change(serve: Serve) -> None:
             assert ei.value.status is Status.INVALID_ARGUMENT
         finally:
             channel.close()
+
+
+def test_the_whole_lists_page_by_the_key_the_operations_declare() -> None:
+    """skift.OPERATIONS says what each list pages by; the server's keys say the same."""
+    from skift_server._paging import SORT_KEYS  # pyright: ignore[reportPrivateUsage]
+
+    for rpc, fields in SORT_KEYS.items():
+        assert skift.OPERATIONS_BY_RPC[rpc].page_key == ", ".join(fields), rpc
