@@ -14,6 +14,11 @@ from importlib import resources
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _SPLICE = re.compile(r"/\*:(_\w+)\*/")
+# A query spliced into another with its parameters renamed: /*:set_cursor@c_*/ is
+# set_cursor's SQL with %(x)s as %(c_x)s (but %(org)s), so that several writes can go as
+# one statement (TxBase's deferred writes) without their parameters colliding.
+_SPLICE_AS = re.compile(r"/\*:(\w+)@(\w+)\*/")
+_PARAM = re.compile(r"%\((\w+)\)s")
 # An optional filter on a parameter: "cardinality(%(projects)s::uuid[]) = 0 OR ..." (no
 # projects given, or project_id = ANY (...)) and "%(parent)s::uuid IS NULL OR ...".
 _OPTIONAL = re.compile(r"cardinality\(%\(\w+\)s|%\(\w+\)s(?:::[\w\[\]]+)? IS NULL OR", re.I)
@@ -36,7 +41,15 @@ def parse(text: str) -> dict[str, str]:
     def expand(sql: str, depth: int = 0) -> str:
         if depth > 10:
             raise ValueError("fragments nest too deeply")
+        sql = _SPLICE_AS.sub(lambda m: renamed(raw[m.group(1)], m.group(2), depth), sql)
         return _SPLICE.sub(lambda m: expand(raw[m.group(1)], depth + 1), sql)
+
+    def renamed(sql: str, prefix: str, depth: int) -> str:
+        def rename(m: re.Match[str]) -> str:
+            name = m.group(1)
+            return m.group(0) if name == "org" else f"%({prefix}{name})s"
+
+        return _PARAM.sub(rename, expand(sql, depth + 1))
 
     return {name: expand(sql) for name, sql in raw.items() if not name.startswith("_")}
 

@@ -70,9 +70,62 @@ def _cache_every_named_query() -> None:
 _cache_every_named_query()
 
 
+_COMBINED: Final[dict[tuple[str, ...], tuple[str, tuple[str, ...]]]] = {
+    ("set_cursor", "insert_lease", "insert_event_announced"): (
+        "claim_writes",
+        ("c_", "l_", ""),
+    ),
+    (
+        "update_node",
+        "update_lease",
+        "insert_event_announced",
+        "save_response_fingerprint",
+    ): ("complete_writes", ("n_", "l_", "", "s_")),
+}
+"""Runs of deferred writes that go as one statement (graph.sql): the writes in the order
+the engine makes them, and the parameters' prefixes of the statement that makes them all."""
+
+
 class PgConn(psycopg.AsyncConnection[Row]):
     """A pooled connection: psycopg's, with transaction control sent as psycopg sends its own,
-    and the queries with optional filters never prepared (``custom_planned``)."""
+    the queries with optional filters never prepared (``custom_planned``), and writes whose
+    result nobody reads held back until the next statement (:meth:`defer`)."""
+
+    _deferred: list[tuple[str, Row]] | None = None
+
+    def defer(self, name: str, params: Row) -> None:
+        """Hold back a write whose result nobody reads: it goes out just before the next
+        statement, transaction command or batch (:meth:`flush`), as one statement with the
+        writes held with it when they are a run ``_COMBINED`` knows (a claim's three, a
+        lone complete's four), else each as it is. An error in it is raised there."""
+        if self._deferred is None:
+            self._deferred = []
+        self._deferred.append((name, params))
+
+    def discard(self) -> None:
+        """Forget the writes held back (the transaction rolls back)."""
+        self._deferred = None
+
+    async def flush(self) -> None:
+        """Send the writes held back (:meth:`defer`)."""
+        held, self._deferred = self._deferred, None
+        if not held:
+            return
+        names = tuple(name for name, _ in held)
+        for start in range(len(held)):  # a known run at the end: what came before goes first
+            combined = _COMBINED.get(names[start:])
+            if combined is None:
+                continue
+            for name, params in held[:start]:
+                await self.execute(q(name), params)
+            query, prefixes = combined
+            merged: Row = {}
+            for (_, params), prefix in zip(held[start:], prefixes, strict=True):
+                merged.update({k if k == "org" else prefix + k: v for k, v in params.items()})
+            await self.execute(q(query), merged)
+            return
+        for name, params in held:
+            await self.execute(q(name), params)
 
     async def execute(
         self,
@@ -82,6 +135,8 @@ class PgConn(psycopg.AsyncConnection[Row]):
         prepare: bool | None = None,
         binary: bool = False,
     ) -> psycopg.AsyncCursor[Row]:
+        if self._deferred:
+            await self.flush()
         # an unnamed statement is planned for the values it is sent with, every time
         if prepare is None and isinstance(query, bytes) and query in custom_planned():
             prepare = False
@@ -99,6 +154,10 @@ class PgConn(psycopg.AsyncConnection[Row]):
         claim lost to a concurrent claimer rolls back; it costs one round trip, not the
         connection's statement cache.
         """
+        if command == b"ROLLBACK":
+            self.discard()
+        elif self._deferred:
+            await self.flush()
         async with self.lock:
             await self.wait(self._exec_command(command))
 
@@ -141,6 +200,9 @@ class TxBase:
         self._expected: Expected | None = None
         self._reserved: Row | None = None
         self._reserving: tuple[UUID, str, UUID | None] | None = None
+        # the fingerprint of the request reserved ahead, written with its response
+        # (principal, request id, fingerprint)
+        self._fingerprint: tuple[UUID, str, str] | None = None
         self._pipe_cm: AbstractAsyncContextManager[AsyncPipeline] | None = None
         self._pipe: AsyncPipeline | None = None
 
@@ -169,6 +231,7 @@ class TxBase:
 
     async def begin(self) -> None:
         """Enter the pipeline and queue BEGIN (it goes out with the first statement)."""
+        self._conn.discard()
         cm = self._conn.pipeline()
         self._pipe = await cm.__aenter__()
         self._pipe_cm = cm
@@ -184,6 +247,12 @@ class TxBase:
         between the two loses only the wake-up: a waiting ClaimNext polls at least once a
         second (``WorkApi.claim_next``), so a waiter is late, never stuck.
         """
+        if self._fingerprint is not None:  # reserved ahead, and no response saved
+            principal, rid, fingerprint = self._fingerprint
+            self._fingerprint = None
+            await self.send_keeping_ahead(
+                "set_fingerprint", principal=principal, rid=rid, fingerprint=fingerprint
+            )
         await self._conn.command(b"COMMIT")
         if self.wrote:
             await self._conn.execute(q("wake"), {"org": str(self._org)})
@@ -193,6 +262,7 @@ class TxBase:
         """End a failed transaction: leave the pipeline (its pending error, if any, is the
         caller's exception's consequence) and roll back whatever is still open. A broken
         connection is left to the pool, which discards it."""
+        self._conn.discard()
         with contextlib.suppress(psycopg.Error):
             await self._unpipe()
         pgconn = self._conn.pgconn
@@ -216,8 +286,10 @@ class TxBase:
         self._ahead.clear()
 
     async def send_keeping_ahead(self, name: str, /, **params: Any) -> None:
-        """:meth:`send` for a write of nothing any read sent ahead reads (the claim cursor)."""
-        await self._conn.execute(q(name), {"org": self._org, **params})
+        """:meth:`send` for a write of nothing any read sent ahead reads (the claim cursor).
+        Held back until the next statement (PgConn.defer), so that a claim's or a
+        complete's writes go as one."""
+        self._conn.defer(name, {"org": self._org, **params})
         self.wrote = True
 
     async def _send_many(self, name: str, params: Sequence[Row]) -> None:
@@ -227,6 +299,7 @@ class TxBase:
         if len(params) == 1:
             await self._conn.execute(q(name), params[0])
         else:
+            await self._conn.flush()
             async with self._conn.cursor() as cur:
                 await cur.executemany(q(name), params)
         self._written()
@@ -239,6 +312,7 @@ class TxBase:
         query = sql.SQL("COPY {} ({}) FROM STDIN").format(
             sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
         )
+        await self._conn.flush()
         await self._unpipe()
         async with self._conn.cursor() as cur, cur.copy(query) as copy:
             for row in rows:

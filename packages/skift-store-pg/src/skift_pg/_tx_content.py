@@ -295,6 +295,7 @@ class ContentTx(TxBase, PgWebhooksTx):
             }
             for a in artifacts
         ]
+        await self._conn.flush()
         async with self._conn.cursor() as cur:
             await cur.executemany(q("insert_artifact"), params)
         self._written()

@@ -57,21 +57,29 @@ from ._rows import (
 from ._tx import NO_CAPS, Expected, TxBase
 
 
-def _takes_any(params: Row) -> bool:
-    """Whether a filter's parameters ask for nothing but whether gates are left out."""
-    return params["max_rank"] == 4 and not any(
-        params[k]
-        for k in (
-            "projects",
-            "kinds",
-            "labels",
-            "anyl",
-            "akind",
-            "parent",
-            "exclude",
-            "hidden",
+def _take_any(params: Row) -> str | None:
+    """take_next_ready_any (an agent's) or take_next_ready_any_person when a filter's
+    parameters ask for nothing (the bookkeeping kind left out, written into their SQL),
+    else None."""
+    if (
+        params["skip"] != BOOKKEEPING_KIND
+        or params["max_rank"] != 4
+        or any(
+            params[k]
+            for k in (
+                "projects",
+                "kinds",
+                "labels",
+                "anyl",
+                "akind",
+                "parent",
+                "exclude",
+                "hidden",
+            )
         )
-    )
+    ):
+        return None
+    return "take_next_ready_any" if params["agents"] else "take_next_ready_any_person"
 
 
 class _Fetched:
@@ -84,14 +92,36 @@ class _Fetched:
         return self._rows
 
 
-_CLAIM_READS: tuple[tuple[str, str], ...] = (
-    ("unreleased", "unreleased_lease_of_claimed"),
-    ("edges", "edges_into_claimed"),
-    ("authors", "authors_of_claim"),
-    ("derive", "derive_claimed"),
-    ("hint", "comment_hint_claimed"),
-)
-"""What a claim reads of the node it locked (Work._take), sent right behind the lock."""
+def _claim_reads(row: Row, org: UUID) -> dict[tuple[Any, ...], _Fetched]:
+    """The rows of claim_reads (one row: the locked node's derived facts, unreleased lease,
+    edges in, authors and comments hint), as the reads Work._take asks would return
+    them, by their read-ahead keys."""
+    node = row["id"]
+    lease = [{k[2:]: v for k, v in row.items() if k.startswith("l_")}] if row["l_id"] else []
+    edges = [
+        {"org_id": org, "from_id": f, "to_id": node, "kind": k, "created_at": t}
+        for f, k, t in zip(
+            row["e_from"] or (), row["e_kind"] or (), row["e_created"] or (), strict=True
+        )
+    ]
+    columns = [row[f"a_{c}"] or () for c in _AUTHORS]
+    authors: list[Row] = [
+        {("node_id" if c == "node" else c): v for c, v in zip(_AUTHORS, values, strict=True)}
+        for values in zip(*columns, strict=True)
+    ]
+    derived = {k: row[k] for k in _DERIVED}
+    hint = {"unresolved": row["unresolved"], "newest_at": row["newest_at"]}
+    return {
+        ("unreleased", node): _Fetched(lease),
+        ("edges", node): _Fetched(edges),
+        ("authors", node): _Fetched(authors),
+        ("derive", frozenset([node])): _Fetched([derived]),
+        ("hint", node): _Fetched([hint]),
+    }
+
+
+_AUTHORS = ("node", "body_id", "body_kind", "body_name", "result_id", "result_kind", "result_name")
+_DERIVED = ("id", "blocked", "held", "open_children", "archived", "human_written", "claimed")
 
 
 class GraphTx(TxBase):
@@ -647,7 +677,7 @@ class GraphTx(TxBase):
         and its comments hint."""
         params = self._filter_params(query)
         cur = await self._conn.execute(
-            q("take_next_ready_any" if _takes_any(params) else "take_next_ready"),
+            q(_take_any(params) or "take_next_ready"),
             {
                 "org": self._org,
                 **params,
@@ -656,11 +686,11 @@ class GraphTx(TxBase):
                 "offset": self._offset,
             },
         )
-        behind: list[tuple[str, Any]] = []
+        behind = None
         if self._pipe is not None:
-            for key, name in _CLAIM_READS:
-                sent = await self._conn.execute(q(name), {"org": self._org, "offset": self._offset})
-                behind.append((key, sent))
+            behind = await self._conn.execute(
+                q("claim_reads"), {"org": self._org, "offset": self._offset}
+            )
         row = await cur.fetchone()
         assert row is not None
         self._keep(row)
@@ -671,8 +701,9 @@ class GraphTx(TxBase):
         if row["id"] is None:
             return None
         node = self._take_row(row)
-        for key, sent in behind:
-            self._ahead[(key, frozenset([node.id])) if key == "derive" else (key, node.id)] = sent
+        reads = await behind.fetchone() if behind is not None else None
+        if reads is not None:
+            self._ahead.update(_claim_reads(reads, self._org))
         return node
 
     def _take_row(self, row: Row) -> Node:
@@ -717,13 +748,9 @@ class GraphTx(TxBase):
             and self._reserving[:2] == (principal_id, request_id)
             and ahead["request_id"]
         ):
-            # reserved with the first read (expect_complete): now its fingerprint
-            await self.send_keeping_ahead(
-                "set_fingerprint",
-                principal=principal_id,
-                rid=request_id,
-                fingerprint=fingerprint,
-            )
+            # reserved with the first read (expect_complete): its fingerprint is written
+            # with the response (save_response), or before COMMIT when none is saved
+            self._fingerprint = (principal_id, request_id, fingerprint)
             self._ahead[("applied", principal_id, request_id)] = ahead["applied_at"]
             return None
         row = await self.row(
@@ -747,6 +774,17 @@ class GraphTx(TxBase):
     async def save_response(
         self, principal_id: UUID, request_id: str, response: dict[str, Any]
     ) -> None:
+        pending = self._fingerprint
+        if pending is not None and pending[:2] == (principal_id, request_id):
+            self._fingerprint = None
+            await self.send(
+                "save_response_fingerprint",
+                principal=principal_id,
+                rid=request_id,
+                response=Jsonb(response),
+                fingerprint=pending[2],
+            )
+            return
         await self.send(
             "save_response", principal=principal_id, rid=request_id, response=Jsonb(response)
         )

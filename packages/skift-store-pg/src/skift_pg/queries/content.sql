@@ -52,11 +52,6 @@ ORDER BY r.comment_id, r.n
 SELECT count(*) AS unresolved, max(c.created_at) AS newest_at FROM comments c
 WHERE c.org_id = %(org)s AND c.node_id = %(id)s AND c.resolved_at IS NULL
 
--- name: comment_hint_claimed
--- comment_hint of the node just locked (graph.sql's _claimed_id), sent with the lock.
-SELECT count(*) AS unresolved, max(c.created_at) AS newest_at FROM comments c
-WHERE c.org_id = %(org)s AND c.node_id = /*:_claimed_id*/ AND c.resolved_at IS NULL
-
 -- name: _q_all
 -- The query: every term (a search's terms are letters and digits only).
 plainto_tsquery('simple'::regconfig, array_to_string(%(terms)s::text[], ' '))

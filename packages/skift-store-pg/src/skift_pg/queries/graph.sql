@@ -216,23 +216,45 @@ LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), /*:_take_picked*/
 
 -- name: take_next_ready_any
--- take_next_ready for a filter of nothing (every project, kind, label and priority, an
--- agent or a person; the bookkeeping kind left out as _filter leaves it): no optional
--- filter, so prepared and planned once per connection (its planning cost as much as its
--- execution, per claim).
+-- take_next_ready for an agent's filter of nothing (every project, kind, label and
+-- priority; no gate, and not the bookkeeping kind, as _filter leaves them out): prepared
+-- and planned once per connection. Nothing but the organization, the caller and the clock is
+-- a parameter: with the assignee rule and the bookkeeping kind as parameters the generic
+-- plan's estimate fell to one row, so its LIMIT 1 saved nothing on paper, PostgreSQL judged
+-- it 300x dearer than a plan made for the values and planned every call again (3.4 ms of
+-- planning a claim against 0.6 ms of execution). The kind is skift.BOOKKEEPING_KIND
+-- (_tx_graph checks it).
 WITH /*:_take_cursor*/, first AS (
 SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND (NOT %(agents)s OR n.assignee_kind IS DISTINCT FROM 'user')
-AND n.kind <> %(skip)s AND /*:_take_ready*/ AND /*:_take_after*/
+WHERE n.org_id = %(org)s AND n.assignee_kind IS DISTINCT FROM 'user'
+AND /*:_take_any*/ AND /*:_take_after*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), wrapped AS (
 SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND (NOT %(agents)s OR n.assignee_kind IS DISTINCT FROM 'user')
-AND n.kind <> %(skip)s AND /*:_take_ready*/ AND /*:_take_upto*/
+WHERE n.org_id = %(org)s AND n.assignee_kind IS DISTINCT FROM 'user'
+AND /*:_take_any*/ AND /*:_take_upto*/
 ORDER BY n.project_id, n.priority, n.created_at, n.number
 LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 ), /*:_take_picked*/
+
+-- name: take_next_ready_any_person
+-- take_next_ready_any for a person's filter of nothing: gates too.
+WITH /*:_take_cursor*/, first AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
+WHERE n.org_id = %(org)s AND /*:_take_any*/ AND /*:_take_after*/
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), wrapped AS (
+SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
+WHERE n.org_id = %(org)s AND /*:_take_any*/ AND /*:_take_upto*/
+ORDER BY n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+), /*:_take_picked*/
+
+-- name: _take_any
+-- take_next_ready_any's condition but the assignee's: not bookkeeping, and ready.
+n.kind <> 'sweep-state' AND /*:_take_ready*/
 
 -- name: _take_cursor
 -- take_next_ready's first CTEs: the cursor, clock, restricted projects, policy digest and
@@ -289,15 +311,42 @@ AND NOT /*:_held_one*/
 -- transaction-local setting skift.claimed; null when none).
 nullif(current_setting('skift.claimed', true), '')::uuid
 
--- name: edges_into_claimed
--- edges_into of the node just locked, sent with the statement that locks it.
-SELECT * FROM edges WHERE org_id = %(org)s AND to_id = /*:_claimed_id*/
-
--- name: derive_claimed
--- derive of the node just locked, by the statement's clock, sent with the lock.
-SELECT /*:_derived*/, /*:_claimed_now*/ AS claimed
-FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND n.id = /*:_claimed_id*/
+-- name: claim_reads
+-- What a claim reads of the node take_next_ready just locked (Work._take), one statement
+-- sent right behind it (its snapshot follows the lock, as the check of a lease committed
+-- meanwhile needs): the node's derived facts by the statement's clock, its unreleased lease
+-- (l_*, null when none), the edges into it (e_*, arrays in step), who wrote it and those
+-- edges' sources (a_*, arrays in step) and its comments hint. One row (none when nothing
+-- was locked), where five statements each cost a parse, a plan and a result of their own.
+WITH k AS MATERIALIZED (SELECT /*:_claimed_id*/ AS id),
+e AS MATERIALIZED (
+SELECT x.from_id, x.kind, x.created_at FROM edges x, k WHERE x.org_id = %(org)s AND x.to_id = k.id
+), a AS MATERIALIZED (
+/*:_authors_columns*/
+FROM (SELECT id FROM k UNION SELECT from_id FROM e) AS i (id)
+/*:_authors_of*/
+)
+SELECT /*:_derived*/, /*:_claimed_now*/ AS claimed,
+l.id AS l_id, l.org_id AS l_org_id, l.node_id AS l_node_id, l.holder AS l_holder,
+l.harness AS l_harness, l.agent_ref AS l_agent_ref, l.session_ref AS l_session_ref,
+l.created_at AS l_created_at, l.expires_at AS l_expires_at, l.ttl AS l_ttl,
+l.on_behalf_of AS l_on_behalf_of, l.released_at AS l_released_at,
+l.release_reason AS l_release_reason,
+ee.e_from, ee.e_kind, ee.e_created,
+aa.a_node, aa.a_body_id, aa.a_body_kind, aa.a_body_name,
+aa.a_result_id, aa.a_result_kind, aa.a_result_name,
+ch.unresolved, ch.newest_at
+FROM k JOIN nodes n ON n.org_id = %(org)s AND n.id = k.id
+JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
+LEFT JOIN leases l ON l.org_id = n.org_id AND l.node_id = n.id AND l.released_at IS NULL
+CROSS JOIN (SELECT array_agg(from_id) AS e_from, array_agg(kind) AS e_kind,
+array_agg(created_at) AS e_created FROM e) ee
+CROSS JOIN (SELECT array_agg(node_id) AS a_node, array_agg(body_id) AS a_body_id,
+array_agg(body_kind) AS a_body_kind, array_agg(body_name) AS a_body_name,
+array_agg(result_id) AS a_result_id, array_agg(result_kind) AS a_result_kind,
+array_agg(result_name) AS a_result_name FROM a) aa
+CROSS JOIN (SELECT count(*) AS unresolved, max(c.created_at) AS newest_at FROM comments c
+WHERE c.org_id = %(org)s AND c.node_id = (SELECT id FROM k) AND c.resolved_at IS NULL) ch
 
 -- name: unreleased_lease_of_claimed
 -- unreleased_lease of the node lock_next_ready just locked (named by the transaction's
@@ -358,8 +407,15 @@ WITH ins AS (
 SELECT (SELECT request_id FROM ins) AS request_id, (/*:_request_applied_at*/) AS applied_at
 
 -- name: set_fingerprint
--- The fingerprint of a request reserved by reserve_request_ahead.
+-- The fingerprint of a request reserved by reserve_request_ahead (when the transaction
+-- commits without saving a response: save_response_fingerprint sets both).
 UPDATE requests SET fingerprint = %(fingerprint)s
+WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
+
+-- name: save_response_fingerprint
+-- save_response of a request reserved by reserve_request_ahead, with its fingerprint: one
+-- write of the row instead of two.
+UPDATE requests SET fingerprint = %(fingerprint)s, response = %(response)s
 WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: list_nodes
@@ -736,6 +792,19 @@ SELECT (
 ) AS project_id, now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
   /*:_policy_digest*/ AS policy_digest,
   EXISTS (SELECT 1 FROM budgets WHERE org_id = %(org)s AND cap IS NOT NULL) AS has_caps
+
+-- name: claim_writes
+-- A claim's writes as one statement (TxBase's deferred writes): set_cursor, insert_lease
+-- and insert_event_announced, each with its parameters prefixed (c_, l_; the event's as
+-- they are).
+WITH c AS (/*:set_cursor@c_*/), l AS (/*:insert_lease@l_*/), /*:_event_announced*/
+
+-- name: complete_writes
+-- A lone complete's writes as one statement (TxBase's deferred writes): update_node,
+-- update_lease, save_response_fingerprint and insert_event_announced, each with its
+-- parameters prefixed (n_, l_, s_; the event's as they are).
+WITH n AS (/*:update_node@n_*/), l AS (/*:update_lease@l_*/),
+s AS (/*:save_response_fingerprint@s_*/), /*:_event_announced*/
 
 -- name: set_cursor
 -- Advance the caller's rotation cursor after a claim.

@@ -55,7 +55,12 @@ WITH ev AS (
 -- Append one event and coalesce it into the open deliveries of its project's endpoints:
 -- a write of one event costs no statement more for webhooks (ClaimNext waiters are woken
 -- after the commit: `wake`).
-WITH ev AS (
+WITH /*:_event_announced*/
+
+-- name: _event_announced
+-- insert_event_announced but its WITH: the tail of the writes that go with one event
+-- (graph.sql's claim_writes, complete_writes).
+ev AS (
     INSERT INTO events (id, org_id, project_id, node_id, principal_id, principal_kind, on_behalf_of,
                         identity_scheme, request_id, op, reason, before, after, occurred_at)
     VALUES (%(id)s, %(org)s, %(project_id)s, %(node_id)s, %(principal_id)s, %(principal_kind)s,
