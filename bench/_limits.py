@@ -106,6 +106,9 @@ async def scenario(srv: Server, *, smoke: bool = False) -> list[Result]:
     def ratios(key: str) -> float:
         return round(statistics.median(a / b for a, b in zip(on_[key], off_[key], strict=True)), 3)
 
+    def rounds_of(key: str) -> list[float]:
+        return [round(a / b, 2) for a, b in zip(on_[key], off_[key], strict=True)]
+
     out.append(
         Result(
             "limits",
@@ -114,6 +117,8 @@ async def scenario(srv: Server, *, smoke: bool = False) -> list[Result]:
                 "ready_p50": ratios("ready_p50"),
                 "pairs_per_s": ratios("pairs_per_s"),
                 "pair_p50": ratios("pair_p50"),
+                "ready_rounds": rounds_of("ready_p50"),
+                "pairs_rounds": rounds_of("pairs_per_s"),
             },
             "median of each round's ratio; goal within 10% (0.9-1.1)",
         )
