@@ -231,3 +231,77 @@ def test_the_whole_lists_page_by_the_key_the_operations_declare() -> None:
 
     for rpc, fields in SORT_KEYS.items():
         assert skift.OPERATIONS_BY_RPC[rpc].page_key == ", ".join(fields), rpc
+
+
+async def test_every_keyset_list_refuses_a_token_of_other_arguments_or_another_list(
+    serve: Serve,
+) -> None:
+    """ListProjects, ListNodes, Search and ListWebhookDeliveries: page 2 takes the size it
+    asks; its token with another filter, or on another list, is INVALID_ARGUMENT naming
+    page_token."""
+    server = await serve("--memory")
+    async with skift_server.connect(f"unix://{server.socket}") as sk:
+        proj = await sk.create_project("Refusals")
+        await sk.create_project("Refusals two")
+        await sk.create_project("Refusals three")
+        await sk.patch(proj.slug, [skift.CreateNode(title=f"osprey {i}") for i in range(6)])
+        hook = await sk.add_webhook(proj.slug, "https://hooks.example.com/refusals")
+        for _ in range(4):
+            await sk.test_webhook(hook.id)
+    channel = Channel(path=str(server.socket), status_details_codec=ErrorDetailsCodec())
+    stub = v1.SkiftServiceStub(channel)
+    filt = v1.NodeFilter(projects=[proj.slug])
+    cases: list[tuple[Any, Any, Any, str]] = [
+        (
+            stub.list_projects,
+            v1.ListProjectsRequest(page_size=1),
+            v1.ListProjectsRequest(show_archived=True),
+            "projects",
+        ),
+        (
+            stub.list_nodes,
+            v1.ListNodesRequest(filter=filt, page_size=1),
+            v1.ListNodesRequest(filter=v1.NodeFilter(projects=[proj.slug], kinds=["task"])),
+            "nodes",
+        ),
+        (
+            stub.search,
+            v1.SearchRequest(query="osprey", page_size=1),
+            v1.SearchRequest(query="osprey 1"),
+            "hits",
+        ),
+        (
+            stub.list_webhook_deliveries,
+            v1.ListWebhookDeliveriesRequest(page_size=1),
+            v1.ListWebhookDeliveriesRequest(parked=True),
+            "deliveries",
+        ),
+    ]
+    try:
+        tokens: list[str] = []
+        for call, first, other, items in cases:
+            page = await call(first)
+            assert len(getattr(page, items)) == 1
+            token = page.next_page_token
+            assert token
+            tokens.append(token)
+            # page 2 takes the size it asks
+            again = type(first)().from_dict(first.to_dict())
+            again.page_size, again.page_token = 2, token
+            assert len(getattr(await call(again), items)) == 2
+            # the same token with other arguments
+            other.page_token = token
+            with pytest.raises(GRPCError) as ei:
+                await call(other)
+            assert ei.value.status is Status.INVALID_ARGUMENT, call
+            bad = [d for d in ei.value.details or () if isinstance(d, BadRequest)]
+            assert [v.field for v in bad[0].field_violations] == ["page_token"]
+        # each token on the next list
+        for (call, first, _, _), token in zip(cases, tokens[1:] + tokens[:1], strict=True):
+            req = type(first)().from_dict(first.to_dict())
+            req.page_token = token
+            with pytest.raises(GRPCError) as ei:
+                await call(req)
+            assert ei.value.status is Status.INVALID_ARGUMENT, call
+    finally:
+        channel.close()
