@@ -73,6 +73,12 @@ from ._store import Store, Tx
 from ._surface import Skift as Skift
 from ._views import InviteInfo, PrincipalInfo, TokenInfo, WhoAmI
 
+_REMEMBERED = frozenset({IdentityScheme.UNIX.value, IdentityScheme.TOKEN.value})
+"""Identities ``authenticate(remembered=True)`` may start from (OIDC's expire and bind)."""
+
+_REMEMBER_AT_MOST = 4096
+"""Identities a base handle remembers (the oldest is forgotten first)."""
+
 
 @check_inputs
 class LocalSkift(WorkApi, ContentApi, ImportApi):
@@ -96,6 +102,7 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         *,
         expires_at: datetime | None = None,
         invite: str | None = None,
+        remembered: bool = False,
     ) -> LocalSkift:
         """A handle acting as the principal that holds this identity (a transport's view).
 
@@ -108,6 +115,15 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         change stream with ``wait``) re-checks the identity each time it wakes
         and before it answers: a revoked identity, or one past ``expires_at``
         (an OIDC token's expiry), ends it with ``Unauthenticated``.
+
+        ``remembered`` (a unix or token identity this handle looked up before): the
+        handle starts from the principal it named then, and its first transaction
+        confirms it (``Tx.expect_identity``: in PostgreSQL with the transaction's first
+        statement, no round trip of its own) before it answers or commits anything; a
+        revoked identity, or one that now names another principal or the same one with
+        another role, is refused there and the handle says ``identity_stale`` (the
+        transport looks it up again). Only for calls that touch the store through
+        transactions alone.
         """
         if expires_at is not None and expires_at <= datetime.now(UTC):
             raise Unauthenticated(
@@ -115,12 +131,23 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
                 next="Get a fresh token from your identity provider and retry.",
             )
         lookup = token_digest(value) if scheme == IdentityScheme.TOKEN.value else value
+        key = (scheme, lookup)
+        if remembered and expires_at is None and scheme in _REMEMBERED:
+            known = self._identities.get(key)
+            org_name = self._org_names.get(known.org_id) if known is not None else None
+            if known is not None and org_name is not None:
+                handle = self._handle_of(known, scheme, org_name)
+                handle._credential = (scheme, lookup, None)
+                handle._remembered = (scheme, lookup, known)
+                handle._remembered_by = self._identities
+                return handle
         principal = await self.store.principal_by_identity(scheme, lookup)
         if principal is None and scheme == IdentityScheme.OIDC.value:
             # its holder's proof: an admin of their organization may have invited it
             await orgs_bind_invited(self.engine, self.store, scheme, lookup, invite)
             principal = await self.store.principal_by_identity(scheme, lookup)
         if principal is None:
+            self._identities.pop(key, None)
             if scheme == IdentityScheme.UNIX.value:
                 raise Unauthenticated(
                     f"uid {value} is not registered with skift",
@@ -144,7 +171,16 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             org = await self.store.org_by_id(principal.org_id)
             assert org is not None
             org_name = self._org_names[principal.org_id] = org.name
-        handle = LocalSkift(
+        if scheme in _REMEMBERED:
+            if len(self._identities) >= _REMEMBER_AT_MOST:
+                self._identities.pop(next(iter(self._identities)))
+            self._identities[key] = principal
+        handle = self._handle_of(principal, scheme, org_name)
+        handle._credential = (scheme, lookup, expires_at)
+        return handle
+
+    def _handle_of(self, principal: Principal, scheme: str, org_name: str) -> LocalSkift:
+        return LocalSkift(
             self.store,
             principal=PrincipalSpec(principal.name, principal.kind),
             org=org_name,
@@ -153,8 +189,6 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
             policy=self.base_policy,
             actor=Actor(principal=principal, identity_scheme=scheme),
         )
-        handle._credential = (scheme, lookup, expires_at)
-        return handle
 
     async def whoami(self) -> WhoAmI:
         """Who this handle acts as, in which organization, and what serves it (``skift status``)."""

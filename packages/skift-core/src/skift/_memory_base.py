@@ -93,6 +93,15 @@ class MemoryTxBase(webhooks.MemoryWebhooksTx):
     def org_id(self) -> UUID:
         return self._org
 
+    async def expect_identity(
+        self, scheme: str, value: str, check: Callable[[Principal | None], None]
+    ) -> None:
+        for ident in self._s.identities.values():
+            if ident.scheme == scheme and ident.value == value and ident.revoked_at is None:
+                check(self._s.principals.get(ident.principal_id))
+                return
+        check(None)
+
     async def secret(self, name: str) -> bytes:
         return self._s.secrets.setdefault(name, secrets.token_bytes(32))
 

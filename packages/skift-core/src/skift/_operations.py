@@ -257,6 +257,11 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         None,
         local="a transport's own step: the server authenticates every call before it",
     ),
+    Op(
+        "confirm_identity",
+        None,
+        local="a transport's own step: a remembered identity confirmed before a large body",
+    ),
     Op("bootstrap_owner", None, local="the server's start-up names its owner, in process"),
     Op("check_action", None, local="the server's edge check; remote callers are checked by it"),
     Op("session", None, local="the board's sign-in session, served by the server's HTTP side"),

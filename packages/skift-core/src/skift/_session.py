@@ -21,6 +21,7 @@ from uuid import UUID
 from ._engine import Actor, Engine
 from ._errors import Conflict, LimitExceeded, Refused, Unauthenticated
 from ._limits import DEFAULT_LIMITS, Limits
+from ._models import Principal
 from ._policy import Policy
 from ._principal_spec import PrincipalSpec, User
 from ._store import WAITING, Store, TransientError, Tx
@@ -60,6 +61,16 @@ class Session:
         # organization names by id, for authenticate (a transport's base handle asks once
         # per call); an organization's name never changes and its id is never reused
         self._org_names: dict[UUID, str] = {}
+        # a transport's base handle: the principal each identity named when last looked up
+        # (authenticate with remembered=True starts from it and has it confirmed)
+        self._identities: dict[tuple[str, str], Principal] = {}
+        # set by authenticate(remembered=True): the identity and the principal it named,
+        # confirmed by this handle's first transaction (see _confirm)
+        self._remembered: tuple[str, str, Principal] | None = None
+        self._remembered_by: dict[tuple[str, str], Principal] | None = None  # the base's memory
+        self.identity_stale = False
+        """The remembered identity no longer named its principal as it was (revoked, moved
+        or its role changed): the call was refused, and the transport looks it up again."""
 
     async def __aenter__(self) -> Self:
         await self._whoami()
@@ -92,6 +103,31 @@ class Session:
                 next="Ask an admin of skift for a new credential.",
                 move={"do": "get_token"},
             )
+
+    def _confirm(self, found: Principal | None) -> None:
+        """Judge a remembered identity by who holds it now: the same principal, role and
+        all, or the call is refused before anything is answered (and marked stale)."""
+        remembered = self._remembered
+        if remembered is None:
+            return
+        if found != remembered[2]:
+            self.identity_stale = True
+            if self._remembered_by is not None:  # forgotten: the next call looks it up
+                self._remembered_by.pop((remembered[0], remembered[1]), None)
+            raise Unauthenticated(
+                f"the {remembered[0]} credential of this call no longer names the principal "
+                "it named",
+                next="Ask an admin of skift for a new credential.",
+                move={"do": "get_token"},
+            )
+        self._remembered = None
+
+    async def confirm_identity(self) -> None:
+        """Confirm a remembered identity now, in a statement of its own (before reading a
+        large request: issue 29's rule); nothing to do for any other handle."""
+        if self._remembered is not None:
+            scheme, lookup, _ = self._remembered
+            self._confirm(await self.store.principal_by_identity(scheme, lookup))
 
     async def _whoami(self) -> Actor:
         if self._actor is None:
@@ -130,6 +166,9 @@ class Session:
         for attempt in range(attempts):
             try:
                 async with self.store.transaction(self._org_id, graph_lock=graph_lock) as tx:
+                    if self._remembered is not None:
+                        scheme, lookup, _ = self._remembered
+                        await tx.expect_identity(scheme, lookup, self._confirm)
                     self.engine.reading_as(tx, actor)  # reads follow this principal's policy
                     return await fn(tx, actor)
             except Refused:

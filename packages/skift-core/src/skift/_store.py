@@ -14,7 +14,7 @@ of another organization from it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -256,6 +256,15 @@ class Tx(Protocol):
 
     async def now(self) -> datetime:
         """The store's clock (the database's in PostgreSQL), fixed for the transaction."""
+        ...
+
+    async def expect_identity(
+        self, scheme: str, value: str, check: Callable[[Principal | None], None]
+    ) -> None:
+        """Have ``check`` judge who holds the live identity ``scheme``/``value`` now (None:
+        nobody), before this transaction hands back any row or commits; ``check`` raises
+        to refuse. PostgreSQL sends the read with the transaction's first statement, so it
+        costs no round trip of its own (a transport's per-call identity check)."""
         ...
 
     # principals

@@ -16,7 +16,13 @@ the same store acting as the principal holding that identity
 ``next`` naming the command that registers it. Calls carrying the same
 credential at the same moment share one lookup (:meth:`Authenticator._once`):
 a burst of a thousand calls from one token costs the pool one query, not a
-thousand, and a lookup that starts after a revocation still sees it.
+thousand, and a lookup that starts after a revocation still sees it. The
+reads agents call most (``_service.REMEMBERED``) start instead from the
+principal a unix or token identity named when it was last looked up, and the
+call's first transaction reads the identity again in its first round trip
+(``Tx.expect_identity``): revoked, moved to another principal or its role
+changed, the call is refused before any row is handed back or anything
+committed, and authenticated again from the database.
 
 Test hooks (``skift serve --test-hooks``, never in production): the
 ``x-skift-act-as: KIND:NAME`` metadata (and ``x-skift-org``) acts as any
@@ -48,6 +54,9 @@ CLOCK_OFFSET: Final = "x-skift-clock-offset"
 _TEST_HEADERS: Final = (ACT_AS, ORG, CLOCK_OFFSET)
 
 _UCRED: Final = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+_KNOWN_AT_MOST: Final = 4096
+"""Identities an Authenticator keeps as seen (forgotten all at once past it)."""
 
 
 def peer_uid(stream: grpclib.server.Stream[Any, Any]) -> int | None:
@@ -90,6 +99,9 @@ class Authenticator:
         self._inflight: dict[
             tuple[str, str, datetime | None, str | None], asyncio.Future[skift.LocalSkift]
         ] = {}
+        # unix and token identities looked up before: a call that may start from what
+        # the base remembers of them asks it directly (no lookup, no task)
+        self._known: set[tuple[str, str]] = set()
 
     async def _once(
         self,
@@ -97,9 +109,19 @@ class Authenticator:
         value: str,
         expires_at: datetime | None = None,
         invite: str | None = None,
+        *,
+        remembered: bool = False,
     ) -> skift.LocalSkift:
         """``base.authenticate``, shared by every call that asks for the same identity
-        while a lookup of it is in flight."""
+        while a lookup of it is in flight. ``remembered``: an identity looked up before
+        is taken from the base's memory, to be confirmed by the call's first transaction
+        (``skift.LocalSkift.authenticate``)."""
+        if remembered and (scheme, value) in self._known:
+            try:
+                return await self.base.authenticate(scheme, value, remembered=True)
+            except skift.Unauthenticated:
+                self._known.discard((scheme, value))
+                raise
         key = (scheme, value, expires_at, invite)
         found = self._inflight.get(key)
         if found is not None:
@@ -110,9 +132,20 @@ class Authenticator:
         task = asyncio.ensure_future(lookup())
         self._inflight[key] = task
         task.add_done_callback(lambda _: self._inflight.pop(key, None))
-        return await asyncio.shield(task)
+        handle = await asyncio.shield(task)
+        if expires_at is None and scheme in ("unix", "token"):
+            if len(self._known) >= _KNOWN_AT_MOST:
+                self._known.clear()
+            self._known.add((scheme, value))
+        return handle
 
-    async def caller(self, stream: grpclib.server.Stream[Any, Any]) -> skift.LocalSkift:
+    async def caller(
+        self, stream: grpclib.server.Stream[Any, Any], *, remembered: bool = False
+    ) -> skift.LocalSkift:
+        """The caller's handle. ``remembered`` (a call that touches the store only through
+        transactions): a unix or token identity seen before is not looked up now but
+        confirmed with the call's first statement (its handle's ``identity_stale`` says
+        when that refused it, and the call is authenticated again)."""
         md = stream.metadata
         headers: dict[str, str] = {}
         if md is not None:
@@ -129,7 +162,7 @@ class Authenticator:
             return self._test_caller(headers)
         uid = peer_uid(stream)
         if uid is not None:
-            return await self._once("unix", str(uid))
+            return await self._once("unix", str(uid), remembered=remembered)
         token = bearer(stream)
         if token is not None:
             if self.oidc is not None and looks_like_jwt(token):
@@ -137,7 +170,7 @@ class Authenticator:
                 code = md.get(INVITE) if md is not None else None
                 invite = code.strip() or None if isinstance(code, str) else None
                 return await self._once("oidc", found.value, found.expires_at, invite)
-            return await self._once("token", token)
+            return await self._once("token", token, remembered=remembered)
         raise skift.Unauthenticated(
             "no credentials: over TCP every call carries a bearer token",
             next="Send the metadata 'authorization: Bearer <token>'; a token comes from "

@@ -43,7 +43,7 @@ from ._import_wire import StreamHandler
 from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
-from ._wire import TooExpensive, WireError, decode_off_loop
+from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop
 
 _log = logging.getLogger("skift_server")
 
@@ -59,6 +59,14 @@ ADMIN_ACTIONS: Final[dict[str, str]] = {
 """Administrative RPCs and the policy action each needs (``skift.OPERATIONS``): checked for
 the caller as soon as it is authenticated, before the call does any work (the seed's coarse
 method checks)."""
+
+REMEMBERED: Final = frozenset(
+    {"GetNode", "ResolveNode", "Ready", "ListNodes", "ListProjects", "Explain", "Heartbeat"}
+)
+"""RPCs whose caller may be taken from the identity remembered from its last call, confirmed
+by the call's first transaction (``Authenticator.caller``): each touches the store through
+transactions alone and refuses nothing before its first read. A request larger than
+``_wire.INLINE_BYTES`` is confirmed before its body is read."""
 
 LONG_POLLS: Final = frozenset(rpc for rpc, op in skift.OPERATIONS_BY_RPC.items() if op.long_poll)
 """RPCs that may wait for something to happen: drained at once on shutdown."""
@@ -94,7 +102,10 @@ def find_handlers() -> dict[str, Any]:
 
 
 async def recv_request(
-    stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int
+    stream: grpclib.server.Stream[Any, Any],
+    cls: type[Any],
+    max_bytes: int,
+    before_large: Callable[[], Awaitable[None]] | None = None,
 ) -> Any:
     """Read one request message with a size limit, decoding it strictly.
 
@@ -102,8 +113,9 @@ async def recv_request(
     declared length; here the 5-byte gRPC frame header is read first, so an
     oversized message is refused before its body is accepted (HTTP/2 flow
     control then keeps the sender from pushing more than a window).
+    ``before_large`` runs before a body larger than ``INLINE_BYTES`` is read.
     """
-    got = await _recv(stream, cls, max_bytes)
+    got = await _recv(stream, cls, max_bytes, before_large)
     if got is None:
         raise invalid("the request carries no message", next="Send exactly one request message.")
     return got
@@ -139,7 +151,12 @@ def more_buffered(stream: grpclib.server.Stream[Any, Any]) -> bool:
     return any(item.data_size for item in queued)
 
 
-async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_bytes: int) -> Any:
+async def _recv(
+    stream: grpclib.server.Stream[Any, Any],
+    cls: type[Any],
+    max_bytes: int,
+    before_large: Callable[[], Awaitable[None]] | None = None,
+) -> Any:
     """The next request message, or None when the client ended its stream. Called once the
     caller is authenticated: a message larger than the stream's window opens it."""
     raw = stream._stream  # pyright: ignore[reportPrivateUsage]
@@ -160,6 +177,8 @@ async def _recv(stream: grpclib.server.Stream[Any, Any], cls: type[Any], max_byt
                 value=max_bytes,
             )
         )
+    if before_large is not None and length > INLINE_BYTES:
+        await before_large()  # a remembered identity: confirmed before a large body
     open_window(stream, length)  # the caller is authenticated: a large message may come
     body = await _read(raw, length)
     if len(body) != length:
@@ -347,18 +366,33 @@ class SkiftService:
                     ) from exc
                 return
             assert fn is not None
-            sk = await self.auth.caller(stream)  # from the headers: no body read yet
+            remembered = name in REMEMBERED
+            # from the headers: no body read yet
+            sk = await self.auth.caller(stream, remembered=remembered)
             action = ADMIN_ACTIONS.get(name)
             if action is not None:
                 await sk.check_action(action)
-            request = await recv_request(stream, request_type, self.max_message_bytes)
+            request = await recv_request(
+                stream,
+                request_type,
+                self.max_message_bytes,
+                sk.confirm_identity if remembered else None,
+            )
             if more_buffered(stream):
                 raise invalid(
                     f"{name} takes one request message; this call sent more",
                     next="Send exactly one message on a unary call.",
                 )
             try:
-                reply = await self._call(name, fn, sk, request)
+                try:
+                    reply = await self._call(name, fn, sk, request)
+                except skift.Unauthenticated:
+                    if not sk.identity_stale:
+                        raise
+                    # the remembered identity changed: nothing was answered or committed;
+                    # look it up again (refused there if it was revoked) and run the call
+                    sk = await self.auth.caller(stream)
+                    reply = await self._call(name, fn, sk, request)
             except skift.TransientError as exc:
                 raise skift.Unavailable(
                     f"the store stayed busy: {exc}", next="Retry with the same request id."

@@ -24,10 +24,10 @@ from psycopg import AsyncPipeline, pq, sql
 from psycopg import _queries as _pgq  # pyright: ignore[reportPrivateUsage]
 from psycopg.abc import Params, Query, QueryNoTemplate
 
-from skift import Project, Restriction
+from skift import Principal, Project, Restriction, SkiftError
 
 from ._queries import custom_planned, q, queries
-from ._rows import Row
+from ._rows import Row, principal_from_row
 
 COPY_FROM: Final = 64
 """From this many rows a batch insert goes as COPY (an import's thousands of nodes, edges,
@@ -86,6 +86,31 @@ _COMBINED: Final[dict[tuple[str, ...], tuple[str, tuple[str, ...]]]] = {
 the engine makes them, and the parameters' prefixes of the statement that makes them all."""
 
 
+class PgCursor(psycopg.AsyncCursor[Row]):
+    """psycopg's cursor; once it has its rows, the transaction's expected identity (sent
+    before every other statement, so answered by then) is judged before they are handed
+    back (:meth:`PgConn.confirm_identity`)."""
+
+    async def fetchone(self) -> Row | None:
+        row = await super().fetchone()
+        await _conn_of(self).confirm_identity()
+        return row
+
+    async def fetchmany(self, size: int = 0) -> list[Row]:
+        rows = await super().fetchmany(size)
+        await _conn_of(self).confirm_identity()
+        return rows
+
+    async def fetchall(self) -> list[Row]:
+        rows = await super().fetchall()
+        await _conn_of(self).confirm_identity()
+        return rows
+
+
+def _conn_of(cur: PgCursor) -> PgConn:
+    return cast("PgConn", cur.connection)
+
+
 class PgConn(psycopg.AsyncConnection[Row]):
     """A pooled connection: psycopg's, with transaction control sent as psycopg sends its own,
     the queries with optional filters never prepared (``custom_planned``), and writes whose
@@ -126,6 +151,23 @@ class PgConn(psycopg.AsyncConnection[Row]):
             return
         for name, params in held:
             await self.execute(q(name), params)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cursor_factory = PgCursor
+        # the identity read sent with this transaction's first statement, and who judges it
+        self.expected_identity: (
+            tuple[psycopg.AsyncCursor[Row], Callable[[Principal | None], None]] | None
+        ) = None
+
+    async def confirm_identity(self) -> None:
+        """Judge the expected identity (:meth:`TxBase.expect_identity`) if it is still to be
+        judged: its answer is in once any later statement's is; else this waits for it."""
+        pending, self.expected_identity = self.expected_identity, None
+        if pending is not None:
+            cur, check = pending
+            row = await cur.fetchone()
+            check(principal_from_row(row) if row is not None else None)
 
     async def execute(
         self,
@@ -237,6 +279,18 @@ class TxBase:
         self._pipe_cm = cm
         await self._conn.command(b"BEGIN")
 
+    async def expect_identity(
+        self, scheme: str, value: str, check: Callable[[Principal | None], None]
+    ) -> None:
+        """Send the identity's read now, to be answered with the transaction's first
+        statement; ``check`` judges it before any statement's rows are handed back, any
+        write is counted and COMMIT is sent (:class:`PgCursor`, :meth:`commit`), and, when
+        the transaction fails first, before its error is (:meth:`abort`)."""
+        cur = await self._conn.execute(
+            q("principal_by_identity"), {"scheme": scheme, "value": value}
+        )
+        self._conn.expected_identity = (cur, check)
+
     async def commit(self) -> None:
         """COMMIT, then wake ClaimNext waiters if anything was written: both in one round trip.
 
@@ -247,6 +301,7 @@ class TxBase:
         between the two loses only the wake-up: a waiting ClaimNext polls at least once a
         second (``WorkApi.claim_next``), so a waiter is late, never stuck.
         """
+        await self._conn.confirm_identity()  # no read came back yet: it costs a round trip
         if self._fingerprint is not None:  # reserved ahead, and no response saved
             principal, rid, fingerprint = self._fingerprint
             self._fingerprint = None
@@ -261,7 +316,17 @@ class TxBase:
     async def abort(self) -> None:
         """End a failed transaction: leave the pipeline (its pending error, if any, is the
         caller's exception's consequence) and roll back whatever is still open. A broken
-        connection is left to the pool, which discards it."""
+        connection is left to the pool, which discards it.
+
+        An identity still to be judged is judged first: a refused caller is told that,
+        not what its call ran into."""
+        refused: SkiftError | None = None
+        try:
+            with contextlib.suppress(psycopg.Error):
+                await self._conn.confirm_identity()
+        except SkiftError as exc:
+            refused = exc
+        self._conn.expected_identity = None
         self._conn.discard()
         with contextlib.suppress(psycopg.Error):
             await self._unpipe()
@@ -272,6 +337,8 @@ class TxBase:
         ):
             with contextlib.suppress(psycopg.Error):  # a broken connection: the pool discards it
                 await self._conn.command(b"ROLLBACK")
+        if refused is not None:
+            raise refused
 
     async def _unpipe(self) -> None:
         """Leave the pipeline: send what is queued, wait for every answer (raising the
@@ -314,6 +381,7 @@ class TxBase:
         )
         await self._conn.flush()
         await self._unpipe()
+        await self._conn.confirm_identity()
         async with self._conn.cursor() as cur, cur.copy(query) as copy:
             for row in rows:
                 await copy.write_row(row)
@@ -347,6 +415,7 @@ class TxBase:
         self._written()
         if self._pipe is not None:
             await self._pipe.sync()
+        await self._conn.confirm_identity()
         return cur.rowcount
 
     async def rows(self, name: str, /, **params: Any) -> list[Row]:
