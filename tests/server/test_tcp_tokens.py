@@ -104,3 +104,22 @@ async def test_tls(serve: Serve, tmp_path: Path) -> None:
     async with skift_server.connect(f"https://127.0.0.1:{port}", token=secret, attempts=1) as bot:
         with pytest.raises(skift.Unavailable):
             await bot.ready()
+
+
+async def test_a_role_changed_between_calls_is_seen_and_the_call_answered(serve: Serve) -> None:
+    """The reads agents call most start from the principal a token named on its last call
+    (issue 31); granted the admin role since, the call is authenticated again and answered
+    as the principal is now."""
+    port = free_port()
+    server = await serve("--memory", "--listen", f"127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}"
+    async with skift_server.connect(server.url) as owner:
+        await owner.create_project("Roles")
+        await owner.add_principal("ada", "user")
+        secret = (await owner.create_token("ada")).token
+        async with skift_server.connect(url, token=secret) as ada:
+            await ada.list_projects()
+            await ada.list_projects()  # remembered
+            await owner.grant_admin("ada", reason="on call")
+            assert [p.slug for p in await ada.list_projects()] == ["roles"]
+            assert (await ada.whoami()).admin
