@@ -250,3 +250,24 @@ async def _nodes(
     sk: skift.LocalSkift, size: int, token: str | None, flt: dict[str, Any]
 ) -> skift.Page[skift.NodeInfo]:
     return as_page(await sk.list_nodes(limit=size, page=token, **flt))
+
+
+async def test_a_forged_position_is_refused_not_read(sk: skift.LocalSkift) -> None:
+    """A position carries nothing a caller must be trusted with, and nothing out of what a
+    store holds gets to it: numbers out of range, times out of the calendar, a rank that
+    is no number are INVALID_ARGUMENT naming page_token (never an internal error)."""
+    await sk.create_project("Forged")
+    ulid = "0" * 26
+    for bad in (
+        f'["projects",-1,0,"{ulid}"]',
+        f'["projects",{2**64},0,"{ulid}"]',
+        f'["projects",1,{10**20},"{ulid}"]',
+        '["projects",1,0,"not an id"]',
+    ):
+        with pytest.raises(skift.Invalid) as ei:
+            await sk.list_projects(page=bad)
+        assert ei.value.details.get("field") == "page_token"
+    for bad in (f'["search",NaN,"{ulid}",1]', f'["search",1.5,"{ulid}",{2**63}]'):
+        with pytest.raises(skift.Invalid) as ei:
+            await sk.search("forged", page=bad)
+        assert ei.value.details.get("field") == "page_token"

@@ -18,6 +18,7 @@ A position of another list, or text that is no position, is
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
@@ -120,9 +121,11 @@ def _parse(kind: type, value: Any) -> Any:
             raise ValueError("not an id")
         return ident
     if kind is float:
-        if type(value) not in (int, float):
+        if type(value) not in (int, float) or not math.isfinite(value):
             raise ValueError("not a number")
         return float(value)
     if type(value) is not kind:
         raise ValueError(f"not a {kind.__name__}")
+    if kind is int and not 0 <= value < 2**63:
+        raise ValueError("out of range")  # numbers, positions: what a store holds
     return value
