@@ -75,15 +75,15 @@ _COMBINED: Final[dict[tuple[str, ...], tuple[str, tuple[str, ...]]]] = {
         "claim_writes",
         ("c_", "l_", ""),
     ),
-    (
-        "update_node",
-        "update_lease",
-        "insert_event_announced",
-        "save_response_fingerprint",
-    ): ("complete_writes", ("n_", "l_", "", "s_")),
+    ("update_node", "update_lease"): ("complete_lease_writes", ("n_", "l_")),
+    ("insert_event_announced", "save_response_fingerprint"): (
+        "complete_answer_writes",
+        ("", "s_"),
+    ),
 }
 """Runs of deferred writes that go as one statement (graph.sql): the writes in the order
-the engine makes them, and the parameters' prefixes of the statement that makes them all."""
+the engine makes them, and the parameters' prefixes of the statement that makes them all.
+A run held back whole is sent at once (PostgreSQL runs it while the engine goes on)."""
 
 
 class PgCursor(psycopg.AsyncCursor[Row]):
@@ -126,6 +126,12 @@ class PgConn(psycopg.AsyncConnection[Row]):
         if self._deferred is None:
             self._deferred = []
         self._deferred.append((name, params))
+
+    @property
+    def deferred_run(self) -> bool:
+        """Whether the writes held back are exactly a run ``_COMBINED`` knows."""
+        held = self._deferred or []
+        return tuple(name for name, _ in held) in _COMBINED
 
     def discard(self) -> None:
         """Forget the writes held back (the transaction rolls back)."""
@@ -358,6 +364,8 @@ class TxBase:
         complete's writes go as one."""
         self._conn.defer(name, {"org": self._org, **params})
         self.wrote = True
+        if self._conn.deferred_run:  # a whole run: sent now, PostgreSQL runs it meanwhile
+            await self._conn.flush()
 
     async def _send_many(self, name: str, params: Sequence[Row]) -> None:
         """One statement per row, sent as one batch (psycopg pipelines executemany);

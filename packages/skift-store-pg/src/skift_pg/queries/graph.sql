@@ -799,12 +799,16 @@ SELECT (
 -- they are).
 WITH c AS (/*:set_cursor@c_*/), l AS (/*:insert_lease@l_*/), /*:_event_announced*/
 
--- name: complete_writes
--- A lone complete's writes as one statement (TxBase's deferred writes): update_node,
--- update_lease, save_response_fingerprint and insert_event_announced, each with its
--- parameters prefixed (n_, l_, s_; the event's as they are).
-WITH n AS (/*:update_node@n_*/), l AS (/*:update_lease@l_*/),
-s AS (/*:save_response_fingerprint@s_*/), /*:_event_announced*/
+-- name: complete_lease_writes
+-- A lone complete's first writes as one statement (TxBase's deferred writes), sent as soon
+-- as both are made, so that PostgreSQL runs them while the engine decides: update_node and
+-- update_lease, their parameters prefixed (n_, l_).
+WITH n AS (/*:update_node@n_*/) /*:update_lease@l_*/
+
+-- name: complete_answer_writes
+-- A lone complete's last writes as one statement: insert_event_announced and
+-- save_response_fingerprint (its parameters prefixed s_; the event's as they are).
+WITH s AS (/*:save_response_fingerprint@s_*/), /*:_event_announced*/
 
 -- name: set_cursor
 -- Advance the caller's rotation cursor after a claim.
