@@ -71,7 +71,7 @@ SCANNED = [
             "_convert.py",
             "_convert_graph.py",
             "_convert_ops.py",
-            "_convert_records.py",
+            "_convert_types.py",
             "_admin_rpc.py",
             "_webhooks_wire.py",
             "_import_wire.py",

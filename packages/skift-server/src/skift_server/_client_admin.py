@@ -7,9 +7,8 @@ from collections.abc import Mapping
 
 import skift
 
-from . import _admin_rpc as ad
-from . import _convert_records as rc
 from ._client_base import RemoteBase
+from ._convert_types import from_pb
 from ._proto.skift import v1
 
 
@@ -18,18 +17,11 @@ class AdminCalls(RemoteBase):
 
     async def whoami(self) -> skift.WhoAmI:
         got = await self._call("WhoAmI", v1.WhoAmIRequest(), v1.WhoAmIResponse)
-        return skift.WhoAmI(
-            principal=got.principal,
-            kind=got.kind,
-            org=got.org,
-            admin=got.admin,
-            version=got.version,
-            database=got.database,
-        )
+        return from_pb(v1.WhoAmIResponse, skift.WhoAmI, got)
 
     async def policy(self) -> skift.OrgPolicy:
         got = await self._call("GetPolicy", v1.GetPolicyRequest(), v1.GetPolicyResponse)
-        return ad.org_policy_view(got.policy)
+        return from_pb(v1.OrgPolicy, skift.OrgPolicy, got.policy)
 
     async def set_policy(
         self, modules: Mapping[str, str], *, reason: str | None = None
@@ -40,43 +32,43 @@ class AdminCalls(RemoteBase):
         )
         # setting the same modules twice changes nothing the second time
         got = await self._call("SetPolicy", req, v1.SetPolicyResponse)
-        return ad.org_policy_view(got.policy)
+        return from_pb(v1.OrgPolicy, skift.OrgPolicy, got.policy)
 
     async def reset_policy(self, *, reason: str | None = None) -> skift.OrgPolicy:
         req = v1.ResetPolicyRequest(reason=reason or "")
         got = await self._call("ResetPolicy", req, v1.ResetPolicyResponse)
-        return ad.org_policy_view(got.policy)
+        return from_pb(v1.OrgPolicy, skift.OrgPolicy, got.policy)
 
     async def grant_admin(self, principal: str, *, reason: str) -> skift.PrincipalInfo:
         req = v1.GrantAdminRequest(principal=principal, reason=reason)
         got = await self._call("GrantAdmin", req, v1.GrantAdminResponse)
-        return rc.principal_view(got.principal)
+        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
 
     async def revoke_admin(self, principal: str, *, reason: str) -> skift.PrincipalInfo:
         req = v1.RevokeAdminRequest(principal=principal, reason=reason)
         got = await self._call("RevokeAdmin", req, v1.RevokeAdminResponse)
-        return rc.principal_view(got.principal)
+        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
 
     async def invite_identity(self, principal: str, scheme: str, value: str) -> skift.InviteInfo:
         req = v1.InviteIdentityRequest(principal=principal, scheme=scheme, value=value)
         got = await self._call("InviteIdentity", req, v1.InviteIdentityResponse)
-        return ad.invite_view(got.invite)
+        return from_pb(v1.IdentityInvite, skift.InviteInfo, got.invite)
 
     async def invites(self) -> list[skift.InviteInfo]:
         got = await self._call("ListInvites", v1.ListInvitesRequest(), v1.ListInvitesResponse)
-        return [ad.invite_view(i) for i in got.invites]
+        return [from_pb(v1.IdentityInvite, skift.InviteInfo, i) for i in got.invites]
 
     async def cancel_invite(self, invite: str) -> skift.InviteInfo:
         req = v1.CancelInviteRequest(invite=invite)
         got = await self._call("CancelInvite", req, v1.CancelInviteResponse)
-        return ad.invite_view(got.invite)
+        return from_pb(v1.IdentityInvite, skift.InviteInfo, got.invite)
 
     async def create_org(
         self, name: str, *, admin: str, uid: int | None = None
     ) -> skift.OrgCreated:
         req = v1.CreateOrgRequest(name=name, admin=admin, uid=uid)
         got = await self._call("CreateOrg", req, v1.CreateOrgResponse)
-        return ad.org_created_view(got)
+        return from_pb(v1.CreateOrgResponse, skift.OrgCreated, got)
 
     async def list_orgs(self) -> list[skift.OrgInfo]:
         out: list[skift.OrgInfo] = []
@@ -84,6 +76,6 @@ class AdminCalls(RemoteBase):
         while True:
             req = v1.ListOrgsRequest(page_token=token)
             got = await self._call("ListOrgs", req, v1.ListOrgsResponse)
-            out += [ad.org_view(o) for o in got.orgs]
+            out += [from_pb(v1.Org, skift.OrgInfo, o) for o in got.orgs]
             if not (token := got.next_page_token):
                 return out

@@ -27,9 +27,8 @@ from h2.exceptions import ProtocolError as H2ProtocolError
 
 import skift
 
-from . import _convert_graph as g
-from . import _convert_ops as o
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
+from ._convert_types import from_pb, to_pb
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
 from ._paging import page_size as page_size  # the client mixins' import
@@ -300,7 +299,7 @@ class RemoteBase:
         while True:
             req = v1.ListArtifactsRequest(ref=ref, project=project, page_token=token)
             got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse)
-            out += [o.artifact_info_view(a) for a in got.artifacts]
+            out += [from_pb(v1.ArtifactInfo, skift.ArtifactInfo, a) for a in got.artifacts]
             if not (token := got.next_page_token):
                 return out
 
@@ -333,4 +332,4 @@ def request_id_of(value: str | None) -> str:
 
 
 def filter_of(filters: dict[str, Any]) -> v1.NodeFilter:
-    return g.filter_pb(skift.filter_from(**filters))
+    return to_pb(v1.NodeFilter, skift.filter_from(**filters))

@@ -8,10 +8,6 @@ from typing import Any
 
 import skift
 
-from . import _convert_graph as g
-from . import _convert_ops as o
-from . import _convert_records as rc
-from . import _webhooks_wire as wh
 from ._client_base import (
     RemoteBase,
     artifact_of,
@@ -20,6 +16,7 @@ from ._client_base import (
     request_id_of,
 )
 from ._convert import enum_pb
+from ._convert_types import from_pb, to_pb
 from ._proto.skift import v1
 
 
@@ -47,18 +44,18 @@ class ContentCalls(RemoteBase):
             request_id=request_id_of(request_id),
         )
         got = await self._call("AddComment", req, v1.AddCommentResponse)
-        return rc.comment_view(got.comment)
+        return from_pb(v1.Comment, skift.CommentInfo, got.comment)
 
     async def edit_comment(self, comment_id: str, body: str) -> skift.CommentInfo:
         req = v1.EditCommentRequest(id=comment_id, body=body)
         got = await self._call("EditComment", req, v1.EditCommentResponse)
-        return rc.comment_view(got.comment)
+        return from_pb(v1.Comment, skift.CommentInfo, got.comment)
 
     async def resolve_comment(self, comment_id: str) -> skift.CommentInfo:
         # resolving a resolved comment changes nothing, so a retry is harmless
         req = v1.ResolveCommentRequest(id=comment_id)
         got = await self._call("ResolveComment", req, v1.ResolveCommentResponse)
-        return rc.comment_view(got.comment)
+        return from_pb(v1.Comment, skift.CommentInfo, got.comment)
 
     async def comments(self, ref: str, *, project: str | None = None) -> list[skift.CommentInfo]:
         out: list[skift.CommentInfo] = []
@@ -66,7 +63,7 @@ class ContentCalls(RemoteBase):
         while True:
             req = v1.ListCommentsRequest(ref=ref, project=project, page_token=token)
             got = await self._call("ListComments", req, v1.ListCommentsResponse)
-            out += [rc.comment_view(x) for x in got.comments]
+            out += [from_pb(v1.Comment, skift.CommentInfo, x) for x in got.comments]
             if not (token := got.next_page_token):
                 return out
 
@@ -92,7 +89,7 @@ class ContentCalls(RemoteBase):
                 page_token=token,
             )
             got = await self._call("Search", req, v1.SearchResponse)
-            out += [rc.search_hit_view(h) for h in got.hits]
+            out += [from_pb(v1.SearchHit, skift.SearchHit, h) for h in got.hits]
             token = got.next_page_token
             # a page holds `limit` hits unless bytes cut it short: read on only then
             if not token or len(out) >= limit:
@@ -128,19 +125,19 @@ class ContentCalls(RemoteBase):
         )
         # not retried: a second attempt could append a second record
         got = await self._call("RecordUsage", req, v1.RecordUsageResponse)
-        return rc.usage_view(got.record)
+        return from_pb(v1.UsageRecord, skift.UsageInfo, got.record)
 
     async def usage(
         self, ref: str, *, subtree: bool = False, project: str | None = None
     ) -> skift.UsageReport:
         req = v1.GetUsageRequest(ref=ref, project=project, subtree=subtree)
         got = await self._call("GetUsage", req, v1.GetUsageResponse)
-        return rc.report_view(got.report)
+        return from_pb(v1.UsageReport, skift.UsageReport, got.report)
 
     async def project_usage(self, project: str) -> skift.UsageReport:
         req = v1.GetProjectUsageRequest(project=project)
         got = await self._call("GetProjectUsage", req, v1.GetProjectUsageResponse)
-        return rc.report_view(got.report)
+        return from_pb(v1.UsageReport, skift.UsageReport, got.report)
 
     async def set_rate(
         self,
@@ -161,7 +158,7 @@ class ContentCalls(RemoteBase):
             currency=currency,
         )
         got = await self._call("SetRate", req, v1.SetRateResponse)
-        return rc.rate_view(got.rate)
+        return from_pb(v1.Rate, skift.RateInfo, got.rate)
 
     async def rates(self) -> list[skift.RateInfo]:
         out: list[skift.RateInfo] = []
@@ -169,7 +166,7 @@ class ContentCalls(RemoteBase):
         while True:
             req = v1.ListRatesRequest(page_token=token)
             got = await self._call("ListRates", req, v1.ListRatesResponse)
-            out += [rc.rate_view(r) for r in got.rates]
+            out += [from_pb(v1.Rate, skift.RateInfo, r) for r in got.rates]
             if not (token := got.next_page_token):
                 return out
 
@@ -179,12 +176,12 @@ class ContentCalls(RemoteBase):
             unset=[k for k, v in sizes.items() if v is None],
         )
         got = await self._call("SetOrgLimits", req, v1.SetOrgLimitsResponse)
-        return rc.org_limits_view(got.limits)
+        return from_pb(v1.OrgLimits, skift.OrgLimits, got.limits)
 
     async def org_limits(self) -> skift.OrgLimits:
         req = v1.GetOrgLimitsRequest()
         got = await self._call("GetOrgLimits", req, v1.GetOrgLimitsResponse)
-        return rc.org_limits_view(got.limits)
+        return from_pb(v1.OrgLimits, skift.OrgLimits, got.limits)
 
     # ------------------------------------------------------------ webhooks
 
@@ -193,7 +190,7 @@ class ContentCalls(RemoteBase):
     ) -> skift.WebhookInfo:
         req = v1.AddWebhookRequest(project=project, url=url, events=list(events or ()))
         got = await self._call("AddWebhook", req, v1.AddWebhookResponse)
-        return wh.webhook_view(got.webhook, got.secret)
+        return from_pb(type(got), skift.WebhookInfo, got)
 
     async def webhooks(self, *, project: str | None = None) -> list[skift.WebhookInfo]:
         out: list[skift.WebhookInfo] = []
@@ -201,24 +198,24 @@ class ContentCalls(RemoteBase):
         while True:
             req = v1.ListWebhooksRequest(project=project, page_token=token)
             got = await self._call("ListWebhooks", req, v1.ListWebhooksResponse)
-            out += [wh.webhook_view(w) for w in got.webhooks]
+            out += [from_pb(v1.Webhook, skift.WebhookInfo, w) for w in got.webhooks]
             if not (token := got.next_page_token):
                 return out
 
     async def rotate_webhook_secret(self, webhook: str) -> skift.WebhookInfo:
         req = v1.RotateWebhookSecretRequest(webhook=webhook)
         got = await self._call("RotateWebhookSecret", req, v1.RotateWebhookSecretResponse)
-        return wh.webhook_view(got.webhook, got.secret)
+        return from_pb(type(got), skift.WebhookInfo, got)
 
     async def disable_webhook(self, webhook: str) -> skift.WebhookInfo:
         req = v1.DisableWebhookRequest(webhook=webhook)
         got = await self._call("DisableWebhook", req, v1.DisableWebhookResponse)
-        return wh.webhook_view(got.webhook)
+        return from_pb(v1.Webhook, skift.WebhookInfo, got.webhook)
 
     async def enable_webhook(self, webhook: str) -> skift.WebhookInfo:
         req = v1.EnableWebhookRequest(webhook=webhook)
         got = await self._call("EnableWebhook", req, v1.EnableWebhookResponse)
-        return wh.webhook_view(got.webhook)
+        return from_pb(v1.Webhook, skift.WebhookInfo, got.webhook)
 
     async def webhook_deliveries(
         self,
@@ -240,7 +237,7 @@ class ContentCalls(RemoteBase):
                 page_token=token,
             )
             got = await self._call("ListWebhookDeliveries", req, v1.ListWebhookDeliveriesResponse)
-            out += [wh.delivery_view(d) for d in got.deliveries]
+            out += [from_pb(v1.WebhookDelivery, skift.DeliveryInfo, d) for d in got.deliveries]
             token = got.next_page_token
             # one page, as in process; more only where bytes cut it short
             if not token or limit is None or len(out) >= limit:
@@ -249,12 +246,12 @@ class ContentCalls(RemoteBase):
     async def redeliver(self, delivery: str) -> skift.DeliveryInfo:
         req = v1.RedeliverWebhookRequest(delivery=delivery)
         got = await self._call("RedeliverWebhook", req, v1.RedeliverWebhookResponse)
-        return wh.delivery_view(got.delivery)
+        return from_pb(v1.WebhookDelivery, skift.DeliveryInfo, got.delivery)
 
     async def test_webhook(self, webhook: str) -> skift.DeliveryInfo:
         req = v1.TestWebhookRequest(webhook=webhook)
         got = await self._call("TestWebhook", req, v1.TestWebhookResponse)
-        return wh.delivery_view(got.delivery)
+        return from_pb(v1.WebhookDelivery, skift.DeliveryInfo, got.delivery)
 
     # ------------------------------------------------------------ artifacts and blobs
 
@@ -263,7 +260,8 @@ class ContentCalls(RemoteBase):
     ) -> skift.BlobInfo:
         req = v1.PutBlobRequest(data=bytes(data), media_type=media_type, digest=digest)
         # content-addressed: sending the same bytes twice stores them once
-        return o.blob_view((await self._call("PutBlob", req, v1.PutBlobResponse)).blob)
+        got = await self._call("PutBlob", req, v1.PutBlobResponse)
+        return from_pb(v1.Blob, skift.BlobInfo, got.blob)
 
     async def get_blob(self, digest: str) -> bytes:
         req = v1.GetBlobRequest(digest=digest)
@@ -280,13 +278,13 @@ class ContentCalls(RemoteBase):
     ) -> skift.PatchResult:
         req = v1.AttachArtifactRequest(
             ref=ref,
-            artifact=o.artifact_pb(artifact_of(artifact)),
+            artifact=to_pb(v1.Artifact, artifact_of(artifact)),
             lease=lease,
             project=project,
             request_id=request_id_of(request_id),
         )
         got = await self._call("AttachArtifact", req, v1.AttachArtifactResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def add_principal(
         self,
@@ -298,7 +296,7 @@ class ContentCalls(RemoteBase):
         """Register a principal (admin), with a unix identity when ``uid`` is given."""
         req = v1.AddPrincipalRequest(name=name, kind=enum_pb(v1.PrincipalKind, kind), uid=uid)
         got = await self._call("AddPrincipal", req, v1.AddPrincipalResponse)
-        return rc.principal_view(got.principal)
+        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
 
     async def list_principals(self) -> list[skift.PrincipalInfo]:
         out: list[skift.PrincipalInfo] = []
@@ -306,7 +304,7 @@ class ContentCalls(RemoteBase):
         while True:
             req = v1.ListPrincipalsRequest(page_token=token)
             got = await self._call("ListPrincipals", req, v1.ListPrincipalsResponse)
-            out += [rc.principal_view(p) for p in got.principals]
+            out += [from_pb(v1.Principal, skift.PrincipalInfo, p) for p in got.principals]
             if not (token := got.next_page_token):
                 return out
 
@@ -314,12 +312,13 @@ class ContentCalls(RemoteBase):
         """Give a principal another way in (unix uid, oidc subject, tailscale node)."""
         req = v1.AttachIdentityRequest(principal=principal, scheme=scheme, value=value)
         got = await self._call("AttachIdentity", req, v1.AttachIdentityResponse)
-        return rc.principal_view(got.principal)
+        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
 
     async def create_token(self, principal: str) -> skift.TokenInfo:
         """A new bearer token for a principal; its secret is in the result and nowhere else."""
         req = v1.CreateTokenRequest(principal=principal)
-        return rc.token_view(await self._call("CreateToken", req, v1.CreateTokenResponse))
+        got = await self._call("CreateToken", req, v1.CreateTokenResponse)
+        return from_pb(v1.CreateTokenResponse, skift.TokenInfo, got)
 
     async def revoke_token(self, token_id: str) -> None:
         req = v1.RevokeTokenRequest(token_id=token_id)
@@ -328,33 +327,16 @@ class ContentCalls(RemoteBase):
     async def mint_signin_code(self) -> skift.SigninCode:
         """A one-time code (ten minutes, one use) that signs you in to the web board; ``url``
         is the link when the server serves the board."""
-        m = await self._call(
-            "MintSigninCode", v1.MintSigninCodeRequest(), v1.MintSigninCodeResponse
-        )
-        assert m.expires_at is not None
-        return skift.SigninCode(
-            code=m.code, principal=m.principal, expires_at=m.expires_at, url=m.url
-        )
+        req = v1.MintSigninCodeRequest()
+        got = await self._call("MintSigninCode", req, v1.MintSigninCodeResponse)
+        return from_pb(v1.MintSigninCodeResponse, skift.SigninCode, got)
 
     async def board_sessions(self, principal: str | None = None) -> list[skift.SessionInfo]:
         """The live board sessions of the caller (or, an admin's call, of ``principal``),
         oldest first; never their secrets."""
         req = v1.ListBoardSessionsRequest(principal=principal or "")
-        m = await self._call("ListBoardSessions", req, v1.ListBoardSessionsResponse)
-        out: list[skift.SessionInfo] = []
-        for s in m.sessions:
-            assert s.created_at is not None
-            assert s.expires_at is not None
-            out.append(
-                skift.SessionInfo(
-                    id=s.id,
-                    principal=s.principal,
-                    created_at=s.created_at,
-                    expires_at=s.expires_at,
-                    via=s.via,
-                )
-            )
-        return out
+        got = await self._call("ListBoardSessions", req, v1.ListBoardSessionsResponse)
+        return [from_pb(v1.BoardSessionInfo, skift.SessionInfo, s) for s in got.sessions]
 
     async def end_board_sessions(self, principal: str | None = None) -> int:
         """End every board session (and unopened sign-in link) of the caller, or, an admin's

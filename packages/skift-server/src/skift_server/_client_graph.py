@@ -8,8 +8,6 @@ from typing import Any
 
 import skift
 
-from . import _convert_graph as g
-from . import _convert_ops as o
 from ._client_base import (
     RemoteBase,
     filter_of,
@@ -19,6 +17,8 @@ from ._client_base import (
     request_id_of,
 )
 from ._convert import enum_pb
+from ._convert_ops import op_pb
+from ._convert_types import from_pb
 from ._proto.skift import v1
 
 
@@ -39,12 +39,12 @@ class GraphCalls(RemoteBase):
             title=title, slug=slug, priority=enum_pb(v1.Priority, priority), vcs_url=vcs_url
         )
         got = await self._call("CreateProject", req, v1.CreateProjectResponse)
-        return g.project_view(got.project)
+        return from_pb(v1.Project, skift.ProjectInfo, got.project)
 
     async def get_project(self, ref: str) -> skift.ProjectInfo:
         req = v1.GetProjectRequest(ref=ref)
         got = await self._call("GetProject", req, v1.GetProjectResponse)
-        return g.project_view(got.project)
+        return from_pb(v1.Project, skift.ProjectInfo, got.project)
 
     async def list_projects(
         self, *, archived: bool = False, limit: int | None = None, page: str | None = None
@@ -58,7 +58,7 @@ class GraphCalls(RemoteBase):
                 page_token=token,
             )
             got = await self._call("ListProjects", req, v1.ListProjectsResponse)
-            out += [g.project_view(p) for p in got.projects]
+            out += [from_pb(v1.Project, skift.ProjectInfo, p) for p in got.projects]
             token = got.next_page_token
             # one page, as the local API answers; more only where bytes cut it short
             if not token or limit is None or len(out) >= limit:
@@ -83,7 +83,7 @@ class GraphCalls(RemoteBase):
             budget=str(budget) if budget is not None else None,
         )
         got = await self._call("UpdateProject", req, v1.UpdateProjectResponse)
-        return g.project_view(got.project)
+        return from_pb(v1.Project, skift.ProjectInfo, got.project)
 
     async def rename_project(
         self, ref: str, title: str, *, slug: str | None = None
@@ -93,7 +93,7 @@ class GraphCalls(RemoteBase):
     async def archive_project(self, ref: str, *, reason: str = "archived") -> skift.ProjectInfo:
         req = v1.ArchiveProjectRequest(ref=ref, reason=reason)
         got = await self._call("ArchiveProject", req, v1.ArchiveProjectResponse)
-        return g.project_view(got.project)
+        return from_pb(v1.Project, skift.ProjectInfo, got.project)
 
     async def restrict_project(
         self, ref: str, *, readers: Sequence[str], reason: str
@@ -101,12 +101,12 @@ class GraphCalls(RemoteBase):
         names = [readers] if isinstance(readers, str) else list(readers)
         req = v1.RestrictProjectRequest(ref=ref, readers=names, reason=reason)
         got = await self._call("RestrictProject", req, v1.RestrictProjectResponse)
-        return g.project_view(got.project)
+        return from_pb(v1.Project, skift.ProjectInfo, got.project)
 
     async def unrestrict_project(self, ref: str, *, reason: str) -> skift.ProjectInfo:
         req = v1.UnrestrictProjectRequest(ref=ref, reason=reason)
         got = await self._call("UnrestrictProject", req, v1.UnrestrictProjectResponse)
-        return g.project_view(got.project)
+        return from_pb(v1.Project, skift.ProjectInfo, got.project)
 
     async def hold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
         req = v1.HoldProjectRequest(ref=ref, reason=reason, request_id=request_id_of(request_id))
@@ -136,13 +136,13 @@ class GraphCalls(RemoteBase):
         parsed = pick_ops(ops)
         req = v1.PatchRequest(
             project=project,
-            ops=[o.op_pb(op) for op in parsed],
+            ops=[op_pb(op) for op in parsed],
             request_id=request_id_of(request_id),
             lease=lease,
             on_behalf_of=on_behalf_of,
         )
         got = await self._call("Patch", req, v1.PatchResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def check_ops_count(self, count: int) -> None:
         """Refuse a patch of ``count`` operations that the server's limit refuses, by
@@ -165,7 +165,7 @@ class GraphCalls(RemoteBase):
     async def get(self, ref: str, *, project: str | None = None) -> skift.NodeInfo:
         req = v1.GetNodeRequest(ref=ref, project=project)
         got = await self._call("GetNode", req, v1.GetNodeResponse)
-        return g.node_view(got.node or v1.Node())
+        return from_pb(v1.Node, skift.NodeInfo, got.node)
 
     async def resolve(self, ref: str, *, project: str | None = None) -> skift.Resolved:
         req = v1.ResolveNodeRequest(ref=ref, project=project)
@@ -179,7 +179,7 @@ class GraphCalls(RemoteBase):
             filter=filter_of(filters), page_size=page_size(limit), page_token=page or ""
         )
         got = await self._call("Ready", req, v1.ReadyResponse)
-        return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
+        return from_pb(v1.ReadyResponse, skift.ReadyPage, got)
 
     async def list_nodes(
         self,
@@ -196,7 +196,7 @@ class GraphCalls(RemoteBase):
             attributed=attributed,
         )
         got = await self._call("ListNodes", req, v1.ListNodesResponse)
-        return g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
+        return from_pb(v1.ReadyResponse, skift.ReadyPage, got)
 
     async def edges(
         self, nodes: Sequence[str], *, project: str | None = None
@@ -207,13 +207,14 @@ class GraphCalls(RemoteBase):
         while True:
             req = v1.ListEdgesRequest(nodes=list(nodes), project=project, page_token=token)
             got = await self._call("ListEdges", req, v1.ListEdgesResponse)
-            out += [g.edge_view(x) for x in got.edges]
+            out += [from_pb(v1.EdgeInfo, skift.EdgeInfo, x) for x in got.edges]
             if not (token := got.next_page_token):
                 return out
 
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:
         req = v1.ExplainRequest(ref=ref, project=project)
-        return g.explanation_view(await self._call("Explain", req, v1.ExplainResponse))
+        got = await self._call("Explain", req, v1.ExplainResponse)
+        return from_pb(v1.ExplainResponse, skift.Explanation, got)
 
     async def drop(
         self,
@@ -234,7 +235,7 @@ class GraphCalls(RemoteBase):
             request_id=request_id_of(request_id),
         )
         got = await self._call("DropNode", req, v1.DropNodeResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def reopen(
         self,
@@ -253,7 +254,7 @@ class GraphCalls(RemoteBase):
             request_id=request_id_of(request_id),
         )
         got = await self._call("ReopenNode", req, v1.ReopenNodeResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     # hold, unhold, focus and clearing one carry a request id (made before the first
     # attempt), so a retry after a lost answer returns the first answer instead of
@@ -271,7 +272,7 @@ class GraphCalls(RemoteBase):
             ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
         )
         got = await self._call("HoldNode", req, v1.HoldNodeResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def unhold(
         self,
@@ -285,7 +286,7 @@ class GraphCalls(RemoteBase):
             ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
         )
         got = await self._call("UnholdNode", req, v1.UnholdNodeResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def focus(
         self,
@@ -299,7 +300,7 @@ class GraphCalls(RemoteBase):
             keep=list(keep), reason=reason, project=project, request_id=request_id_of(request_id)
         )
         got = await self._call("Focus", req, v1.FocusResponse)
-        return g.focus_view(got.result)
+        return from_pb(v1.FocusResult, skift.FocusResult, got.result)
 
     async def clear_focus(
         self, *, reason: str, project: str | None = None, request_id: str | None = None
@@ -308,4 +309,4 @@ class GraphCalls(RemoteBase):
             reason=reason, project=project, request_id=request_id_of(request_id)
         )
         got = await self._call("ClearFocus", req, v1.ClearFocusResponse)
-        return g.focus_view(got.result)
+        return from_pb(v1.FocusResult, skift.FocusResult, got.result)

@@ -10,9 +10,6 @@ import attrs
 
 import skift
 
-from . import _convert_graph as g
-from . import _convert_ops as o
-from . import _convert_records as rc
 from ._client_base import (
     RemoteBase,
     artifact_of,
@@ -22,6 +19,7 @@ from ._client_base import (
     request_id_of,
 )
 from ._convert import enum_pb
+from ._convert_types import from_pb, to_pb
 from ._proto.skift import v1
 
 
@@ -85,7 +83,9 @@ class WorkCalls(RemoteBase):
         ref = (claim.node or v1.Node()).ref
         if token:
             inputs += await self._input_pages(ref, None, token)
-        return attrs.evolve(g.claim_view(claim, []), inputs=tuple(await self._inputs(inputs)))
+        return attrs.evolve(
+            from_pb(v1.Claim, skift.Claim, claim), inputs=tuple(await self._inputs(inputs))
+        )
 
     async def _input_pages(self, ref: str, project: str | None, token: str) -> list[v1.Input]:
         out: list[v1.Input] = []
@@ -99,7 +99,7 @@ class WorkCalls(RemoteBase):
     async def _inputs(self, inputs: list[v1.Input]) -> list[skift.Input]:
         out: list[skift.Input] = []
         for i in inputs:
-            view = g.input_view(i)
+            view = from_pb(v1.Input, skift.Input, i)
             if i.artifacts_cut:
                 view = attrs.evolve(view, artifacts=tuple(await self.artifacts(i.ref)))
             out.append(view)
@@ -120,7 +120,7 @@ class WorkCalls(RemoteBase):
         # Renewing twice sets the same kind of expiry: safe to retry.
         req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
         got = await self._call("Heartbeat", req, v1.HeartbeatResponse)
-        return g.lease_view(got.lease)
+        return from_pb(v1.Lease, skift.LeaseInfo, got.lease)
 
     async def complete(
         self,
@@ -136,12 +136,12 @@ class WorkCalls(RemoteBase):
             ref=ref,
             lease=lease,
             result=result,
-            artifacts=[o.artifact_pb(artifact_of(a)) for a in artifacts],
+            artifacts=[to_pb(v1.Artifact, artifact_of(a)) for a in artifacts],
             project=project,
             request_id=request_id_of(request_id),
         )
         got = await self._call("Complete", req, v1.CompleteResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def release(
         self,
@@ -165,7 +165,7 @@ class WorkCalls(RemoteBase):
                 project=project,
             )
         got = await self._call("Release", req, v1.ReleaseResponse)
-        return g.node_view(got.node or v1.Node())
+        return from_pb(v1.Node, skift.NodeInfo, got.node)
 
     async def gate(
         self,
@@ -186,7 +186,7 @@ class WorkCalls(RemoteBase):
             request_id=request_id_of(request_id),
         )
         got = await self._call("Gate", req, v1.GateResponse)
-        return g.patch_result_view(got.result)
+        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def leases(
         self,
@@ -206,13 +206,13 @@ class WorkCalls(RemoteBase):
                     projects=list(projects), mine=mine, page_token=token
                 )
                 page = await self._call("ListLiveLeases", live, v1.ListLiveLeasesResponse)
-                out += [g.lease_view(x) for x in page.leases]
+                out += [from_pb(v1.Lease, skift.LeaseInfo, x) for x in page.leases]
                 if not (token := page.next_page_token):
                     return out
         while True:
             req = v1.ListLeasesRequest(ref=ref, project=project, page_token=token)
             got = await self._call("ListLeases", req, v1.ListLeasesResponse)
-            out += [g.lease_view(x) for x in got.leases]
+            out += [from_pb(v1.Lease, skift.LeaseInfo, x) for x in got.leases]
             if not (token := got.next_page_token):
                 return out
 
@@ -249,7 +249,7 @@ class WorkCalls(RemoteBase):
                     raise
                 most = bound  # this server pages smaller: ask for its largest page
                 continue
-            pages.append([rc.event_view(e) for e in got.events])
+            pages.append([from_pb(v1.Event, skift.EventInfo, e) for e in got.events])
             got_count += len(got.events)
             if not (token := got.next_page_token):
                 break
@@ -274,6 +274,4 @@ class WorkCalls(RemoteBase):
         )
         timeout = self.timeout + (wait.total_seconds() if wait else 0.0)
         got = await self._call("WatchEvents", req, v1.WatchEventsResponse, timeout=timeout)
-        return skift.EventPage(
-            events=tuple(rc.event_view(e) for e in got.events), cursor=got.next_page_token
-        )
+        return from_pb(v1.WatchEventsResponse, skift.EventPage, got)

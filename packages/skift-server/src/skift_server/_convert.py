@@ -1,11 +1,9 @@
 """The shared edge of skift's views and the skift.v1 messages: JSON <-> Struct, time and enums.
 
-The families of messages have their own modules (``_convert_graph`` nodes,
-projects, leases and claims; ``_convert_ops`` patch operations and artifacts;
-``_convert_records`` comments, events, principals and usage); each encodes
-the views the API returns as messages for the server and decodes them back
-into the same views for the client. No rule lives in any of them: values are
-moved, never judged (the engine validates).
+The views move through one converter (``_convert_types``), which uses these leaves; the
+patch operations have their own (``_convert_ops``), and a request's node filter becomes
+keyword arguments in ``_convert_graph``. No rule lives in any of them: values are moved,
+never judged (the engine validates).
 """
 
 from __future__ import annotations

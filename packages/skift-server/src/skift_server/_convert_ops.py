@@ -1,5 +1,7 @@
-"""skift.v1 messages of patches and artifacts, both ways: patch operations, parts,
-artifacts and blobs."""
+"""skift.v1 messages of patch operations, both ways, and a request's artifacts and parts as
+their JSON form (what ``skift.parse_op`` reads, so the engine validates and words the errors).
+A patch operation is a oneof whose members the JSON form names otherwise (``from`` is
+``from_node``, an update's labels a wrapper): its own functions, not the converter's."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import betterproto2
 
 import skift
 
-from ._convert import enum_pb, enum_word, from_struct, kind_word, to_struct, ts, utc
+from ._convert import enum_pb, enum_word, from_struct, to_struct
 from ._proto.skift import v1
 
 # ------------------------------------------------------------------ patch operations
@@ -209,10 +211,6 @@ def artifact_doc_pb(doc: Mapping[str, Any]) -> v1.Artifact:
     )
 
 
-def artifact_pb(a: skift.Artifact) -> v1.Artifact:
-    return artifact_doc_pb(skift.op_to_dict(skift.AttachArtifact(node="-", artifact=a))["artifact"])
-
-
 def artifact_doc(m: v1.Artifact) -> dict[str, Any]:
     return {
         "name": m.name,
@@ -220,40 +218,3 @@ def artifact_doc(m: v1.Artifact) -> dict[str, Any]:
         "parts": [part_doc(p) for p in m.parts],
         "metadata": from_struct(m.metadata),
     }
-
-
-def artifact_info_pb(a: skift.ArtifactInfo) -> v1.ArtifactInfo:
-    return v1.ArtifactInfo(
-        id=a.id,
-        node=a.node,
-        name=a.name,
-        description=a.description,
-        parts=[part_pb(skift.part_to_dict(p)) for p in a.parts],
-        metadata=to_struct(a.metadata),
-        author=a.author,
-        author_kind=enum_pb(v1.PrincipalKind, a.author_kind),
-        created_at=utc(a.created_at),
-    )
-
-
-def artifact_info_view(m: v1.ArtifactInfo) -> skift.ArtifactInfo:
-    return skift.ArtifactInfo(
-        id=m.id,
-        node=m.node,
-        name=m.name,
-        description=m.description,
-        parts=tuple(skift.part_from_dict(part_doc(p)) for p in m.parts),
-        metadata=from_struct(m.metadata),
-        author=m.author,
-        author_kind=kind_word(m.author_kind) or "",
-        created_at=ts(m.created_at),
-    )
-
-
-def blob_pb(b: skift.BlobInfo) -> v1.Blob:
-    return v1.Blob(digest=b.digest, media_type=b.media_type, size=b.size)
-
-
-def blob_view(m: v1.Blob | None) -> skift.BlobInfo:
-    m = m or v1.Blob()
-    return skift.BlobInfo(digest=m.digest, media_type=m.media_type, size=m.size)

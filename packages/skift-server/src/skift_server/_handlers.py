@@ -18,30 +18,9 @@ import skift
 
 from . import _paging as paging
 from ._convert import enum_word
-from ._convert_graph import (
-    claim_pb,
-    edge_pb,
-    filter_kwargs,
-    focus_pb,
-    input_pb,
-    lease_pb,
-    node_pb,
-    patch_result_pb,
-    project_pb,
-    reasons_pb,
-)
-from ._convert_ops import artifact_doc, artifact_info_pb, blob_pb, op_doc
-from ._convert_records import (
-    comment_pb,
-    event_pb,
-    org_limits_pb,
-    principal_pb,
-    rate_pb,
-    report_pb,
-    search_hit_pb,
-    token_pb,
-    usage_pb,
-)
+from ._convert_graph import filter_kwargs
+from ._convert_ops import artifact_doc, op_doc
+from ._convert_types import to_pb
 from ._proto.skift import v1
 
 Handler = Callable[[skift.LocalSkift, Any], Awaitable[betterproto2.Message]]
@@ -69,11 +48,11 @@ async def create_project(
 ) -> v1.CreateProjectResponse:
     priority = enum_word(r.priority, v1.Priority, "priority")
     p = await sk.create_project(r.title, vcs_url=r.vcs_url, **_opt(slug=r.slug, priority=priority))
-    return v1.CreateProjectResponse(project=project_pb(p))
+    return v1.CreateProjectResponse(project=to_pb(v1.Project, p))
 
 
 async def get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetProjectResponse:
-    return v1.GetProjectResponse(project=project_pb(await sk.get_project(r.ref)))
+    return v1.GetProjectResponse(project=to_pb(v1.Project, await sk.get_project(r.ref)))
 
 
 async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.ListProjectsResponse:
@@ -81,7 +60,7 @@ async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.L
     got = await sk.list_projects(
         archived=r.show_archived, limit=_size(sk, r.page_size), page=token.core if token else None
     )
-    items = paging.encoded(project_pb(p) for p in got)
+    items = paging.encoded(to_pb(v1.Project, p) for p in got)
     k = paging.fit(items)
     return v1.ListProjectsResponse(projects=items[:k], next_page_token=paging.next_token(got, k, r))
 
@@ -97,28 +76,28 @@ async def update_project(
         vcs_url=r.vcs_url,
         budget=r.budget,
     )
-    return v1.UpdateProjectResponse(project=project_pb(p))
+    return v1.UpdateProjectResponse(project=to_pb(v1.Project, p))
 
 
 async def restrict_project(
     sk: skift.LocalSkift, r: v1.RestrictProjectRequest
 ) -> v1.RestrictProjectResponse:
     p = await sk.restrict_project(r.ref, readers=list(r.readers), reason=r.reason)
-    return v1.RestrictProjectResponse(project=project_pb(p))
+    return v1.RestrictProjectResponse(project=to_pb(v1.Project, p))
 
 
 async def unrestrict_project(
     sk: skift.LocalSkift, r: v1.UnrestrictProjectRequest
 ) -> v1.UnrestrictProjectResponse:
     p = await sk.unrestrict_project(r.ref, reason=r.reason)
-    return v1.UnrestrictProjectResponse(project=project_pb(p))
+    return v1.UnrestrictProjectResponse(project=to_pb(v1.Project, p))
 
 
 async def archive_project(
     sk: skift.LocalSkift, r: v1.ArchiveProjectRequest
 ) -> v1.ArchiveProjectResponse:
     p = await sk.archive_project(r.ref, reason=r.reason or "archived")
-    return v1.ArchiveProjectResponse(project=project_pb(p))
+    return v1.ArchiveProjectResponse(project=to_pb(v1.Project, p))
 
 
 async def hold_project(sk: skift.LocalSkift, r: v1.HoldProjectRequest) -> v1.HoldProjectResponse:
@@ -148,16 +127,15 @@ async def patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
         lease=r.lease,
         on_behalf_of=r.on_behalf_of,
     )
-    return v1.PatchResponse(result=patch_result_pb(res))
+    return v1.PatchResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def get_node(sk: skift.LocalSkift, r: v1.GetNodeRequest) -> v1.GetNodeResponse:
-    return v1.GetNodeResponse(node=node_pb(await sk.get(r.ref, project=r.project)))
+    return v1.GetNodeResponse(node=to_pb(v1.Node, await sk.get(r.ref, project=r.project)))
 
 
 async def resolve_node(sk: skift.LocalSkift, r: v1.ResolveNodeRequest) -> v1.ResolveNodeResponse:
-    got = await sk.resolve(r.ref, project=r.project)
-    return v1.ResolveNodeResponse(ref=got.ref, id=got.id, title=got.title)
+    return to_pb(v1.ResolveNodeResponse, await sk.resolve(r.ref, project=r.project))
 
 
 async def _node_page(
@@ -176,7 +154,7 @@ async def _node_page(
     core = token.core if token else None
     sent = token.offset if token else 0
     page = await read(size, core)
-    nodes = paging.encoded(node_pb(n) for n in page.nodes[sent:])
+    nodes = paging.encoded(to_pb(v1.Node, n) for n in page.nodes[sent:])
     k = paging.fit(nodes)
     if page.ends:  # keyset (ListNodes): on from the last node sent, if the list goes on
         more = k < len(nodes) or page.next_page is not None
@@ -220,14 +198,13 @@ async def list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNod
 
 async def list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdgesResponse:
     token = paging.decode("ListEdges", r)
-    got = [edge_pb(x) for x in await sk.edges(list(r.nodes), project=r.project)]
+    got = [to_pb(v1.EdgeInfo, x) for x in await sk.edges(list(r.nodes), project=r.project)]
     items, nxt = paging.slice_page("ListEdges", got, token, _size(sk, r.page_size), r)
     return v1.ListEdgesResponse(edges=items, next_page_token=nxt)
 
 
 async def explain(sk: skift.LocalSkift, r: v1.ExplainRequest) -> v1.ExplainResponse:
-    e = await sk.explain(r.ref, project=r.project)
-    return v1.ExplainResponse(ref=e.ref, title=e.title, ready=e.ready, reasons=reasons_pb(e))
+    return to_pb(v1.ExplainResponse, await sk.explain(r.ref, project=r.project))
 
 
 async def drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNodeResponse:
@@ -239,38 +216,38 @@ async def drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNodeR
         lease=r.lease,
         request_id=r.request_id or None,
     )
-    return v1.DropNodeResponse(result=patch_result_pb(res))
+    return v1.DropNodeResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def reopen_node(sk: skift.LocalSkift, r: v1.ReopenNodeRequest) -> v1.ReopenNodeResponse:
     res = await sk.reopen(
         r.ref, reason=r.reason, project=r.project, lease=r.lease, request_id=r.request_id or None
     )
-    return v1.ReopenNodeResponse(result=patch_result_pb(res))
+    return v1.ReopenNodeResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def hold_node(sk: skift.LocalSkift, r: v1.HoldNodeRequest) -> v1.HoldNodeResponse:
     res = await sk.hold(r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None)
-    return v1.HoldNodeResponse(result=patch_result_pb(res))
+    return v1.HoldNodeResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def unhold_node(sk: skift.LocalSkift, r: v1.UnholdNodeRequest) -> v1.UnholdNodeResponse:
     res = await sk.unhold(
         r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None
     )
-    return v1.UnholdNodeResponse(result=patch_result_pb(res))
+    return v1.UnholdNodeResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def focus(sk: skift.LocalSkift, r: v1.FocusRequest) -> v1.FocusResponse:
     got = await sk.focus(
         list(r.keep), reason=r.reason, project=r.project, request_id=r.request_id or None
     )
-    return v1.FocusResponse(result=focus_pb(got))
+    return v1.FocusResponse(result=to_pb(v1.FocusResult, got))
 
 
 async def clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.ClearFocusResponse:
     got = await sk.clear_focus(reason=r.reason, project=r.project, request_id=r.request_id or None)
-    return v1.ClearFocusResponse(result=focus_pb(got))
+    return v1.ClearFocusResponse(result=to_pb(v1.FocusResult, got))
 
 
 # ------------------------------------------------------------------ work protocol
@@ -280,7 +257,7 @@ def _bounded(claim: skift.Claim) -> v1.Claim:
     """The claim's message, its inputs cut to what fits under the 4 MiB budget (the rest
     is read with ListInputs and ListArtifacts), so the lease taken is always one whose
     answer can be sent."""
-    m = claim_pb(claim)
+    m = to_pb(v1.Claim, claim)
     inputs, m.inputs = list(m.inputs), []
     budget = paging.RESPONSE_BUDGET - paging.size_of(m)
     kept, rest = paging.cut_inputs(inputs, budget)
@@ -320,7 +297,7 @@ async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListI
     token = paging.decode("ListInputs", r)
     size = _size(sk, r.page_size)
     start = token.offset if token else 0
-    got = [input_pb(i) for i in await sk.inputs(r.ref, project=r.project)]
+    got = [to_pb(v1.Input, i) for i in await sk.inputs(r.ref, project=r.project)]
     window = got[: start + size]
     kept, rest = paging.cut_inputs(window, start=start)
     if rest is None and len(got) > len(window):
@@ -331,7 +308,7 @@ async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListI
 
 async def heartbeat(sk: skift.LocalSkift, r: v1.HeartbeatRequest) -> v1.HeartbeatResponse:
     got = await sk.heartbeat(r.ref, lease=r.lease, ttl=r.ttl, project=r.project)
-    return v1.HeartbeatResponse(lease=lease_pb(got))
+    return v1.HeartbeatResponse(lease=to_pb(v1.Lease, got))
 
 
 async def complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteResponse:
@@ -343,16 +320,16 @@ async def complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteRe
         project=r.project,
         request_id=r.request_id or None,
     )
-    return v1.CompleteResponse(result=patch_result_pb(res))
+    return v1.CompleteResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:
     if r.preempt:
         got = await sk.release(r.ref, preempt=True, reason=r.preempt_reason, project=r.project)
-        return v1.ReleaseResponse(node=node_pb(got))
+        return v1.ReleaseResponse(node=to_pb(v1.Node, got))
     reason = enum_word(r.reason, v1.ReleaseReason, "reason") or "crash"
     got = await sk.release(r.ref, lease=r.lease or None, reason=reason, project=r.project)
-    return v1.ReleaseResponse(node=node_pb(got))
+    return v1.ReleaseResponse(node=to_pb(v1.Node, got))
 
 
 async def gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
@@ -364,12 +341,12 @@ async def gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
         project=r.project,
         request_id=r.request_id or None,
     )
-    return v1.GateResponse(result=patch_result_pb(res))
+    return v1.GateResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
     token = paging.decode("ListLeases", r)
-    got = [lease_pb(x) for x in await sk.leases(r.ref, project=r.project)]
+    got = [to_pb(v1.Lease, x) for x in await sk.leases(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size), r)
     return v1.ListLeasesResponse(leases=items, next_page_token=nxt)
 
@@ -378,7 +355,7 @@ async def list_live_leases(
     sk: skift.LocalSkift, r: v1.ListLiveLeasesRequest
 ) -> v1.ListLiveLeasesResponse:
     token = paging.decode("ListLiveLeases", r)
-    got = [lease_pb(x) for x in await sk.leases(projects=tuple(r.projects), mine=r.mine)]
+    got = [to_pb(v1.Lease, x) for x in await sk.leases(projects=tuple(r.projects), mine=r.mine)]
     items, nxt = paging.slice_page("ListLiveLeases", got, token, _size(sk, r.page_size), r)
     return v1.ListLiveLeasesResponse(leases=items, next_page_token=nxt)
 
@@ -399,7 +376,7 @@ async def list_events(sk: skift.LocalSkift, r: v1.ListEventsRequest) -> v1.ListE
     size = _size(sk, r.page_size)
     before = token.core if token else None
     got = await sk.events(ref=r.ref, project=r.project, limit=size + 1, before=before)
-    window = [event_pb(e) for e in got[-size:]]
+    window = [to_pb(v1.Event, e) for e in got[-size:]]
     k = paging.fit_from_end(window)
     sent = window[len(window) - k :]
     more = k < len(window) or len(got) > size
@@ -415,7 +392,7 @@ async def watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.Wat
         wait=r.wait,
         **_opt(limit=r.page_size or None),
     )
-    events = [event_pb(e) for e in page.events]
+    events = [to_pb(v1.Event, e) for e in page.events]
     k = paging.fit(events)
     cursor = page.cursor if k == len(events) else events[k - 1].cursor
     return v1.WatchEventsResponse(events=events[:k], next_page_token=cursor)
@@ -427,14 +404,14 @@ async def watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.Wat
 async def add_principal(sk: skift.LocalSkift, r: v1.AddPrincipalRequest) -> v1.AddPrincipalResponse:
     kind = enum_word(r.kind, v1.PrincipalKind, "kind") or skift.PrincipalKind.AGENT
     got = await sk.add_principal(r.name, kind, uid=_int(r.uid))
-    return v1.AddPrincipalResponse(principal=principal_pb(got))
+    return v1.AddPrincipalResponse(principal=to_pb(v1.Principal, got))
 
 
 async def list_principals(
     sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
 ) -> v1.ListPrincipalsResponse:
     token = paging.decode("ListPrincipals", r)
-    got = [principal_pb(p) for p in await sk.list_principals()]
+    got = [to_pb(v1.Principal, p) for p in await sk.list_principals()]
     items, nxt = paging.slice_page("ListPrincipals", got, token, _size(sk, r.page_size), r)
     return v1.ListPrincipalsResponse(principals=items, next_page_token=nxt)
 
@@ -443,11 +420,11 @@ async def attach_identity(
     sk: skift.LocalSkift, r: v1.AttachIdentityRequest
 ) -> v1.AttachIdentityResponse:
     got = await sk.attach_identity(r.principal, r.scheme, r.value)
-    return v1.AttachIdentityResponse(principal=principal_pb(got))
+    return v1.AttachIdentityResponse(principal=to_pb(v1.Principal, got))
 
 
 async def create_token(sk: skift.LocalSkift, r: v1.CreateTokenRequest) -> v1.CreateTokenResponse:
-    return token_pb(await sk.create_token(r.principal))
+    return to_pb(v1.CreateTokenResponse, await sk.create_token(r.principal))
 
 
 async def revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.RevokeTokenResponse:
@@ -466,22 +443,22 @@ async def add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.AddCo
         project=r.project,
         request_id=r.request_id or None,
     )
-    return v1.AddCommentResponse(comment=comment_pb(got))
+    return v1.AddCommentResponse(comment=to_pb(v1.Comment, got))
 
 
 async def edit_comment(sk: skift.LocalSkift, r: v1.EditCommentRequest) -> v1.EditCommentResponse:
-    return v1.EditCommentResponse(comment=comment_pb(await sk.edit_comment(r.id, r.body)))
+    return v1.EditCommentResponse(comment=to_pb(v1.Comment, await sk.edit_comment(r.id, r.body)))
 
 
 async def resolve_comment(
     sk: skift.LocalSkift, r: v1.ResolveCommentRequest
 ) -> v1.ResolveCommentResponse:
-    return v1.ResolveCommentResponse(comment=comment_pb(await sk.resolve_comment(r.id)))
+    return v1.ResolveCommentResponse(comment=to_pb(v1.Comment, await sk.resolve_comment(r.id)))
 
 
 async def list_comments(sk: skift.LocalSkift, r: v1.ListCommentsRequest) -> v1.ListCommentsResponse:
     token = paging.decode("ListComments", r)
-    got = [comment_pb(x) for x in await sk.comments(r.ref, project=r.project)]
+    got = [to_pb(v1.Comment, x) for x in await sk.comments(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListComments", got, token, _size(sk, r.page_size), r)
     return v1.ListCommentsResponse(comments=items, next_page_token=nxt)
 
@@ -495,7 +472,7 @@ async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse
         limit=_size(sk, r.page_size or 20),
         page=token.core if token else None,
     )
-    hits = paging.encoded(search_hit_pb(h) for h in got)
+    hits = paging.encoded(to_pb(v1.SearchHit, h) for h in got)
     k = paging.fit(hits)
     return v1.SearchResponse(hits=hits[:k], next_page_token=paging.next_token(got, k, r))
 
@@ -516,18 +493,20 @@ async def record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.Rec
         basis=r.basis,
         lease=r.lease,
     )
-    return v1.RecordUsageResponse(record=usage_pb(got))
+    return v1.RecordUsageResponse(record=to_pb(v1.UsageRecord, got))
 
 
 async def get_usage(sk: skift.LocalSkift, r: v1.GetUsageRequest) -> v1.GetUsageResponse:
     got = await sk.usage(r.ref, subtree=r.subtree, project=r.project)
-    return v1.GetUsageResponse(report=report_pb(got))
+    return v1.GetUsageResponse(report=to_pb(v1.UsageReport, got))
 
 
 async def get_project_usage(
     sk: skift.LocalSkift, r: v1.GetProjectUsageRequest
 ) -> v1.GetProjectUsageResponse:
-    return v1.GetProjectUsageResponse(report=report_pb(await sk.project_usage(r.project)))
+    return v1.GetProjectUsageResponse(
+        report=to_pb(v1.UsageReport, await sk.project_usage(r.project))
+    )
 
 
 async def set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResponse:
@@ -539,12 +518,12 @@ async def set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResp
         cache_write=r.cache_write or "0",
         currency=r.currency or "USD",
     )
-    return v1.SetRateResponse(rate=rate_pb(got))
+    return v1.SetRateResponse(rate=to_pb(v1.Rate, got))
 
 
 async def list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
     token = paging.decode("ListRates", r)
-    got = [rate_pb(x) for x in await sk.rates()]
+    got = [to_pb(v1.Rate, x) for x in await sk.rates()]
     items, nxt = paging.slice_page("ListRates", got, token, _size(sk, r.page_size), r)
     return v1.ListRatesResponse(rates=items, next_page_token=nxt)
 
@@ -553,25 +532,17 @@ async def set_org_limits(
     sk: skift.LocalSkift, r: v1.SetOrgLimitsRequest
 ) -> v1.SetOrgLimitsResponse:
     sizes: dict[str, int | None] = {**dict(r.set), **dict.fromkeys(r.unset)}
-    return v1.SetOrgLimitsResponse(limits=org_limits_pb(await sk.set_org_limits(**sizes)))
+    return v1.SetOrgLimitsResponse(limits=to_pb(v1.OrgLimits, await sk.set_org_limits(**sizes)))
 
 
 async def who_am_i(sk: skift.LocalSkift, r: v1.WhoAmIRequest) -> v1.WhoAmIResponse:
-    w = await sk.whoami()
-    return v1.WhoAmIResponse(
-        principal=w.principal,
-        kind=w.kind,
-        org=w.org,
-        admin=w.admin,
-        version=w.version,
-        database=w.database,
-    )
+    return to_pb(v1.WhoAmIResponse, await sk.whoami())
 
 
 async def get_org_limits(
     sk: skift.LocalSkift, r: v1.GetOrgLimitsRequest
 ) -> v1.GetOrgLimitsResponse:
-    return v1.GetOrgLimitsResponse(limits=org_limits_pb(await sk.org_limits()))
+    return v1.GetOrgLimitsResponse(limits=to_pb(v1.OrgLimits, await sk.org_limits()))
 
 
 # ------------------------------------------------------------------ artifacts and blobs
@@ -579,7 +550,7 @@ async def get_org_limits(
 
 async def put_blob(sk: skift.LocalSkift, r: v1.PutBlobRequest) -> v1.PutBlobResponse:
     got = await sk.put_blob(r.data, media_type=r.media_type, digest=r.digest)
-    return v1.PutBlobResponse(blob=blob_pb(got))
+    return v1.PutBlobResponse(blob=to_pb(v1.Blob, got))
 
 
 async def get_blob(sk: skift.LocalSkift, r: v1.GetBlobRequest) -> v1.GetBlobResponse:
@@ -596,13 +567,13 @@ async def attach_artifact(
         project=r.project,
         request_id=r.request_id or None,
     )
-    return v1.AttachArtifactResponse(result=patch_result_pb(res))
+    return v1.AttachArtifactResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def list_artifacts(
     sk: skift.LocalSkift, r: v1.ListArtifactsRequest
 ) -> v1.ListArtifactsResponse:
     token = paging.decode("ListArtifacts", r)
-    got = [artifact_info_pb(a) for a in await sk.artifacts(r.ref, project=r.project)]
+    got = [to_pb(v1.ArtifactInfo, a) for a in await sk.artifacts(r.ref, project=r.project)]
     items, nxt = paging.slice_page("ListArtifacts", got, token, _size(sk, r.page_size), r)
     return v1.ListArtifactsResponse(artifacts=items, next_page_token=nxt)

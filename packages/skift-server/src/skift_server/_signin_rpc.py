@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import skift
 
+from ._convert_types import to_pb
 from ._handlers import Handler
 from ._proto.skift import v1
 
@@ -33,18 +34,7 @@ async def list_board_sessions(
     sk: skift.LocalSkift, r: v1.ListBoardSessionsRequest
 ) -> v1.ListBoardSessionsResponse:
     got = await sk.board_sessions(r.principal or None)
-    return v1.ListBoardSessionsResponse(
-        sessions=[
-            v1.BoardSessionInfo(
-                id=s.id,
-                principal=s.principal,
-                created_at=s.created_at,
-                expires_at=s.expires_at,
-                via=s.via,
-            )
-            for s in got
-        ]
-    )
+    return v1.ListBoardSessionsResponse(sessions=[to_pb(v1.BoardSessionInfo, s) for s in got])
 
 
 async def end_board_sessions(
