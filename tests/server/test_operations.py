@@ -144,3 +144,31 @@ def test_the_server_serves_every_rpc_and_refuses_an_undeclared_one(
     monkeypatch.setattr(skift, "OPERATIONS_BY_RPC", fewer)
     with pytest.raises(RuntimeError, match="Explain is declared by no operation"):
         service.__mapping__()
+
+
+def test_a_simple_handler_refuses_a_request_and_method_that_disagree() -> None:
+    """The handlers made from the table (``_simple``) check, when the server starts, that
+    every request field reaches a parameter of the method and every required parameter has
+    its field: a declaration whose implementation disagrees stops the server (and this test)."""
+    from skift_server._simple import NotSimple, simple_handler
+
+    made = [op.rpc for op in OPS if op.rpc and _simple_or_none(simple_handler, op, NotSimple)]
+    assert {"GetNode", "CreateProject", "Heartbeat", "WhoAmI"} <= set(made)
+    # the request has a field the method lacks: refused, naming both
+    op = skift.Operation("get", "GetNode")
+    narrower = typing.cast(Any, lambda self, ref: None)  # pyright: ignore[reportUnknownLambdaType]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(skift.LocalSkift, "get", narrower)
+        with pytest.raises(NotSimple, match="GetNodeRequest's project: no parameter of get"):
+            simple_handler(op)
+        wider = typing.cast(Any, lambda self, ref, project, colour: None)  # pyright: ignore[reportUnknownLambdaType]
+        m.setattr(skift.LocalSkift, "get", wider)
+        with pytest.raises(NotSimple, match="get's colour is no field of GetNodeRequest"):
+            simple_handler(op)
+
+
+def _simple_or_none(make: Any, op: skift.Operation, refused: type[Exception]) -> Any:
+    try:
+        return make(op)
+    except refused:
+        return None

@@ -1,10 +1,13 @@
-"""The handlers of skift.v1.SkiftService: decode a request, call the skift API, encode.
+"""The hand-written handlers of skift.v1.SkiftService: decode a request, call the skift API,
+encode, where that takes more than the declaration says.
 
-Each handler turns a request message into the arguments of one
-:class:`skift.LocalSkift` method, calls it on the caller's handle, and turns
-the view it returns into the response message. No rule lives here: the
-engine validates and decides. Lists are paged here (``_paging``): by count,
-and by bytes so that no response outgrows a default client's 4 MiB.
+An operation that only decodes, calls and encodes has no handler here: it is made from
+``skift.OPERATIONS`` (``_simple``). What stays: the paged lists (paged here, ``_paging``: by
+count, and by bytes so that no response outgrows a default client's 4 MiB), the patch (its
+operations counted before one is converted), the node filters (Ready, ListNodes, ClaimNext),
+the claims (their inputs cut to the answer's budget), Release (its preemption), the change
+stream, and the requests whose fields the method names otherwise. No rule lives here: the
+engine validates and decides.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import skift
 from . import _paging as paging
 from ._convert import enum_word
 from ._convert_graph import filter_kwargs
-from ._convert_ops import artifact_doc, op_doc
+from ._convert_ops import op_doc
 from ._convert_types import to_pb
 from ._proto.skift import v1
 
@@ -31,28 +34,12 @@ def _opt(**kw: Any) -> dict[str, Any]:
     return {k: v for k, v in kw.items() if v is not None}
 
 
-def _int(value: int | None) -> int | None:
-    return int(value) if value is not None else None
-
-
 def _size(sk: skift.LocalSkift, page_size: int) -> int:
     """The page size a request asks for (0: the server's default), checked by the engine."""
     return sk.engine.page_size(page_size or None)
 
 
 # ------------------------------------------------------------------ projects
-
-
-async def create_project(
-    sk: skift.LocalSkift, r: v1.CreateProjectRequest
-) -> v1.CreateProjectResponse:
-    priority = enum_word(r.priority, v1.Priority, "priority")
-    p = await sk.create_project(r.title, vcs_url=r.vcs_url, **_opt(slug=r.slug, priority=priority))
-    return v1.CreateProjectResponse(project=to_pb(v1.Project, p))
-
-
-async def get_project(sk: skift.LocalSkift, r: v1.GetProjectRequest) -> v1.GetProjectResponse:
-    return v1.GetProjectResponse(project=to_pb(v1.Project, await sk.get_project(r.ref)))
 
 
 async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.ListProjectsResponse:
@@ -63,55 +50,6 @@ async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.L
     items = paging.encoded(to_pb(v1.Project, p) for p in got)
     k = paging.fit(items)
     return v1.ListProjectsResponse(projects=items[:k], next_page_token=paging.next_token(got, k, r))
-
-
-async def update_project(
-    sk: skift.LocalSkift, r: v1.UpdateProjectRequest
-) -> v1.UpdateProjectResponse:
-    p = await sk.update_project(
-        r.ref,
-        title=r.title,
-        slug=r.slug,
-        priority=enum_word(r.priority, v1.Priority, "priority"),
-        vcs_url=r.vcs_url,
-        budget=r.budget,
-    )
-    return v1.UpdateProjectResponse(project=to_pb(v1.Project, p))
-
-
-async def restrict_project(
-    sk: skift.LocalSkift, r: v1.RestrictProjectRequest
-) -> v1.RestrictProjectResponse:
-    p = await sk.restrict_project(r.ref, readers=list(r.readers), reason=r.reason)
-    return v1.RestrictProjectResponse(project=to_pb(v1.Project, p))
-
-
-async def unrestrict_project(
-    sk: skift.LocalSkift, r: v1.UnrestrictProjectRequest
-) -> v1.UnrestrictProjectResponse:
-    p = await sk.unrestrict_project(r.ref, reason=r.reason)
-    return v1.UnrestrictProjectResponse(project=to_pb(v1.Project, p))
-
-
-async def archive_project(
-    sk: skift.LocalSkift, r: v1.ArchiveProjectRequest
-) -> v1.ArchiveProjectResponse:
-    p = await sk.archive_project(r.ref, reason=r.reason or "archived")
-    return v1.ArchiveProjectResponse(project=to_pb(v1.Project, p))
-
-
-async def hold_project(sk: skift.LocalSkift, r: v1.HoldProjectRequest) -> v1.HoldProjectResponse:
-    return v1.HoldProjectResponse(
-        parked=await sk.hold_project(r.ref, reason=r.reason, request_id=r.request_id or None)
-    )
-
-
-async def unhold_project(
-    sk: skift.LocalSkift, r: v1.UnholdProjectRequest
-) -> v1.UnholdProjectResponse:
-    return v1.UnholdProjectResponse(
-        released=await sk.unhold_project(r.ref, reason=r.reason, request_id=r.request_id or None)
-    )
 
 
 # ------------------------------------------------------------------ graph
@@ -128,14 +66,6 @@ async def patch(sk: skift.LocalSkift, r: v1.PatchRequest) -> v1.PatchResponse:
         on_behalf_of=r.on_behalf_of,
     )
     return v1.PatchResponse(result=to_pb(v1.PatchResult, res))
-
-
-async def get_node(sk: skift.LocalSkift, r: v1.GetNodeRequest) -> v1.GetNodeResponse:
-    return v1.GetNodeResponse(node=to_pb(v1.Node, await sk.get(r.ref, project=r.project)))
-
-
-async def resolve_node(sk: skift.LocalSkift, r: v1.ResolveNodeRequest) -> v1.ResolveNodeResponse:
-    return to_pb(v1.ResolveNodeResponse, await sk.resolve(r.ref, project=r.project))
 
 
 async def _node_page(
@@ -203,53 +133,6 @@ async def list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdg
     return v1.ListEdgesResponse(edges=items, next_page_token=nxt)
 
 
-async def explain(sk: skift.LocalSkift, r: v1.ExplainRequest) -> v1.ExplainResponse:
-    return to_pb(v1.ExplainResponse, await sk.explain(r.ref, project=r.project))
-
-
-async def drop_node(sk: skift.LocalSkift, r: v1.DropNodeRequest) -> v1.DropNodeResponse:
-    res = await sk.drop(
-        r.ref,
-        reason=r.reason,
-        cascade=_int(r.cascade),
-        project=r.project,
-        lease=r.lease,
-        request_id=r.request_id or None,
-    )
-    return v1.DropNodeResponse(result=to_pb(v1.PatchResult, res))
-
-
-async def reopen_node(sk: skift.LocalSkift, r: v1.ReopenNodeRequest) -> v1.ReopenNodeResponse:
-    res = await sk.reopen(
-        r.ref, reason=r.reason, project=r.project, lease=r.lease, request_id=r.request_id or None
-    )
-    return v1.ReopenNodeResponse(result=to_pb(v1.PatchResult, res))
-
-
-async def hold_node(sk: skift.LocalSkift, r: v1.HoldNodeRequest) -> v1.HoldNodeResponse:
-    res = await sk.hold(r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None)
-    return v1.HoldNodeResponse(result=to_pb(v1.PatchResult, res))
-
-
-async def unhold_node(sk: skift.LocalSkift, r: v1.UnholdNodeRequest) -> v1.UnholdNodeResponse:
-    res = await sk.unhold(
-        r.ref, reason=r.reason, project=r.project, request_id=r.request_id or None
-    )
-    return v1.UnholdNodeResponse(result=to_pb(v1.PatchResult, res))
-
-
-async def focus(sk: skift.LocalSkift, r: v1.FocusRequest) -> v1.FocusResponse:
-    got = await sk.focus(
-        list(r.keep), reason=r.reason, project=r.project, request_id=r.request_id or None
-    )
-    return v1.FocusResponse(result=to_pb(v1.FocusResult, got))
-
-
-async def clear_focus(sk: skift.LocalSkift, r: v1.ClearFocusRequest) -> v1.ClearFocusResponse:
-    got = await sk.clear_focus(reason=r.reason, project=r.project, request_id=r.request_id or None)
-    return v1.ClearFocusResponse(result=to_pb(v1.FocusResult, got))
-
-
 # ------------------------------------------------------------------ work protocol
 
 
@@ -306,23 +189,6 @@ async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListI
     return v1.ListInputsResponse(inputs=kept, next_page_token=nxt)
 
 
-async def heartbeat(sk: skift.LocalSkift, r: v1.HeartbeatRequest) -> v1.HeartbeatResponse:
-    got = await sk.heartbeat(r.ref, lease=r.lease, ttl=r.ttl, project=r.project)
-    return v1.HeartbeatResponse(lease=to_pb(v1.Lease, got))
-
-
-async def complete(sk: skift.LocalSkift, r: v1.CompleteRequest) -> v1.CompleteResponse:
-    res = await sk.complete(
-        r.ref,
-        lease=r.lease,
-        result=r.result,
-        artifacts=[artifact_doc(a) for a in r.artifacts],
-        project=r.project,
-        request_id=r.request_id or None,
-    )
-    return v1.CompleteResponse(result=to_pb(v1.PatchResult, res))
-
-
 async def release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:
     if r.preempt:
         got = await sk.release(r.ref, preempt=True, reason=r.preempt_reason, project=r.project)
@@ -330,18 +196,6 @@ async def release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseRespo
     reason = enum_word(r.reason, v1.ReleaseReason, "reason") or "crash"
     got = await sk.release(r.ref, lease=r.lease or None, reason=reason, project=r.project)
     return v1.ReleaseResponse(node=to_pb(v1.Node, got))
-
-
-async def gate(sk: skift.LocalSkift, r: v1.GateRequest) -> v1.GateResponse:
-    res = await sk.gate(
-        r.ref,
-        lease=r.lease,
-        title=r.title,
-        body=r.body,
-        project=r.project,
-        request_id=r.request_id or None,
-    )
-    return v1.GateResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
@@ -358,11 +212,6 @@ async def list_live_leases(
     got = [to_pb(v1.Lease, x) for x in await sk.leases(projects=tuple(r.projects), mine=r.mine)]
     items, nxt = paging.slice_page("ListLiveLeases", got, token, _size(sk, r.page_size), r)
     return v1.ListLiveLeasesResponse(leases=items, next_page_token=nxt)
-
-
-async def sweep_expired(sk: skift.LocalSkift, r: v1.SweepExpiredRequest) -> v1.SweepExpiredResponse:
-    n = await sk.sweep_expired(**_opt(limit=_int(r.limit)))
-    return v1.SweepExpiredResponse(expired=n)
 
 
 # ------------------------------------------------------------------ events
@@ -401,12 +250,6 @@ async def watch_events(sk: skift.LocalSkift, r: v1.WatchEventsRequest) -> v1.Wat
 # ------------------------------------------------------------------ principals and tokens
 
 
-async def add_principal(sk: skift.LocalSkift, r: v1.AddPrincipalRequest) -> v1.AddPrincipalResponse:
-    kind = enum_word(r.kind, v1.PrincipalKind, "kind") or skift.PrincipalKind.AGENT
-    got = await sk.add_principal(r.name, kind, uid=_int(r.uid))
-    return v1.AddPrincipalResponse(principal=to_pb(v1.Principal, got))
-
-
 async def list_principals(
     sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
 ) -> v1.ListPrincipalsResponse:
@@ -416,34 +259,7 @@ async def list_principals(
     return v1.ListPrincipalsResponse(principals=items, next_page_token=nxt)
 
 
-async def attach_identity(
-    sk: skift.LocalSkift, r: v1.AttachIdentityRequest
-) -> v1.AttachIdentityResponse:
-    got = await sk.attach_identity(r.principal, r.scheme, r.value)
-    return v1.AttachIdentityResponse(principal=to_pb(v1.Principal, got))
-
-
-async def create_token(sk: skift.LocalSkift, r: v1.CreateTokenRequest) -> v1.CreateTokenResponse:
-    return to_pb(v1.CreateTokenResponse, await sk.create_token(r.principal))
-
-
-async def revoke_token(sk: skift.LocalSkift, r: v1.RevokeTokenRequest) -> v1.RevokeTokenResponse:
-    await sk.revoke_token(r.token_id)
-    return v1.RevokeTokenResponse()
-
-
 # ------------------------------------------------------------------ comments and search
-
-
-async def add_comment(sk: skift.LocalSkift, r: v1.AddCommentRequest) -> v1.AddCommentResponse:
-    got = await sk.add_comment(
-        r.ref,
-        r.body,
-        reply_to=r.reply_to,
-        project=r.project,
-        request_id=r.request_id or None,
-    )
-    return v1.AddCommentResponse(comment=to_pb(v1.Comment, got))
 
 
 async def edit_comment(sk: skift.LocalSkift, r: v1.EditCommentRequest) -> v1.EditCommentResponse:
@@ -480,47 +296,6 @@ async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse
 # ------------------------------------------------------------------ usage and cost
 
 
-async def record_usage(sk: skift.LocalSkift, r: v1.RecordUsageRequest) -> v1.RecordUsageResponse:
-    got = await sk.record_usage(
-        r.ref,
-        project=r.project,
-        model=r.model,
-        input_tokens=r.input_tokens,
-        output_tokens=r.output_tokens,
-        cache_read_tokens=r.cache_read_tokens,
-        cache_write_tokens=r.cache_write_tokens,
-        estimate=r.estimate,
-        basis=r.basis,
-        lease=r.lease,
-    )
-    return v1.RecordUsageResponse(record=to_pb(v1.UsageRecord, got))
-
-
-async def get_usage(sk: skift.LocalSkift, r: v1.GetUsageRequest) -> v1.GetUsageResponse:
-    got = await sk.usage(r.ref, subtree=r.subtree, project=r.project)
-    return v1.GetUsageResponse(report=to_pb(v1.UsageReport, got))
-
-
-async def get_project_usage(
-    sk: skift.LocalSkift, r: v1.GetProjectUsageRequest
-) -> v1.GetProjectUsageResponse:
-    return v1.GetProjectUsageResponse(
-        report=to_pb(v1.UsageReport, await sk.project_usage(r.project))
-    )
-
-
-async def set_rate(sk: skift.LocalSkift, r: v1.SetRateRequest) -> v1.SetRateResponse:
-    got = await sk.set_rate(
-        r.model,
-        input=r.input,
-        output=r.output,
-        cache_read=r.cache_read or "0",
-        cache_write=r.cache_write or "0",
-        currency=r.currency or "USD",
-    )
-    return v1.SetRateResponse(rate=to_pb(v1.Rate, got))
-
-
 async def list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
     token = paging.decode("ListRates", r)
     got = [to_pb(v1.Rate, x) for x in await sk.rates()]
@@ -535,39 +310,7 @@ async def set_org_limits(
     return v1.SetOrgLimitsResponse(limits=to_pb(v1.OrgLimits, await sk.set_org_limits(**sizes)))
 
 
-async def who_am_i(sk: skift.LocalSkift, r: v1.WhoAmIRequest) -> v1.WhoAmIResponse:
-    return to_pb(v1.WhoAmIResponse, await sk.whoami())
-
-
-async def get_org_limits(
-    sk: skift.LocalSkift, r: v1.GetOrgLimitsRequest
-) -> v1.GetOrgLimitsResponse:
-    return v1.GetOrgLimitsResponse(limits=to_pb(v1.OrgLimits, await sk.org_limits()))
-
-
 # ------------------------------------------------------------------ artifacts and blobs
-
-
-async def put_blob(sk: skift.LocalSkift, r: v1.PutBlobRequest) -> v1.PutBlobResponse:
-    got = await sk.put_blob(r.data, media_type=r.media_type, digest=r.digest)
-    return v1.PutBlobResponse(blob=to_pb(v1.Blob, got))
-
-
-async def get_blob(sk: skift.LocalSkift, r: v1.GetBlobRequest) -> v1.GetBlobResponse:
-    return v1.GetBlobResponse(data=await sk.get_blob(r.digest))
-
-
-async def attach_artifact(
-    sk: skift.LocalSkift, r: v1.AttachArtifactRequest
-) -> v1.AttachArtifactResponse:
-    res = await sk.attach_artifact(
-        r.ref,
-        artifact_doc(r.artifact or v1.Artifact()),
-        lease=r.lease,
-        project=r.project,
-        request_id=r.request_id or None,
-    )
-    return v1.AttachArtifactResponse(result=to_pb(v1.PatchResult, res))
 
 
 async def list_artifacts(

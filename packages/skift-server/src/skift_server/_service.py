@@ -43,6 +43,7 @@ from ._import_wire import StreamHandler
 from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
+from ._simple import NotSimple, simple_handler
 from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop
 
 _log = logging.getLogger("skift_server")
@@ -78,8 +79,9 @@ _CARDINALITY: Final = {
 }
 
 HANDLER_MODULES: Final = (_handlers, _admin_rpc, _webhooks_wire, _import_wire, _signin_rpc)
-"""Where the handlers live: RPC ``CreateProject`` is served by the function ``create_project``
-of one of them (a unary handler, or a streaming one for a streamed RPC)."""
+"""Where the hand-written handlers live: RPC ``ListProjects`` is served by the function
+``list_projects`` of one of them (a unary handler, or a streaming one for a streamed RPC).
+Every other RPC's handler is made from its declaration (``_simple``)."""
 
 
 def snake(rpc: str) -> str:
@@ -88,9 +90,12 @@ def snake(rpc: str) -> str:
 
 
 def find_handlers() -> dict[str, Any]:
-    """The handler of every RPC of ``skift.OPERATIONS`` that has one in :data:`HANDLER_MODULES`."""
+    """The handler of every RPC of ``skift.OPERATIONS``: the one written in
+    :data:`HANDLER_MODULES` (a unary handler, or a streaming one for a streamed RPC), else
+    the one made from the declaration (``_simple``). An RPC with neither stops the server
+    from starting, saying why its declaration cannot make one."""
     out: dict[str, Any] = {}
-    for rpc in skift.OPERATIONS_BY_RPC:
+    for rpc, op in skift.OPERATIONS_BY_RPC.items():
         for module in HANDLER_MODULES:
             fn = getattr(module, snake(rpc), None)
             if not inspect.iscoroutinefunction(fn):
@@ -98,6 +103,14 @@ def find_handlers() -> dict[str, Any]:
             if rpc in out:
                 raise RuntimeError(f"{rpc} has two handlers: {out[rpc].__module__} and {module}")
             out[rpc] = fn
+        if rpc not in out:
+            try:
+                out[rpc] = simple_handler(op)
+            except NotSimple as exc:
+                raise RuntimeError(
+                    f"no handler serves {rpc}: {exc}; define {snake(rpc)} in "
+                    "skift_server._handlers (CONTRIBUTING.md: Adding an operation)"
+                ) from None
     return out
 
 

@@ -1,5 +1,5 @@
-"""The board's RPCs: ``MintSigninCode``, ``ListBoardSessions`` and ``EndBoardSessions`` (the
-web board itself is ``skift_server.board``).
+"""The board's ``MintSigninCode`` (the web board itself is ``skift_server.board``;
+``ListBoardSessions`` and ``EndBoardSessions`` are made from their declarations, ``_simple``).
 
 A sign-in code is the caller's (``LocalSkift.mint_signin_code``); the link
 that spends it is the server's knowledge (its ``--http`` or ``--board-url``
@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import skift
 
-from ._convert_types import to_pb
 from ._handlers import Handler
 from ._proto.skift import v1
 
@@ -28,16 +27,3 @@ def mint_signin_code(board_link: Callable[[str], str]) -> Handler:
         )
 
     return mint
-
-
-async def list_board_sessions(
-    sk: skift.LocalSkift, r: v1.ListBoardSessionsRequest
-) -> v1.ListBoardSessionsResponse:
-    got = await sk.board_sessions(r.principal or None)
-    return v1.ListBoardSessionsResponse(sessions=[to_pb(v1.BoardSessionInfo, s) for s in got])
-
-
-async def end_board_sessions(
-    sk: skift.LocalSkift, r: v1.EndBoardSessionsRequest
-) -> v1.EndBoardSessionsResponse:
-    return v1.EndBoardSessionsResponse(ended=await sk.end_board_sessions(r.principal or None))
