@@ -150,7 +150,7 @@ def _emit(value: Any) -> None:
 
 def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
     import skift
-    from skift_server import _convert_graph as g
+    from skift_server._convert_types import from_pb, to_pb
     from skift_server._paging import page_size
     from skift_server._proto.skift import v1
 
@@ -174,12 +174,12 @@ def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], Non
         parent=got.get("parent"),
     )
     req = v1.ReadyRequest(
-        filter=g.filter_pb(flt), page_size=page_size(limit), page_token=got.get("page") or ""
+        filter=to_pb(v1.NodeFilter, flt),
+        page_size=page_size(limit),
+        page_token=got.get("page") or "",
     )
     got_pb = v1.ReadyResponse.parse(conn.call("Ready", bytes(req)))
-    pg = g.page_view(
-        got_pb.nodes, got_pb.held_count, got_pb.held_count_exact, got_pb.next_page_token
-    )
+    pg = from_pb(v1.ReadyResponse, skift.ReadyPage, got_pb)
 
     def show() -> None:
         from . import _shown
@@ -190,34 +190,38 @@ def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], Non
 
 
 def _show(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
-    from skift_server import _convert_graph as g
-    from skift_server import _convert_ops as o
-    from skift_server import _convert_records as rc
+    from skift_server._convert_types import from_pb
     from skift_server._proto.skift import v1
 
     ref: str = got["args"][0]
     proj = run.project()
     req = v1.GetNodeRequest(ref=ref, project=proj)
-    n = g.node_view(v1.GetNodeResponse.parse(conn.call("GetNode", bytes(req))).node or v1.Node())
+    n = from_pb(
+        v1.Node, skift.NodeInfo, v1.GetNodeResponse.parse(conn.call("GetNode", bytes(req))).node
+    )
     arts: list[skift.ArtifactInfo] = []
     token = ""
     while True:
         areq = v1.ListArtifactsRequest(ref=n.ref, page_token=token)
         apage = v1.ListArtifactsResponse.parse(conn.call("ListArtifacts", bytes(areq)))
-        arts += [o.artifact_info_view(a) for a in apage.artifacts]
+        arts += [from_pb(v1.ArtifactInfo, skift.ArtifactInfo, a) for a in apage.artifacts]
         if not (token := apage.next_page_token):
             break
     cs: list[skift.CommentInfo] = []
     while True:
         creq = v1.ListCommentsRequest(ref=n.ref, page_token=token)
         cpage = v1.ListCommentsResponse.parse(conn.call("ListComments", bytes(creq)))
-        cs += [rc.comment_view(x) for x in cpage.comments]
+        cs += [from_pb(v1.Comment, skift.CommentInfo, x) for x in cpage.comments]
         if not (token := cpage.next_page_token):
             break
     blockers: list[str] = []
     if n.blocked and n.status == "open":
         ereq = v1.ExplainRequest(ref=n.ref)
-        ex = g.explanation_view(v1.ExplainResponse.parse(conn.call("Explain", bytes(ereq))))
+        ex = from_pb(
+            v1.ExplainResponse,
+            skift.Explanation,
+            v1.ExplainResponse.parse(conn.call("Explain", bytes(ereq))),
+        )
         blockers = [str(r.detail.get("ref")) for r in ex.reasons if r.kind == "blocked_by"]
 
     def show() -> None:

@@ -22,9 +22,13 @@ once, by type, not per message:
 
 What differs in more than that is registered as a field hook (:func:`field_hooks`: a
 restricted project's readers, an artifact's parts, an edge's default kind) or a whole
-pair (:func:`register_pair`: an organization's limits). The leaves (datetime, Decimal)
-are hooks of a cattrs converter (:data:`converter`), which also turns a message into a
-view's keyword arguments where the handlers need it.
+pair (:func:`register_pair`: an organization's limits).
+
+It works as cattrs' generated hooks do (``cattrs.gen``: a function per class, written from
+its fields and compiled once, visible in tracebacks through ``linecache``), without cattrs
+itself: cattrs dispatches on one type, while a view and a message are a pair whose special
+cases depend on both sides (a view's ``str`` is a plain string or an enum on the wire), and
+importing cattrs would add to every CLI command's start-up (the thin CLI decodes with this).
 
 No rule lives here: values are moved, never judged (the engine validates).
 """
@@ -44,7 +48,6 @@ from typing import Any, Final, TypeVar
 
 import attrs
 import betterproto2
-import cattrs
 
 import skift
 
@@ -53,14 +56,6 @@ from ._proto.skift import v1
 
 V = TypeVar("V")
 M = TypeVar("M", bound=betterproto2.Message)
-
-converter = cattrs.Converter()
-"""The leaves: a Decimal is its string (an unset one reads as 0), a timestamp leaves as
-UTC and comes back aware UTC (unset: the epoch)."""
-converter.register_unstructure_hook(Decimal, str)
-converter.register_structure_hook(Decimal, lambda v, _: Decimal(v or "0"))
-converter.register_unstructure_hook(dt.datetime, utc)
-converter.register_structure_hook(dt.datetime, lambda v, _: ts(v))  # pyright: ignore[reportUnknownLambdaType]
 
 ENUM_DEFAULTS: Final[dict[type[enum.Enum], enum.Enum]] = {
     skift.Status: skift.Status.OPEN,
@@ -268,7 +263,7 @@ def _encode_field(
     if fm.proto_type == betterproto2.TYPE_ENUM:
         return f"{g.bind(_Words(wire), 'words')}[{v}]"
     if wire is dt.datetime:
-        return f"{g.bind(converter.get_unstructure_hook(dt.datetime), 'utc')}({v})"
+        return f"{g.bind(utc, 'utc')}({v})"
     if wire is dt.timedelta:
         return v
     if _is_struct(wire):
@@ -349,9 +344,7 @@ def _decode_field(
             default = '""'
         return f"{table}.get({m}, {default})"
     if wire is dt.datetime:
-        fn = opt_ts if opt else converter.get_structure_hook(dt.datetime)
-        hook = g.bind(fn, "ts")
-        return f"{hook}({m})" if opt else f"{hook}({m}, None)"
+        return f"{g.bind(opt_ts if opt else ts, 'ts')}({m})"
     if wire is dt.timedelta:
         return m
     if _is_struct(wire):
