@@ -80,7 +80,7 @@ def ready(url: str | None, arguments: object) -> dict[str, Any] | None:
         if timeout is None:
             return None
         import skift
-        from skift_server import _convert_graph as g
+        from skift_server._convert_types import from_pb, to_pb
         from skift_server._paging import page_size
         from skift_server._proto.skift import v1
 
@@ -96,7 +96,7 @@ def ready(url: str | None, arguments: object) -> dict[str, Any] | None:
             parent=args.get("parent"),
         )
         req = v1.ReadyRequest(
-            filter=g.filter_pb(flt),
+            filter=to_pb(v1.NodeFilter, flt),
             page_size=page_size(args.get("limit")),
             page_token=args.get("page") or "",
         )
@@ -104,7 +104,7 @@ def ready(url: str | None, arguments: object) -> dict[str, Any] | None:
             server_url(url), token=os.environ.get("SKIFT_TOKEN") or None, timeout=timeout
         ) as conn:
             got = v1.ReadyResponse.parse(conn.call("Ready", bytes(req)))
-        p = g.page_view(got.nodes, got.held_count, got.held_count_exact, got.next_page_token)
+        p = from_pb(v1.ReadyResponse, skift.ReadyPage, got)
         verbose = bool(args.get("verbose", False))
         text, plain = r.result_parts(r.page(p, [r.node(n, verbose=verbose) for n in p.nodes]))
     except Exception:
