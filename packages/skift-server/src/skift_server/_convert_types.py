@@ -481,5 +481,9 @@ for _response in ("AddWebhookResponse", "RotateWebhookSecretResponse"):
         lambda w, r=_response: getattr(v1, r)(**_with_secret_pb(w)),
         _with_secret,
     )
-field_hooks("ReadyPage", next_page=FieldHook(decode=lambda m: m.next_page_token or None))
+field_hooks(
+    "ReadyPage",
+    next_page=FieldHook(decode=lambda m: m.next_page_token or None),
+    ends=FieldHook(skip=True),  # the server's keyset positions: in its page token instead
+)
 field_hooks("EventPage", cursor=FieldHook(decode=lambda m: m.next_page_token))
