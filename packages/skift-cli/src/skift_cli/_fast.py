@@ -190,6 +190,7 @@ def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], Non
 
 
 def _show(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
+    import skift
     from skift_server._convert_types import from_pb
     from skift_server._proto.skift import v1
 
