@@ -566,8 +566,9 @@ async def project_nodes(tx: Tx, project: Project) -> list[Node]:
     out: list[Node] = []
     page = 5000
     while True:
+        after = (project.id, out[-1].number) if out else None
         got = await tx.list_nodes(
-            ReadyQuery(projects=(project.id,), limit=page, offset=len(out)), status=None, held=None
+            ReadyQuery(projects=(project.id,), limit=page, after_node=after), status=None, held=None
         )
         out.extend(got)
         if len(got) < page:
