@@ -32,13 +32,17 @@ check: sync npm
 	$(UV) run lint-imports
 	$(UV) run python packages/skift-server/tools/generate_proto.py --check
 	$(UV) run python packages/skift-core/tools/gen_surface.py --check
+	$(UV) run python packages/skift-server/tools/gen_client.py --check
 	$(UV) run python packages/skift-cli/tools/gen_help.py --check
 	$(BUF) lint $(PROTO)
 	$(BUF) breaking $(PROTO) --against $(CONTRACT)
 
-## generate: regenerate skift_server._proto from packages/skift-server/proto (betterproto2)
+## generate: regenerate skift_server._proto from packages/skift-server/proto (betterproto2), the
+## Skift protocol and RemoteSkift's generated methods
 generate: sync
 	$(UV) run python packages/skift-server/tools/generate_proto.py
+	$(UV) run python packages/skift-core/tools/gen_surface.py
+	$(UV) run python packages/skift-server/tools/gen_client.py
 	$(UV) run python packages/skift-cli/tools/gen_help.py
 
 ## contract: accept the proto as the new baseline buf breaking compares against (after an

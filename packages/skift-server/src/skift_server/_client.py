@@ -29,7 +29,6 @@ from grpclib.client import Channel
 
 import skift
 
-from ._client_admin import AdminCalls
 from ._client_base import (
     DEFAULT_ATTEMPTS,
     DEFAULT_TIMEOUT,
@@ -39,6 +38,7 @@ from ._client_base import (
     UnixChannel,
 )
 from ._client_content import ContentCalls
+from ._client_generated import GeneratedCalls
 from ._client_graph import GraphCalls
 from ._client_import import ImportCalls
 from ._client_work import WorkCalls
@@ -50,7 +50,7 @@ __all__ = ["RemoteSkift", "RemoteStore", "connect"]
 
 
 @skift.check_inputs
-class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls, AdminCalls):
+class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls, GeneratedCalls):
     """skift over gRPC. Use :func:`connect` to make one."""
 
     def acting_as(self, principal: skift.PrincipalSpec, *, org: str | None = None) -> RemoteSkift:

@@ -1,8 +1,10 @@
 """The remote Skift's transport: channels, the deadline and retries of every call.
 
-The calls themselves are mixins by concern (``_client_graph``, ``_client_work``,
-``_client_content``) over :class:`RemoteBase`; ``_client`` composes them into
-:class:`RemoteSkift`. See ``_client`` for what is retried and why.
+The calls themselves are mixins over :class:`RemoteBase`: those that only encode, call
+and decode are generated (``_client_generated``, from ``skift.OPERATIONS``, the ``Skift``
+protocol and the messages: ``tools/gen_client.py``), the others written by concern
+(``_client_graph``, ``_client_work``, ``_client_content``, ``_client_import``); ``_client``
+composes them into :class:`RemoteSkift`. See ``_client`` for what is retried and why.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from h2.exceptions import ProtocolError as H2ProtocolError
 import skift
 
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
-from ._convert_types import from_pb, to_pb
+from ._convert_types import to_pb
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
 from ._paging import page_size as page_size  # the client mixins' import
@@ -290,18 +292,6 @@ class RemoteBase:
             if attempt >= self.attempts or time.monotonic() - start + delay > window:
                 raise last from None
             await asyncio.sleep(delay)
-
-    # ------------------------------------------------------------ shared reads
-
-    async def artifacts(self, ref: str, *, project: str | None = None) -> list[skift.ArtifactInfo]:
-        out: list[skift.ArtifactInfo] = []
-        token = ""
-        while True:
-            req = v1.ListArtifactsRequest(ref=ref, project=project, page_token=token)
-            got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse)
-            out += [from_pb(v1.ArtifactInfo, skift.ArtifactInfo, a) for a in got.artifacts]
-            if not (token := got.next_page_token):
-                return out
 
 
 def remote_page(items: list[V], token: str) -> skift.Page[V]:

@@ -1,8 +1,12 @@
-"""RemoteSkift's work protocol and change stream: claim, heartbeat, complete, release, gate, leases, events."""
+"""RemoteSkift's work protocol and change stream where they do more than encode, call and
+decode: the claim and its continuation (inputs read whole), a release that preempts, the
+leases of a node or of the organization, the events paged backwards, the long polls.
+
+The rest of this concern is generated, in ``_client_generated``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -11,20 +15,18 @@ import attrs
 import skift
 
 from ._client_base import (
-    RemoteBase,
-    artifact_of,
     filter_of,
     page_size,
     page_token_before,
-    request_id_of,
 )
+from ._client_generated import GeneratedCalls
 from ._convert import enum_pb
-from ._convert_types import from_pb, to_pb
+from ._convert_types import from_pb
 from ._proto.skift import v1
 
 
-class WorkCalls(RemoteBase):
-    """RemoteSkift's work protocol and change stream: claim, heartbeat, complete, release, gate, leases, events."""
+class WorkCalls(GeneratedCalls):
+    """RemoteSkift's claims, release, leases and events."""
 
     # ------------------------------------------------------------ work protocol
 
@@ -109,40 +111,6 @@ class WorkCalls(RemoteBase):
         """A node's inputs, as a claim carries them (without claiming it)."""
         return await self._inputs(await self._input_pages(ref, project, ""))
 
-    async def heartbeat(
-        self,
-        ref: str,
-        *,
-        lease: str,
-        ttl: timedelta | None = None,
-        project: str | None = None,
-    ) -> skift.LeaseInfo:
-        # Renewing twice sets the same kind of expiry: safe to retry.
-        req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
-        got = await self._call("Heartbeat", req, v1.HeartbeatResponse)
-        return from_pb(v1.Lease, skift.LeaseInfo, got.lease)
-
-    async def complete(
-        self,
-        ref: str,
-        *,
-        lease: str | None = None,
-        result: str = "",
-        artifacts: Sequence[skift.Artifact | Mapping[str, Any]] = (),
-        project: str | None = None,
-        request_id: str | None = None,
-    ) -> skift.PatchResult:
-        req = v1.CompleteRequest(
-            ref=ref,
-            lease=lease,
-            result=result,
-            artifacts=[to_pb(v1.Artifact, artifact_of(a)) for a in artifacts],
-            project=project,
-            request_id=request_id_of(request_id),
-        )
-        got = await self._call("Complete", req, v1.CompleteResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
-
     async def release(
         self,
         ref: str,
@@ -166,27 +134,6 @@ class WorkCalls(RemoteBase):
             )
         got = await self._call("Release", req, v1.ReleaseResponse)
         return from_pb(v1.Node, skift.NodeInfo, got.node)
-
-    async def gate(
-        self,
-        ref: str,
-        *,
-        lease: str,
-        title: str,
-        body: str = "",
-        project: str | None = None,
-        request_id: str | None = None,
-    ) -> skift.PatchResult:
-        req = v1.GateRequest(
-            ref=ref,
-            lease=lease,
-            title=title,
-            body=body,
-            project=project,
-            request_id=request_id_of(request_id),
-        )
-        got = await self._call("Gate", req, v1.GateResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
     async def leases(
         self,
@@ -215,11 +162,6 @@ class WorkCalls(RemoteBase):
             out += [from_pb(v1.Lease, skift.LeaseInfo, x) for x in got.leases]
             if not (token := got.next_page_token):
                 return out
-
-    async def sweep_expired(self, limit: int = 500) -> int:
-        req = v1.SweepExpiredRequest(limit=limit)
-        got = await self._call("SweepExpired", req, v1.SweepExpiredResponse)
-        return got.expired
 
     # ------------------------------------------------------------ events
 
