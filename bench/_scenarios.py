@@ -178,6 +178,11 @@ async def graph_scenarios(
                     lib_p50 = s["p50_ms"]
                 out.append(Result("ready", f"{label} {case}", s, "agent, page of 50, library"))
 
+            # a walk's third page: what a page token costs (read after two pages of 50)
+            p2 = await agent.ready(limit=50, page=(await agent.ready(limit=50)).next_page)
+            samples = await timed(lambda: agent.ready(limit=50, page=p2.next_page), cfg.ready_iters)
+            out.append(Result("ready", f"{label} page 3", summary(samples), "agent, from a token"))
+
             # where an unfiltered page's time goes, statement by statement (ms per page)
             reps = max(2, cfg.ready_iters // 5)
             with _trace.trace() as t:

@@ -271,3 +271,138 @@ async def test_a_forged_position_is_refused_not_read(sk: skift.LocalSkift) -> No
         with pytest.raises(skift.Invalid) as ei:
             await sk.search("forged", page=bad)
         assert ei.value.details.get("field") == "page_token"
+
+
+# ------------------------------------------------------------------ ready
+
+
+async def _ready(sk: skift.LocalSkift, size: int, token: str | None, **flt: Any) -> Any:
+    return as_page(await sk.ready(limit=size, page=token, **flt))
+
+
+async def test_ready_pages_hold_still_while_work_comes_and_goes(sk: skift.LocalSkift) -> None:
+    """Ready pages in turn order after, in each project, the (priority, age, number) of the
+    last node sent: between pages nodes are filed (before and after the walk's position),
+    completed (one sent, one not yet), dropped and claimed; no node is sent twice, none
+    ready throughout is skipped, and each project's nodes come in its own order."""
+    slugs = [(await sk.create_project(f"Turns {c}")).slug for c in "abc"]
+    for s, n in zip(slugs, (6, 4, 5), strict=True):
+        await sk.patch(
+            s,
+            [skift.CreateNode(title=f"{s} {i}", priority=f"p{1 + i % 3}") for i in range(n)],
+        )
+    whole = [n.ref for n in (await sk.ready(limit=100)).nodes]
+    assert len(whole) == 15
+    throughout = list(whole)
+    sent: list[str] = []
+
+    async def between(i: int) -> None:
+        s = slugs[i % 3]
+        # filed: one ahead of everything in its project (p0), one behind it (p4)
+        await sk.patch(s, [skift.CreateNode(title=f"urgent {i}", priority="p0")])
+        await sk.patch(s, [skift.CreateNode(title=f"someday {i}", priority="p4")])
+        later = [r for r in throughout if r not in sent]
+        if i == 0:  # completed: one already sent, one not yet (it is not sent)
+            await sk.complete(sent[0])
+            await sk.complete(later[-1])
+            throughout.remove(later[-1])
+        if i == 1:  # dropped before it was sent
+            await sk.drop(later[0], reason="not needed")
+            throughout.remove(later[0])
+        if i == 2:  # claimed: no longer ready, not sent
+            await sk.claim(later[1])
+            throughout.remove(later[1])
+
+    async def read(size: int, token: str | None) -> Any:
+        page = await _ready(sk, size, token)
+        sent.extend(n.ref for n in page)
+        return page
+
+    seen = await walk(read, lambda n: n.ref, sizes=(2, 1, 3), between=between)
+    assert len(seen) == len(set(seen)), f"a node was sent twice: {seen}"
+    assert set(throughout) <= set(seen), f"skipped: {set(throughout) - set(seen)}"
+    for s in slugs:  # within a project, its own order (priority, age, number)
+        mine = [r for r in seen if r.startswith(s + "#") and r in whole]
+        assert mine == [r for r in whole if r in mine]
+
+
+async def test_ready_pages_take_the_size_asked_and_refuse_another_filter(
+    sk: skift.LocalSkift,
+) -> None:
+    a = await sk.create_project("Sized ready")
+    b = await sk.create_project("Sized ready too")
+    await sk.patch(a.slug, [skift.CreateNode(title=f"a{i}") for i in range(5)])
+    await sk.patch(b.slug, [skift.CreateNode(title=f"b{i}") for i in range(4)])
+    both = {"projects": [a.slug, b.slug]}
+    whole = [n.ref for n in (await sk.ready(limit=50, **both)).nodes]
+    first = await sk.ready(limit=2, **both)
+    second = await sk.ready(limit=4, page=first.next_page, **both)
+    assert [n.ref for n in (*first.nodes, *second.nodes)] == whole[:6]
+    last = await sk.ready(limit=9, page=second.next_page, **both)
+    assert [n.ref for n in last.nodes] == whole[6:]
+    assert last.next_page is None
+    # the token of one filter is no position in another's list
+    for other in ({"projects": [a.slug]}, {**both, "kinds": ["task"]}, {}):
+        with pytest.raises(skift.Invalid) as ei:
+            await sk.ready(limit=2, page=first.next_page, **other)
+        assert ei.value.details.get("field") == "page_token"
+    await assert_bad_token(lambda t: sk.ready(page=t))
+    ulid = "0" * 26
+    with pytest.raises(skift.Invalid) as ei:  # a forged one: a rank that is no number
+        await sk.ready(page=f'["ready","x","{ulid}","{ulid}","p0",0,1]')
+    assert ei.value.details.get("field") == "page_token"
+
+
+# ------------------------------------------------------------------ inputs
+
+
+async def test_input_pages_hold_still_while_edges_come_and_go(sk: skift.LocalSkift) -> None:
+    """A node's inputs page after the (project, number) of the last predecessor sent:
+    predecessors added (before and after the position) and removed (one sent, one not
+    yet) between pages move no other; every input there throughout is sent once, in order."""
+    a = await sk.create_project("Inputs a")
+    b = await sk.create_project("Inputs b")
+    await sk.patch(b.slug, [skift.CreateNode(title=f"b{i}") for i in range(3)])
+    await sk.patch(
+        a.slug,
+        [skift.CreateNode(title=f"a{i}", alias=f"a{i}") for i in range(4)]
+        + [
+            skift.CreateNode(
+                title="sink",
+                alias="sink",
+                blocked_by=("a0", "a1", "a2", "a3", *(f"{b.slug}#{i}" for i in (1, 2, 3))),
+            )
+        ],
+    )
+    sink = f"{a.slug}#5"
+    whole = [i.ref for i in await sk.inputs(sink)]
+    assert len(whole) == 7
+    throughout = list(whole)
+    sent: list[str] = []
+
+    async def between(i: int) -> None:
+        for slug in (a.slug, b.slug):  # a new predecessor in each project
+            got = await sk.patch(slug, [skift.CreateNode(title=f"late {i}")])
+            await sk.patch(a.slug, [skift.AddEdge(from_=got.nodes[0].ref, to=sink)])
+        if i == 0:  # one already sent and one not yet stop being inputs
+            later = [r for r in throughout if r not in sent]
+            for ref in (sent[0], later[0]):
+                await sk.patch(a.slug, [skift.RemoveEdge(from_=ref, to=sink)])
+            throughout.remove(later[0])
+
+    async def read(size: int, token: str | None) -> skift.Page[skift.Input]:
+        page = await sk.inputs(sink, limit=size, page=token)
+        sent.extend(i.ref for i in page)
+        return page
+
+    seen = await walk(read, lambda i: i.ref, sizes=(2, 1, 3), between=between)
+    assert_once(seen, throughout)
+    # the size asked, on every page
+    first = await sk.inputs(sink, limit=2)
+    second = await sk.inputs(sink, limit=3, page=first.next_page)
+    assert [i.ref for i in [*first, *second]] == [i.ref for i in await sk.inputs(sink)][:5]
+    # a page of one node's inputs is no position among another's
+    with pytest.raises(skift.Invalid) as ei:
+        await sk.inputs(f"{a.slug}#1", limit=2, page=first.next_page)
+    assert ei.value.details.get("field") == "page_token"
+    await assert_bad_token(lambda t: sk.inputs(sink, page=t))

@@ -338,19 +338,22 @@ class ContentApi(GraphApi):
         op = AttachArtifact(node=ref, artifact=artifacts_as_artifact(artifact))
         return await self._node_patch(ref, project, [op], lease=lease, request_id=request_id)
 
-    async def inputs(self, ref: str, *, project: str | None = None) -> list[Input]:
+    async def inputs(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[Input]:
         """A node's inputs, as a claim of it carries them (without claiming it): the
-        results and artifacts of the nodes that block it, attributed to who completed each.
-        A client whose claim answer had to leave some out reads them here."""
-
-        async def go(tx: Tx, a: Actor) -> list[Input]:
-            node = await self.engine.node_in(tx, ref, project)
-            edges = await tx.edges_into([node.id])
-            sources = await tx.nodes_by_id({e.from_id for e in edges})
-            authors = await tx.authors(list(sources))
-            return await self.engine.inputs(tx, list(sources.values()), authors)
-
-        return await self._run(go)
+        results and artifacts of the nodes that block it, attributed to who completed each,
+        by the predecessors' (project, number). Every one of them, or ``limit`` from ``page``
+        (a previous page's ``next_page``, or a claim's ``input_ends``) on. A client whose
+        claim answer had to leave some out reads them here."""
+        return await self._run(
+            lambda tx, a: self.engine.input_page(tx, ref, project, limit=limit, page=page)
+        )
 
     async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]:
         """A node's artifacts, oldest first."""

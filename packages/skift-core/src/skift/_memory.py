@@ -444,6 +444,22 @@ class MemoryTx(MemoryPeopleTx):
     async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]:
         return [e for e in self._s.edges.values() if e.from_id in ids and e.org_id == self._org]
 
+    async def input_sources(
+        self,
+        node_id: UUID,
+        *,
+        after: tuple[UUID, int] | None,
+        limit: int | None,
+        hidden: Collection[UUID] = (),
+    ) -> list[Node]:
+        found = [self._s.nodes.get(i) for i in self._s.into.get(node_id, ())]
+        rows = sorted(
+            (n for n in found if n and n.org_id == self._org and n.project_id not in hidden),
+            key=lambda n: (n.project_id, n.number),
+        )
+        rows = [n for n in rows if after is None or (n.project_id, n.number) > after]
+        return rows if limit is None else rows[:limit]
+
     async def insert_edges(self, edges: Sequence[Edge]) -> None:
         for e in edges:
             self._set(self._s.edges, (e.from_id, e.to_id, e.kind.value), e)
@@ -577,8 +593,8 @@ class MemoryTx(MemoryPeopleTx):
 
     async def ready(self, query: ReadyQuery) -> list[Node]:
         ready = [n for n, d in self._candidates(query) if d.ready]
-        ordered = readiness.turn_order(ready, query.after_project)
-        return ordered[query.offset : query.offset + query.limit]
+        ready = readiness.still_to_come(ready, query)
+        return readiness.turn_order(ready, query.after_project)[: query.limit]
 
     async def list_nodes(
         self, query: ReadyQuery, *, status: Status | None, held: bool | None
@@ -603,7 +619,7 @@ class MemoryTx(MemoryPeopleTx):
         return n if at_most is None else min(n, at_most)
 
     async def lock_next_ready(self, query: ReadyQuery) -> Node | None:
-        found = await self.ready(attrs.evolve(query, offset=0, limit=1))
+        found = await self.ready(attrs.evolve(query, after_keys=(), limit=1))
         return found[0] if found else None
 
     def expect_complete(

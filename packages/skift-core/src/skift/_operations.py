@@ -180,7 +180,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         cli="claim",
         lease=LeaseEffect.TAKES,
     ),
-    Op("inputs", "ListInputs", R, page_key="the node's inputs in edge order", limits=PAGE),
+    Op("inputs", "ListInputs", R, page_key="project, number (of each input's node)", limits=PAGE),
     Op("heartbeat", "Heartbeat", IDEM, mcp="heartbeat", cli="heartbeat"),
     Op(
         "complete",

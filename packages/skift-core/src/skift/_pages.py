@@ -72,6 +72,16 @@ def position(name: str, *parts: Part) -> str:
 def read_position(name: str, text: str | None, kinds: Sequence[type]) -> tuple[Any, ...] | None:
     """The sort key a position of list ``name`` carries, its parts of ``kinds`` (None for
     none: the first page); :class:`Invalid` naming ``page_token`` for anything else."""
+    got = read_rows(name, text, kinds, ())
+    return None if got is None else got[0]
+
+
+def read_rows(
+    name: str, text: str | None, head: Sequence[type], row: Sequence[type]
+) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]] | None:
+    """A position of list ``name`` made of ``head``'s parts then any number of rows of
+    ``row``'s parts (a merge of several lists: the position in each); None for none (the
+    first page); :class:`Invalid` naming ``page_token`` for anything else."""
     if not text:
         return None
     try:
@@ -79,17 +89,26 @@ def read_position(name: str, text: str | None, kinds: Sequence[type]) -> tuple[A
         if not isinstance(doc, list) or not doc or doc[0] != name:
             raise ValueError("not a position of this list")
         raw = cast(list[Any], doc[1:])
-        if len(raw) != len(kinds):
+        rest = len(raw) - len(head)
+        if rest < 0 or (rest % len(row) if row else rest):
             raise ValueError("not this list's key")
-        return tuple(_parse(kind, value) for kind, value in zip(kinds, raw, strict=True))
+        kinds: list[type] = [*head, *(list(row) * (rest // len(row) if row else 0))]
+        parts = [_parse(kind, value) for kind, value in zip(kinds, raw, strict=True)]
+        lead, tail = tuple(parts[: len(head)]), parts[len(head) :]
+        return lead, [tuple(tail[i : i + len(row)]) for i in range(0, len(tail), len(row) or 1)]
     except (ValueError, TypeError, OverflowError):
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise Invalid(
-            f"{shown!r} is not a page token of this list",
-            next="Pass next_page exactly as the previous page of the same list returned it, "
-            "or leave it out to start at the first page.",
-            field="page_token",
-        ) from None
+        raise bad_position(text) from None
+
+
+def bad_position(text: str, why: str = "is not a page token of this list") -> Invalid:
+    """The refusal of a position that is none of this list's (naming ``page_token``)."""
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return Invalid(
+        f"{shown!r} {why}",
+        next="Pass next_page exactly as the previous page of the same list returned it, "
+        "with the same filter, or leave it out to start at the first page.",
+        field="page_token",
+    )
 
 
 def cut(

@@ -13,6 +13,7 @@ store computes the same thing in SQL, and the state machine in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
+from datetime import datetime
 from uuid import UUID
 
 from ._models import AssigneeKind, Node, Project, Status
@@ -76,9 +77,20 @@ def matches(node: Node, q: ReadyQuery) -> bool:
     return not (q.parent is not None and node.parent_id != q.parent)
 
 
-def project_order_key(node: Node) -> tuple[int, object, int]:
+ReadyKey = tuple[int, datetime, int]
+"""A node's place in its project's order: priority rank, creation time, number."""
+
+
+def project_order_key(node: Node) -> ReadyKey:
     """Within a project: priority, then age, then number."""
     return (node.priority.rank, node.created_at, node.number)
+
+
+def still_to_come(ready: Iterable[Node], q: ReadyQuery) -> list[Node]:
+    """The ready nodes a walk of Ready has not passed (``q.after_keys``): in a project it
+    has sent nodes of, those after the last one sent in the project's order."""
+    keys = {k[0]: k[1:] for k in q.after_keys}
+    return [n for n in ready if (k := keys.get(n.project_id)) is None or project_order_key(n) > k]
 
 
 def turn_order(ready: Iterable[Node], after_project: UUID | None) -> list[Node]:
@@ -86,6 +98,10 @@ def turn_order(ready: Iterable[Node], after_project: UUID | None) -> list[Node]:
 
     Projects take turns in ascending id order, starting with the first project
     after ``after_project`` (the caller's rotation cursor), wrapping around.
+
+    A walk of Ready pages goes on with the nodes still to come (:func:`still_to_come`)
+    in the turn order after the project of the last node sent: a round-robin is a
+    cycle, so that is the order the first page's rotation would have gone on in.
     """
     by_project: dict[UUID, list[Node]] = {}
     for n in ready:

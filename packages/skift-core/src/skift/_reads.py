@@ -8,8 +8,9 @@ project's), or no path to readiness at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, cast, overload
 from uuid import UUID
 
 import attrs
@@ -20,8 +21,9 @@ from ._errors import Invalid
 from ._filter import NodeFilter
 from ._filter import filter_from as filter_from
 from ._models import BOOKKEEPING_KIND, Node, Project, Status
+from ._pages import bad_position, position, read_position, read_rows
 from ._pages import cut as cut_page
-from ._pages import read_position
+from ._readiness import ReadyKey
 from ._refs import format_ref, ulid_str
 from ._store import Derived, ReadyQuery, Tx
 from ._views import Explanation, NodeInfo, ReadyPage, Reason
@@ -74,22 +76,35 @@ class Reads(Context):
     async def ready(
         self, tx: Tx, actor: Actor, flt: NodeFilter, *, limit: int | None, page: str | None
     ) -> ReadyPage:
+        """``limit`` ready nodes in turn order, from ``page`` on (keyset: see
+        :class:`ReadyEnds`: a walk whose list changes between pages sends no node twice
+        and skips none that is ready throughout; a page of another filter is refused)."""
         size = self.page_size(limit)
-        offset = _decode_page(page)
+        digest = flt.scope_hash()
+        at = read_rows("ready", page, (str, UUID), (UUID, int, datetime, int))
         # the cursor first: the statement brings the clock and the restricted projects
         # along, which the filter's read decision needs (no round trip of its own)
-        cursor = await tx.get_cursor(actor.id, flt.scope_hash())
+        turn = await tx.get_cursor(actor.id, digest)
+        sent: dict[UUID, ReadyKey] = {}
+        if at is not None:
+            (made_for, turn), rows = at
+            if made_for != digest:
+                raise bad_position(cast(str, page), "was made for Ready with another filter")
+            sent = {r[0]: (r[1], r[2], r[3]) for r in rows}
         q, _ = await self.resolve_filter(tx, actor, flt, for_work=True)
-        q = attrs.evolve(q, after_project=cursor, limit=size + 1, offset=offset)
+        keys = tuple((pid, *k) for pid, k in sent.items())
+        q = attrs.evolve(q, after_project=turn, limit=size + 1, after_keys=keys)
         nodes = await tx.ready(q)
         more = len(nodes) > size
         nodes = nodes[:size]
-        held, exact = await self.held_count(tx, q)
+        held, exact = await self.held_count(tx, attrs.evolve(q, after_keys=()))
+        ends = ReadyEnds(digest, sent, nodes)
         return ReadyPage(
             nodes=tuple(await self.infos(tx, nodes)),
             held_count=held,
-            next_page=_encode_page(offset + size) if more else None,
+            next_page=ends[-1] if more and nodes else None,
             held_count_exact=exact,
+            ends=ends,
         )
 
     async def held_count(self, tx: Tx, q: ReadyQuery) -> tuple[int, bool]:
@@ -239,20 +254,39 @@ class Reads(Context):
         return Reason(kind=reason.kind, detail=detail)
 
 
-def _encode_page(offset: int) -> str:
-    return f"o{offset}"
+class ReadyEnds(Sequence[str]):
+    """The position after each node of a Ready page, made when asked for (a page of 50 in
+    a walk that has reached many projects would otherwise build 50 long texts to send one).
 
+    Ready is a merge of every project's ready nodes (each by priority, age and number)
+    in turn order, so a position in it is a position in each: the filter's digest, the
+    project of the last node sent (the next page's turn goes on after it), and for each
+    project the walk has sent nodes of, the (priority, age, number) of the last one. The
+    next page reads, in each project, only the nodes after its own; so a node that is
+    ready throughout is sent once: never again (it is behind its project's position),
+    never skipped (every node of a project ahead of the position is still to come). A
+    node whose priority changes moves within its project's order like any sort key.
+    """
 
-def _decode_page(page: str | None) -> int:
-    if not page:
-        return 0
-    if page.startswith("o") and page[1:].isdigit():
-        return int(page[1:])
-    raise Invalid(
-        f"{page!r} is not a page token",
-        next="Pass next_page exactly as a previous page returned it.",
-        field="page_token",
-    )
+    def __init__(self, digest: str, sent: Mapping[UUID, ReadyKey], nodes: Sequence[Node]):
+        self._digest, self._sent, self._nodes = digest, sent, nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        last = self._nodes[i]
+        keys = dict(self._sent)
+        for n in self._nodes[: range(len(self))[i] + 1]:
+            keys[n.project_id] = readiness.project_order_key(n)
+        flat = [part for pid in sorted(keys) for part in (pid, *keys[pid])]
+        return position("ready", self._digest, last.project_id, *flat)
 
 
 _Step = tuple[int, bool]  # Explain's doom walk: a node to walk, and whether it is a blocker

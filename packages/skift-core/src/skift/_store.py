@@ -254,6 +254,19 @@ class Tx(Protocol):
     # edges
     async def edges_into(self, ids: Collection[UUID]) -> list[Edge]: ...
     async def edges_out_of(self, ids: Collection[UUID]) -> list[Edge]: ...
+    async def input_sources(
+        self,
+        node_id: UUID,
+        *,
+        after: tuple[UUID, int] | None,
+        limit: int | None,
+        hidden: Collection[UUID] = (),
+    ) -> list[Node]:
+        """The nodes with an edge into ``node_id`` (its inputs' sources) by project then
+        number, after that (project id, number) key, at most ``limit`` (None: all), none
+        in ``hidden`` projects."""
+        ...
+
     async def insert_edges(self, edges: Sequence[Edge]) -> None: ...
     async def delete_edge(self, from_id: UUID, to_id: UUID, kind: str) -> bool: ...
     async def wait_arcs_from(self, ids: Collection[UUID]) -> list[tuple[UUID, UUID]]:

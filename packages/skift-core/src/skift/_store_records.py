@@ -168,7 +168,9 @@ class ReadyQuery:
     parent: UUID | None = None
     after_project: UUID | None = None
     limit: int = 50
-    offset: int = 0
+    after_keys: tuple[tuple[UUID, int, datetime, int], ...] = ()
+    """Ready's walk (keyset): per project, the (priority, age, number) of the last node
+    sent; only that project's nodes after it are read. A project not named: all of them."""
     after_node: tuple[UUID, int] | None = None
     """ListNodes: only the nodes after this (project id, number), in that order (keyset)."""
     # nodes left out whatever their state (ClaimNext: nodes under a spent cap)

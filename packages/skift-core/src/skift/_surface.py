@@ -172,7 +172,14 @@ class Skift(Protocol):
         on_behalf_of: str | None = None,
         **filters: Any,
     ) -> Claim: ...
-    async def inputs(self, ref: str, *, project: str | None = None) -> list[Input]: ...
+    async def inputs(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[Input]: ...
     async def heartbeat(
         self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None
     ) -> LeaseInfo: ...

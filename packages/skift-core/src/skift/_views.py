@@ -6,6 +6,7 @@ are ULID strings, so a caller never handles a store's internal form.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -118,9 +119,9 @@ class ReadyPage:
     held_count: int
     next_page: str | None
     held_count_exact: bool = True
-    ends: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
-    """A keyset page's position after each node (a transport that sends fewer nodes
-    than the page holds goes on from there); empty for Ready's pages."""
+    ends: Sequence[str] = attrs.field(default=(), eq=False, repr=False)
+    """The page's position after each node (a transport that sends fewer nodes than the
+    page holds goes on from there)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -221,6 +222,9 @@ class Claim:
     lease: LeaseInfo
     inputs: tuple[Input, ...]
     comments: CommentsHint
+    input_ends: Sequence[str] = attrs.field(default=(), eq=False, repr=False)
+    """The position after each input (``inputs(page=...)`` goes on from it: a transport
+    that sends fewer inputs than the claim holds)."""
 
 
 @attrs.frozen(kw_only=True)

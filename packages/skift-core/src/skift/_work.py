@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import attrs
@@ -23,6 +23,7 @@ from ._errors import Invalid, NothingReady, Refused
 from ._filter import NodeFilter
 from ._intent import intent
 from ._models import Event, Lease, Node, Project, ReleaseReason, Status
+from ._pages import Page, bad_position, position, read_position
 from ._reads import Reads
 from ._refs import format_ref, new_id, ulid_str
 from ._store import NOT_SIMPLE, Authors, NotSimple, ReadyQuery, TransientError, Tx
@@ -167,7 +168,7 @@ class Work(Reads):
         info = attrs.evolve(
             seen, claimed=True, ready=False, human_written=seen.human_written or actor.is_user
         )
-        inputs = tuple(await self.inputs(tx, list(sources.values()), authors))
+        inputs = await self.inputs(tx, node.id, list(sources.values()), authors)
         comments = await _comments_hint(tx, node.id)
         if stale is not None:
             await tx.update_lease(
@@ -216,7 +217,8 @@ class Work(Reads):
         return Claim(
             node=info,
             lease=self.lease_info(lease, info.ref, actor.principal.name),
-            inputs=inputs,
+            inputs=tuple(inputs),
+            input_ends=inputs.ends,
             comments=comments,
         )
 
@@ -234,17 +236,40 @@ class Work(Reads):
             release_reason=lease.release_reason,
         )
 
+    async def input_page(
+        self, tx: Tx, ref: str, project_ref: str | None, *, limit: int | None, page: str | None
+    ) -> Page[Input]:
+        """A node's inputs (every one when ``limit`` is None, as a claim carries them),
+        from ``page`` on: keyset, after the (project, number) of the last predecessor
+        sent, so one added or removed between pages moves no other. A page of another
+        node's inputs is refused naming ``page_token``."""
+        node = await self.node_in(tx, ref, project_ref)
+        at = read_position("inputs", page, (UUID, UUID, int))
+        if at is not None and at[0] != node.id:
+            raise bad_position(cast(str, page), "was made for the inputs of another node")
+        size = None if limit is None else self.page_size(limit)
+        got = await tx.input_sources(
+            node.id,
+            after=None if at is None else (at[1], at[2]),
+            limit=None if size is None else size + 1,
+            hidden=tuple(await self.hidden(tx)),
+        )
+        kept = got if size is None else got[:size]
+        out = await self.inputs(tx, node.id, kept, await tx.authors([n.id for n in kept]))
+        return Page(out, ends=out.ends, more=len(got) > len(kept))
+
     async def inputs(
-        self, tx: Tx, sources: Sequence[Node], authors: Mapping[UUID, Authors]
-    ) -> list[Input]:
-        """The predecessors' results, attributed to who completed each (``authors``,
-        from ``tx.authors``), with their artifacts: a fixed number of reads however
-        many predecessors there are."""
+        self, tx: Tx, node_id: UUID, sources: Sequence[Node], authors: Mapping[UUID, Authors]
+    ) -> Page[Input]:
+        """The predecessors' results of node ``node_id``, attributed to who completed each
+        (``authors``, from ``tx.authors``), with their artifacts: a fixed number of reads
+        however many predecessors there are. In the order of the predecessors' (project,
+        number), which a page of them goes on from (``ends``: see :meth:`input_page`)."""
         hidden = await self.hidden(tx)
         # a predecessor in a project the caller may not read is left out
         sources = [n for n in sources if n.project_id not in hidden]
         if not sources:
-            return []
+            return Page()
         ordered = sorted(sources, key=lambda n: (n.project_id, n.number))
         projects = await tx.projects_by_id({n.project_id for n in ordered})
         records = await tx.artifacts_of([n.id for n in ordered])
@@ -265,7 +290,8 @@ class Work(Reads):
                     artifacts=tuple(by_node.get(n.id, ())),
                 )
             )
-        return out
+        ends = [position("inputs", node_id, n.project_id, n.number) for n in ordered]
+        return Page(out, ends=ends)
 
     async def heartbeat(
         self,

@@ -18,6 +18,7 @@ from ._client_base import (
     filter_of,
     page_size,
     page_token_before,
+    remote_page,
 )
 from ._client_generated import GeneratedCalls
 from ._convert import enum_pb
@@ -84,19 +85,26 @@ class WorkCalls(GeneratedCalls):
         token = claim.next_inputs_page_token
         ref = (claim.node or v1.Node()).ref
         if token:
-            inputs += await self._input_pages(ref, None, token)
+            inputs += (await self._input_pages(ref, None, token))[0]
         return attrs.evolve(
             from_pb(v1.Claim, skift.Claim, claim), inputs=tuple(await self._inputs(inputs))
         )
 
-    async def _input_pages(self, ref: str, project: str | None, token: str) -> list[v1.Input]:
+    async def _input_pages(
+        self, ref: str, project: str | None, token: str, limit: int | None = None
+    ) -> tuple[list[v1.Input], str]:
+        """Every input from ``token`` on (``limit`` None), or one page of ``limit``; and the
+        next page's token."""
         out: list[v1.Input] = []
         while True:
-            req = v1.ListInputsRequest(ref=ref, project=project, page_token=token)
+            req = v1.ListInputsRequest(
+                ref=ref, project=project, page_token=token, page_size=page_size(limit)
+            )
             got = await self._call("ListInputs", req, v1.ListInputsResponse)
             out += got.inputs
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            if not token or limit is not None:
+                return out, token
 
     async def _inputs(self, inputs: list[v1.Input]) -> list[skift.Input]:
         out: list[skift.Input] = []
@@ -107,9 +115,18 @@ class WorkCalls(GeneratedCalls):
             out.append(view)
         return out
 
-    async def inputs(self, ref: str, *, project: str | None = None) -> list[skift.Input]:
-        """A node's inputs, as a claim carries them (without claiming it)."""
-        return await self._inputs(await self._input_pages(ref, project, ""))
+    async def inputs(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> skift.Page[skift.Input]:
+        """A node's inputs, as a claim carries them (without claiming it): every one, or
+        ``limit`` from ``page`` on."""
+        got, token = await self._input_pages(ref, project, page or "", limit)
+        return remote_page(await self._inputs(got), token)
 
     async def release(
         self,

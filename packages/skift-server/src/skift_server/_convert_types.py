@@ -487,3 +487,4 @@ field_hooks(
     ends=FieldHook(skip=True),  # the server's keyset positions: in its page token instead
 )
 field_hooks("EventPage", cursor=FieldHook(decode=lambda m: m.next_page_token))
+field_hooks("Claim", input_ends=FieldHook(skip=True))  # in next_inputs_page_token instead

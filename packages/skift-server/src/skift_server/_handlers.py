@@ -73,28 +73,14 @@ async def _node_page(
     r: v1.ReadyRequest | v1.ListNodesRequest,
     read: Callable[[int | None, str | None], Awaitable[skift.ReadyPage]],
 ) -> tuple[list[v1.Node], skift.ReadyPage, str]:
-    """One byte-budgeted page of Ready or ListNodes over the engine's own pages.
-
-    ListNodes pages by keyset: a page cut by bytes goes on after the last node sent.
-    Ready's token keeps the engine's page token and how many of that page's nodes
-    were sent, so a page cut by bytes goes on inside the same engine page.
-    """
+    """One byte-budgeted page of Ready or ListNodes over the engine's own pages (keyset:
+    a page cut by bytes goes on from the engine's position after the last node sent)."""
     token = paging.decode(rpc, r)
-    size = r.page_size or None
-    core = token.core if token else None
-    sent = token.offset if token else 0
-    page = await read(size, core)
-    nodes = paging.encoded(to_pb(v1.Node, n) for n in page.nodes[sent:])
+    page = await read(r.page_size or None, token.core if token else None)
+    nodes = paging.encoded(to_pb(v1.Node, n) for n in page.nodes)
     k = paging.fit(nodes)
-    if page.ends:  # keyset (ListNodes): on from the last node sent, if the list goes on
-        more = k < len(nodes) or page.next_page is not None
-        nxt = paging.encode(paging.Token(rpc, core=page.ends[k - 1]), r) if more and k else ""
-    elif k < len(nodes):
-        nxt = paging.encode(paging.Token(rpc, core=core, offset=sent + k), r)
-    elif page.next_page:
-        nxt = paging.encode(paging.Token(rpc, core=page.next_page), r)
-    else:
-        nxt = ""
+    more = k < len(nodes) or page.next_page is not None
+    nxt = paging.encode(paging.Token(rpc, core=page.ends[k - 1]), r) if more and k else ""
     return nodes[:k], page, nxt
 
 
@@ -145,8 +131,9 @@ def _bounded(claim: skift.Claim) -> v1.Claim:
     budget = paging.RESPONSE_BUDGET - paging.size_of(m)
     kept, rest = paging.cut_inputs(inputs, budget)
     m.inputs = kept
-    if rest is not None:
-        m.next_inputs_page_token = paging.encode(paging.Token("ListInputs", offset=rest))
+    if rest is not None:  # ListInputs goes on after the last input sent (keyset)
+        at = claim.input_ends[rest - 1]
+        m.next_inputs_page_token = paging.encode(paging.Token("ListInputs", core=at))
     return m
 
 
@@ -178,15 +165,14 @@ async def claim_next(sk: skift.LocalSkift, r: v1.ClaimNextRequest) -> v1.ClaimNe
 
 async def list_inputs(sk: skift.LocalSkift, r: v1.ListInputsRequest) -> v1.ListInputsResponse:
     token = paging.decode("ListInputs", r)
-    size = _size(sk, r.page_size)
-    start = token.offset if token else 0
-    got = [to_pb(v1.Input, i) for i in await sk.inputs(r.ref, project=r.project)]
-    window = got[: start + size]
-    kept, rest = paging.cut_inputs(window, start=start)
-    if rest is None and len(got) > len(window):
-        rest = len(window)
-    nxt = paging.encode(paging.Token("ListInputs", offset=rest), r) if rest is not None else ""
-    return v1.ListInputsResponse(inputs=kept, next_page_token=nxt)
+    got = await sk.inputs(
+        r.ref,
+        project=r.project,
+        limit=_size(sk, r.page_size),
+        page=token.core if token else None,
+    )
+    kept, _ = paging.cut_inputs([to_pb(v1.Input, i) for i in got])
+    return v1.ListInputsResponse(inputs=kept, next_page_token=paging.next_token(got, len(kept), r))
 
 
 async def release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseResponse:

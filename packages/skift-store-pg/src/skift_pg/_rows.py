@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -316,6 +318,13 @@ def lease_params(lease: Lease) -> Row:
         "released_at": lease.released_at,
         "release_reason": lease.release_reason.value if lease.release_reason else None,
     }
+
+
+def ready_keys(keys: Sequence[tuple[UUID, int, datetime, int]]) -> Row:
+    """A Ready walk's position in each project (``ReadyQuery.after_keys``) as ready_heads
+    takes it: one array per part, an element per project."""
+    parts = list(zip(*keys, strict=True)) if keys else [(), (), (), ()]
+    return {name: list(col) for name, col in zip(("kp", "kr", "kc", "kn"), parts, strict=True)}
 
 
 def org_lock_key(org_id: UUID) -> int:

@@ -137,6 +137,24 @@ class ContentTx(TxBase, PgWebhooksTx):
         return int(row["unresolved"]), row["newest_at"]
 
     # search
+    async def input_sources(
+        self,
+        node_id: UUID,
+        *,
+        after: tuple[UUID, int] | None,
+        limit: int | None,
+        hidden: Collection[UUID] = (),
+    ) -> list[Node]:
+        rows = await self.rows(
+            "input_sources",
+            node=node_id,
+            after_project=after[0] if after else None,
+            after_number=after[1] if after else None,
+            limit=limit,
+            hidden=list(hidden),
+        )
+        return [node_from_row(r) for r in rows]
+
     async def search(self, query: SearchQuery) -> list[tuple[Node, float]]:
         rows = await self.rows(
             "search",

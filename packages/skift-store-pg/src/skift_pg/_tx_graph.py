@@ -53,6 +53,7 @@ from ._rows import (
     principals_lock_key,
     project_from_row,
     project_params,
+    ready_keys,
 )
 from ._tx import NO_CAPS, Expected, TxBase
 
@@ -599,14 +600,14 @@ class GraphTx(TxBase):
         """A page in turn order, read a project at a time (see ready_heads in graph.sql).
 
         First the head of each project in turn order, stopping once there are as
-        many as the page reaches (offset + limit): when there are, every row of
-        the page is in the first pass. Otherwise those are all the projects with
-        ready work, and each gives its top K nodes, K doubling until the passes
-        cover the page or no project has more.
+        many as the page holds: when there are, every row of the page is in the
+        first pass. Otherwise those are all the projects with ready work, and each
+        gives its top K nodes (after the walk's position in it), K doubling until
+        the passes cover the page or no project has more.
         """
-        params = await self._query_params(query)
+        params = {**await self._query_params(query), **ready_keys(query.after_keys)}
         after = query.after_project
-        need = query.offset + query.limit
+        need = query.limit
         heads = await self.rows("ready_heads", **params, after=after, per=1, limit=need)
         if len(heads) < need and heads:
             params["projects"] = [r["project_id"] for r in heads]
@@ -629,7 +630,7 @@ class GraphTx(TxBase):
             turn[r["project_id"]] = rank + 1
             keyed.append((rank, r["wrapped"], r["project_id"], r))
         keyed.sort(key=lambda k: (k[0], k[1], k[2]))
-        return [node_from_row(k[3]) for k in keyed[query.offset : need]]
+        return [node_from_row(k[3]) for k in keyed[:need]]
 
     async def list_nodes(
         self, query: ReadyQuery, *, status: Status | None, held: bool | None

@@ -96,3 +96,16 @@ WHERE %(after_rank)s::float8 IS NULL OR s.rank < %(after_rank)s::float8
        AND (s.project_id, s.number) > (%(after_project)s::uuid, %(after_number)s::bigint))
 ORDER BY s.rank DESC, s.project_id, s.number
 LIMIT %(limit)s
+
+-- name: input_sources
+-- ListInputs: the nodes with an edge into a node (its inputs' sources), by project then
+-- number after a (project, number) key (keyset), none in the projects the caller may not
+-- read; at most %(limit)s (NULL: all). The edges' primary key starts with to_id.
+SELECT n.*
+FROM edges e JOIN nodes n ON n.id = e.from_id AND n.org_id = e.org_id
+WHERE e.org_id = %(org)s AND e.to_id = %(node)s
+  AND n.project_id <> ALL (%(hidden)s::uuid[])
+  AND (%(after_project)s::uuid IS NULL
+       OR (n.project_id, n.number) > (%(after_project)s::uuid, %(after_number)s::bigint))
+ORDER BY n.project_id, n.number
+LIMIT %(limit)s

@@ -92,10 +92,17 @@ AND NOT /*:_claimed*/
 -- projects' order and the outer LIMIT stops it once enough rows are in, so a
 -- page of 50 over a million nodes reads about 50 projects' heads instead of
 -- ranking every ready node. The store assembles the turns (one node per
--- project per pass) from these rows.
+-- project per pass) from these rows. A walk's later page passes, for each
+-- project it has sent nodes of, the (priority, age, number) of the last one
+-- (%(kp)s, %(kr)s, %(kc)s, %(kn)s, one element per project): the project's
+-- walk of the index starts after it, so a page reads only its own rows.
 SELECT x.*, (%(after)s::uuid IS NOT NULL AND x.project_id <= %(after)s::uuid) AS wrapped
 FROM (
-    SELECT p.id, p.archived_at, p.held_at FROM projects p
+    SELECT p.id, p.archived_at, p.held_at,
+           coalesce(k.r, -1) AS kr, coalesce(k.c, '-infinity') AS kc, coalesce(k.n, 0) AS kn
+    FROM projects p
+    LEFT JOIN unnest(%(kp)s::uuid[], %(kr)s::smallint[], %(kc)s::timestamptz[], %(kn)s::bigint[])
+        AS k (p, r, c, n) ON k.p = p.id
     WHERE p.org_id = %(org)s AND p.archived_at IS NULL AND p.held_at IS NULL
       AND (cardinality(%(projects)s::uuid[]) = 0 OR p.id = ANY (%(projects)s::uuid[]))
       AND p.id <> ALL (%(hidden)s::uuid[])
@@ -104,6 +111,7 @@ FROM (
 CROSS JOIN LATERAL (
     SELECT n.* FROM nodes n
     WHERE n.project_id = p.id AND /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+      AND (n.priority, n.created_at, n.number) > (p.kr, p.kc, p.kn)
     ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
     LIMIT %(per)s
 ) x
