@@ -189,9 +189,43 @@ def details_of(exc: skift.SkiftError) -> list[betterproto2.Message]:
     return out
 
 
+_MADE_AT_MOST: Final = 256
+"""Answers :func:`to_grpc` keeps made (a flood of one refusal is encoded once)."""
+
+
+class _Details(list[betterproto2.Message]):
+    """An answer's detail messages, and their encodings once made (by status and message)."""
+
+    def __init__(self, items: list[betterproto2.Message]) -> None:
+        super().__init__(items)
+        self.encoded: dict[tuple[int, str], bytes] = {}
+
+
+_made: dict[tuple[Any, ...], tuple[Status, str, _Details]] = {}
+
+
 def to_grpc(exc: skift.SkiftError) -> GRPCError:
-    """The GRPCError a handler raises for ``exc``."""
-    return GRPCError(status_of(exc), message_of(exc), details_of(exc))
+    """The GRPCError a handler raises for ``exc``. The same refusal again (class, message,
+    next move and details alike: a thousand calls past one cap) reuses what the first made,
+    its details' encoding included."""
+    try:
+        key: tuple[Any, ...] | None = (
+            type(exc),
+            exc.code,
+            exc.message,
+            exc.next,
+            tuple(sorted((k, repr(v)) for k, v in exc.details.items())),
+        )
+    except TypeError:  # details that do not sort: made afresh
+        key = None
+    made = _made.get(key) if key is not None else None
+    if made is None:
+        made = (status_of(exc), message_of(exc), _Details(details_of(exc)))
+        if key is not None:
+            if len(_made) >= _MADE_AT_MOST:
+                _made.pop(next(iter(_made)))
+            _made[key] = made
+    return GRPCError(*made)
 
 
 def invalid(message: str, next: str = "", **details: Any) -> GRPCError:
@@ -241,6 +275,16 @@ class ErrorDetailsCodec(StatusDetailsCodecBase):
     BadRequest and RetryInfo."""
 
     def encode(self, status: Status, message: str | None, details: Any) -> bytes:
+        if isinstance(details, _Details):  # made by to_grpc: encoded once
+            key = (status.value, message or "")
+            found = details.encoded.get(key)
+            if found is None:
+                found = details.encoded[key] = self._encode(status, message, details)
+            return found
+        return self._encode(status, message, details)
+
+    @staticmethod
+    def _encode(status: Status, message: str | None, details: Any) -> bytes:
         items: Sequence[Any] = details or ()
         packed = [
             AnyPb(type_url=f"type.googleapis.com/{_TYPES[type(d)]}", value=bytes(d))

@@ -62,12 +62,26 @@ the caller as soon as it is authenticated, before the call does any work (the se
 method checks)."""
 
 REMEMBERED: Final = frozenset(
-    {"GetNode", "ResolveNode", "Ready", "ListNodes", "ListProjects", "Explain", "Heartbeat"}
+    {
+        "GetNode",
+        "ResolveNode",
+        "Ready",
+        "ListNodes",
+        "ListProjects",
+        "Explain",
+        "Heartbeat",
+        "ClaimNext",
+        "WatchEvents",
+    }
 )
 """RPCs whose caller may be taken from the identity remembered from its last call, confirmed
 by the call's first transaction (``Authenticator.caller``): each touches the store through
-transactions alone and refuses nothing before its first read. A request larger than
-``_wire.INLINE_BYTES`` is confirmed before its body is read."""
+transactions alone and refuses nothing before its first read but what the request alone
+decides (a malformed field) and, for the long polls, the principal's cap on waiting calls
+(``long_polls_per_principal``): a flood of long polls past the cap is refused without a
+lookup of its credential each (a thousand calls resuming at once from one shared lookup
+stalled every other caller, issue 29). A request larger than ``_wire.INLINE_BYTES`` is
+confirmed before its body is read."""
 
 LONG_POLLS: Final = frozenset(rpc for rpc, op in skift.OPERATIONS_BY_RPC.items() if op.long_poll)
 """RPCs that may wait for something to happen: drained at once on shutdown."""
@@ -417,7 +431,8 @@ class SkiftService:
         except skift.SkiftError as exc:
             err = to_grpc(exc)
             code = err.status.name
-            _log.debug("%s refused: %s", name, describe(exc))
+            if _log.isEnabledFor(logging.DEBUG):
+                _log.debug("%s refused: %s", name, describe(exc))
             raise err from None
         except GRPCError as exc:
             code = exc.status.name
