@@ -31,6 +31,7 @@ LOOSE: Final = (
     "--max-header-bytes", "1048576",
     "--unauthenticated-body-bytes", "4194309",
     "--frames-per-turn", "1000000",
+    "--busy-frames-per-turn", "1000000",
     "--limit", "long_polls_per_principal=1000000",
 )  # fmt: skip
 """``skift serve`` flags that put every connection limit past anything the bench reaches."""

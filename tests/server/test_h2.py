@@ -65,3 +65,45 @@ async def test_abort_drops_what_was_gathered() -> None:
     await asyncio.sleep(0)
     assert raw.writes == []
     assert raw.aborted
+
+
+class Waiter:
+    """A busy connection's stand-in: ``frames`` waiting, ``per_turn`` taken per turn."""
+
+    def __init__(self, share: Any, frames: int, per_turn: int, log: list[str], name: str) -> None:
+        self.share, self.frames, self.per_turn, self.log, self.name = (
+            share,
+            frames,
+            per_turn,
+            log,
+            name,
+        )
+
+    def resume_turn(self) -> None:
+        took = min(self.per_turn, self.share.left, self.frames)
+        self.share.spend(took)
+        self.frames -= took
+        self.log.append(f"{self.name}{took}")
+        if self.frames:
+            self.share.wait(self)
+
+
+async def test_busy_connections_share_each_turn_in_turn() -> None:
+    from skift_server._h2 import TurnShare
+
+    share = TurnShare(4)
+    log: list[str] = []
+    a = Waiter(share, 6, 2, log, "a")
+    b = Waiter(share, 2, 2, log, "b")
+    c = Waiter(share, 4, 2, log, "c")
+    share.spend(4)  # this turn's allowance is gone: they wait for the next turns
+    for w in (a, b, c):
+        share.wait(w)
+    await asyncio.sleep(0)
+    assert log == ["a2", "b2"]  # 4 frames a turn, first come first served
+    await asyncio.sleep(0)
+    assert log == ["a2", "b2", "c2", "a2"]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert log == ["a2", "b2", "c2", "a2", "c2", "a2"]
+    assert not share.queue

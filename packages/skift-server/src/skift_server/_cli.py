@@ -234,6 +234,12 @@ _CONNECTION_FLAGS: Final = (
         "HTTP/2 frames of one connection handled before the others get a turn",
     ),
     (
+        "busy_frames_per_turn",
+        "--busy-frames-per-turn",
+        int,
+        "HTTP/2 frames the busy gRPC connections share in one turn",
+    ),
+    (
         "unauthenticated_body_bytes",
         "--unauthenticated-body-bytes",
         int,

@@ -21,11 +21,12 @@ list answered with a status rather than a dropped connection.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import logging
 import time
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 from grpclib.client import Channel
@@ -138,6 +139,13 @@ class ConnectionLimits:
     more (a socket read is up to 256 KiB: thousands of small frames) is handled over several
     turns, the connection's reading paused meanwhile, so the other connections are served
     in between."""
+    busy_frames_per_turn: int = 16
+    """HTTP/2 frames that the busy connections (those with frames waiting, or more than
+    :data:`LIGHT_STREAMS` streams open) share in one turn of the event loop, taken in turn
+    (``frames_per_turn`` each at most); a connection with few streams open and nothing
+    waiting is served as its frames arrive. So a flood over many connections costs each
+    turn of the loop a few requests' work, and a caller with one call in flight waits for
+    those few, not for the flood."""
     unauthenticated_body_bytes: int = 64 * 1024
     """Request bytes a client may send on a stream before the server has authenticated
     it (the stream's initial flow-control window); then the server's limits apply."""
@@ -151,6 +159,55 @@ class ConnectionLimits:
 
 
 DEFAULT_CONNECTION_LIMITS: Final = ConnectionLimits()
+
+LIGHT_STREAMS: Final = 4
+"""A connection with at most this many streams open and no frames waiting is light: its
+frames are handled as they arrive (``frames_per_turn`` at a time)."""
+
+
+class Waiting(Protocol):
+    """A connection waiting for its turn (:class:`GuardedH2Protocol`)."""
+
+    def resume_turn(self) -> None: ...
+
+
+class TurnShare:
+    """The frames the busy connections of one listener share per turn of the event loop
+    (:attr:`ConnectionLimits.busy_frames_per_turn`): a busy connection past what is left
+    this turn waits, its reading paused, and the waiting ones are served in turn, first
+    come first served, at the start of the next turns."""
+
+    __slots__ = ("_scheduled", "frames", "left", "queue")
+
+    def __init__(self, frames: int) -> None:
+        self.frames = max(1, frames)
+        self.left = self.frames
+        self.queue: collections.deque[Waiting] = collections.deque()
+        self._scheduled = False
+
+    def spend(self, frames: int) -> None:
+        self.left -= frames
+        self._schedule()
+
+    def wait(self, proto: Waiting) -> None:
+        self.queue.append(proto)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._turn)
+
+    def _turn(self) -> None:
+        """A new turn: the allowance again, spent first on the connections waiting."""
+        self._scheduled = False
+        self.left = self.frames
+        for _ in range(len(self.queue)):
+            if self.left <= 0:
+                break
+            self.queue.popleft().resume_turn()
+        if self.queue:
+            self._schedule()
 
 
 class _State(enum.Enum):
@@ -170,6 +227,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
     """
 
     limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
+    share: TurnShare | None = None
+    """The listener's (``GuardedServer``); None: one of the connection's own."""
     _state: _State
     _since: float
     _tokens: float
@@ -180,7 +239,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
     _skip: int
     _head: bytearray
     _backlog: memoryview | None
-    _next: asyncio.Handle | None
+    _queued: bool
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -198,7 +257,9 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._closing = False
         self._timer = None
         self._skip, self._head = _PREFACE_BYTES, bytearray()
-        self._backlog, self._next = None, None
+        self._backlog, self._queued = None, False
+        if self.share is None:
+            self.share = TurnShare(self.limits.busy_frames_per_turn)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -219,9 +280,12 @@ class GuardedH2Protocol(GatheringH2Protocol):
             return _State.HEADERS
         return _State.IDLE
 
-    def _track(self) -> None:
+    def _track(self, requests: bool = False) -> None:
+        """Note the connection's state and since when; ``requests``: a request's header
+        block just completed, so a header block still open is a new one (its clock starts
+        now: a busy connection whose reads end inside a frame is not a slow one)."""
         state = self._current()
-        if state is not self._state:
+        if state is not self._state or (requests and state is _State.HEADERS):
             self._state, self._since = state, time.monotonic()
 
     def _check(self) -> None:
@@ -263,9 +327,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
             self._timer.cancel()
             self._timer = None
         self._closing = True
-        if self._next is not None:  # frames still waiting for their turn: dropped, reading on
-            self._next.cancel()
-            self._next = None
+        if self._queued:  # frames still waiting for their turn: dropped, reading on
+            self._queued = False
             self._backlog = None
             self._pause(False)
         self.processor.handler.close()
@@ -283,27 +346,40 @@ class GuardedH2Protocol(GatheringH2Protocol):
         if self._backlog is not None:  # arrived while paused (TLS hands over what it holds)
             self._backlog = memoryview(bytes(self._backlog) + data)
             return
-        self._take(memoryview(data))
+        self._take(memoryview(data), fresh=True)
 
-    def _take(self, data: memoryview) -> None:
-        """Handle up to ``frames_per_turn`` frames of ``data`` now, the rest in the next
-        turn of the event loop (reading paused until then)."""
-        cut = self._cut(data)
+    def _take(self, data: memoryview, *, fresh: bool = False) -> None:
+        """Handle what this turn allows of ``data`` now (``frames_per_turn`` frames for a
+        light connection; for a busy one at most what the listener's busy connections have
+        left this turn), the rest in a later turn (reading paused until then)."""
+        share = self.share
+        assert share is not None
+        per_turn = max(1, self.limits.frames_per_turn)
+        light = fresh and len(self.processor.streams) <= LIGHT_STREAMS
+        allowed = per_turn if light else min(per_turn, share.left)
+        cut, frames = self._cut(data, allowed) if allowed > 0 else (0, 0)
+        if not light and frames:
+            share.spend(frames)
         if cut < len(data):
             self._backlog = data[cut:]
-            if self._next is None:
+            if not self._queued:
+                self._queued = True
                 self._pause(True)
-            self._next = asyncio.get_running_loop().call_soon(self._continue)
+            share.wait(self)
             data = data[:cut]
-        self._handle(bytes(data))
+        if cut:
+            self._handle(bytes(data))
 
-    def _continue(self) -> None:
-        self._next = None
+    def resume_turn(self) -> None:
+        """This connection's turn (``TurnShare``): handle what it may of its waiting frames."""
+        if not self._queued:
+            return  # it stopped waiting (closed, or lingering after GOAWAY)
+        self._queued = False
         data, self._backlog = self._backlog, None
         if self._closing or data is None:
             return
         self._take(data)
-        if self._next is None and not self._closing:
+        if not self._queued and not self._closing:
             self._pause(False)
 
     def _pause(self, paused: bool) -> None:
@@ -314,10 +390,11 @@ class GuardedH2Protocol(GatheringH2Protocol):
             else:
                 transport.resume_reading()
 
-    def _cut(self, data: memoryview) -> int:
-        """How many bytes of ``data`` hold at most ``frames_per_turn`` frames (their
-        headers read here, 9 bytes each: the length says where the next one starts)."""
-        i, n, frames, budget = 0, len(data), 0, max(1, self.limits.frames_per_turn)
+    def _cut(self, data: memoryview, budget: int) -> tuple[int, int]:
+        """How many bytes of ``data`` hold at most ``budget`` frames (their headers read
+        here, 9 bytes each: the length says where the next one starts), and how many
+        frames begin in them."""
+        i, n, frames = 0, len(data), 0
         while i < n:
             if self._skip:
                 step = min(self._skip, n - i)
@@ -326,7 +403,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
                 continue
             if not self._head:
                 if frames >= budget:
-                    return i
+                    return i, frames
                 frames += 1
             step = min(9 - len(self._head), n - i)
             self._head += data[i : i + step]
@@ -334,7 +411,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
             if len(self._head) == 9:
                 self._skip = int.from_bytes(self._head[:3], "big")
                 self._head.clear()
-        return n
+        return n, frames
 
     def _handle(self, data: bytes) -> None:
         try:
@@ -348,10 +425,12 @@ class GuardedH2Protocol(GatheringH2Protocol):
         # handler (the CVE-2023-44487 pattern costs what parsing it costs), its reset counted.
         reset = {e.stream_id for e in events if isinstance(e, StreamReset) and e.remote_reset}
         dropped: set[int] = set()
+        requests = False
         for event in events:
             if isinstance(event, RemoteSettingsChanged):
                 self._preface_done = True
             elif isinstance(event, RequestReceived):
+                requests = True
                 if event.stream_id in reset:
                     dropped.add(event.stream_id)
                     continue
@@ -371,15 +450,13 @@ class GuardedH2Protocol(GatheringH2Protocol):
             if self.connection.is_closing():
                 return
         self.connection.flush()
-        self._track()
+        self._track(requests)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._next is not None:
-            self._next.cancel()
-            self._next = None
+        self._queued = False
         self._backlog = None
         super().connection_lost(exc)
 

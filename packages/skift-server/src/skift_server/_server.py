@@ -54,7 +54,7 @@ import skift
 
 from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
-from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, GuardedH2Protocol
+from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, GuardedH2Protocol, TurnShare
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
@@ -644,11 +644,13 @@ class GuardedServer(Server):
         window = max(65535, limits.unauthenticated_body_bytes)  # HTTP/2's least window
         super().__init__(handlers, config=Configuration(http2_stream_window_size=window), **kw)
         self.limits = limits
+        self.share = TurnShare(limits.busy_frames_per_turn)
 
     def _protocol_factory(self) -> Any:
         proto: Any = super()._protocol_factory()
         proto.__class__ = GuardedH2Protocol
         proto.limits = self.limits
+        proto.share = self.share
         return proto
 
     async def start_tcp(self, host: str, port: int, tls: ssl.SSLContext | None) -> None:
