@@ -17,7 +17,7 @@ from .._base import Failure, app, global_options, group, usage_error
 
 if TYPE_CHECKING:
     from skift import Store
-    from skift_pg import ArchivedPartition
+    from skift_server.database import ArchivedPartition
 
 T = TypeVar("T")
 
@@ -130,41 +130,25 @@ async def _on_store(
     dsn: str | None, data_dir: str | None, run: Callable[[Store], Awaitable[T]]
 ) -> T:
     """Run ``run`` over the database at ``dsn`` (else SKIFT_DSN, else the embedded cluster)."""
+    from skift_server import database
 
-    async def on(target: str) -> T:
-        import skift_pg
-
-        store = skift_pg.PgStore(target, min_size=1, max_size=1, listen=False)
-        try:
-            return await run(store)
-        finally:
-            await store.close()
-
-    return await _on_dsn(dsn, data_dir, on)
+    _need_store()
+    return await database.on_store(dsn or os.environ.get("SKIFT_DSN") or None, data_dir, run)
 
 
 async def _on_dsn(dsn: str | None, data_dir: str | None, run: Callable[[str], Awaitable[T]]) -> T:
     """Run ``run`` with the DSN of ``dsn`` (else SKIFT_DSN, else the embedded cluster's)."""
-    import importlib.util
+    from skift_server import database
 
-    if importlib.util.find_spec("skift_pg") is None:
+    _need_store()
+    return await database.on_database(dsn or os.environ.get("SKIFT_DSN") or None, data_dir, run)
+
+
+def _need_store() -> None:
+    from skift_server import database
+
+    if not database.store_installed():
         usage_error("skift admin needs the skift-store-pg package")
-    given = dsn or os.environ.get("SKIFT_DSN") or None
-    cluster: Any = None
-    if given is None:
-        from pathlib import Path
-
-        from skift_pg.embedded import EmbeddedCluster, default_data_dir
-
-        cluster = EmbeddedCluster(Path(data_dir) if data_dir else default_data_dir())
-        target: str = cluster.start()
-    else:
-        target = given
-    try:
-        return await run(target)
-    finally:
-        if cluster is not None:
-            cluster.stop()
 
 
 _DSN = click.option(
@@ -297,7 +281,7 @@ def admin_events_archive(
     from pathlib import Path
 
     import skift
-    import skift_pg
+    from skift_server import database
 
     a = app()
     when = before.replace(tzinfo=UTC)
@@ -306,7 +290,7 @@ def admin_events_archive(
             _on_dsn(
                 dsn,
                 data_dir,
-                lambda target: skift_pg.archive_events(target, when, Path(to), dry_run=dry_run),
+                lambda target: database.archive_events(target, when, Path(to), dry_run=dry_run),
             )
         )
     except skift.SkiftError as exc:
@@ -332,12 +316,12 @@ def admin_events_attach(file: str, dsn: str | None, data_dir: str | None) -> Non
     from pathlib import Path
 
     import skift
-    import skift_pg
+    from skift_server import database
 
     a = app()
     try:
         done = asyncio.run(
-            _on_dsn(dsn, data_dir, lambda target: skift_pg.attach_events(target, Path(file)))
+            _on_dsn(dsn, data_dir, lambda target: database.attach_events(target, Path(file)))
         )
     except skift.SkiftError as exc:
         raise Failure(exc) from None

@@ -188,29 +188,16 @@ def migrate(dsn: str | None, data_dir: str | None) -> None:
 
     a = app()
     dsn = dsn or os.environ.get("SKIFT_DSN") or None
-    try:
-        import skift_pg
-    except ImportError:
+    from skift_server import database
+
+    if not database.store_installed():
         usage_error("migrate needs the skift-store-pg package")
-    cluster: Any = None
     try:
-        if dsn is None:
-            from pathlib import Path
-
-            from skift_pg.embedded import EmbeddedCluster, default_data_dir
-
-            cluster = EmbeddedCluster(Path(data_dir) if data_dir else default_data_dir())
-            target: str = cluster.start()
-        else:
-            target = dsn
-        applied = asyncio.run(skift_pg.migrate(target))
+        applied = asyncio.run(database.on_database(dsn, data_dir, database.migrate))
     except skift.SkiftError as exc:
         raise Failure(exc) from None
     except OSError as exc:
         raise Failure(skift.Unavailable(f"cannot migrate: {exc}", next="Check the DSN.")) from None
-    finally:
-        if cluster is not None:
-            cluster.stop()
     if a.json:
         a.emit({"applied": applied})
     elif applied:
