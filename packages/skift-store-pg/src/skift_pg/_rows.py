@@ -1,49 +1,48 @@
-"""How skift's records map to PostgreSQL rows and back (no SQL, no connection)."""
+"""How skift's records map to PostgreSQL rows and back (no SQL, no connection).
+
+Each mapper is derived from its record's attrs fields (:func:`from_row`, :func:`to_row`),
+written and compiled once when this module is imported; the special cases are registered
+by type, not written per table.
+"""
 
 from __future__ import annotations
 
+import enum
 import hashlib
-from collections.abc import Sequence
+import linecache
+import types
+import typing
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final, TypeVar
 from uuid import UUID
 
+import attrs
 import psycopg
 
 from skift import (
-    AssigneeKind,
     Budget,
     Comment,
     Edge,
-    EdgeKind,
     Event,
     Hold,
     Identity,
     IdentityInvite,
-    IdentityScheme,
     Lease,
     Node,
     NodeOrigin,
     Principal,
-    PrincipalKind,
     Priority,
     Project,
-    ReleaseReason,
     Revision,
-    Status,
-    UsageKind,
     UsageRecord,
 )
 
 Row = dict[str, Any]
 Conn = psycopg.AsyncConnection[Row]
+T = TypeVar("T")
 
 _PRIORITIES: list[Priority] = list(Priority)
-
-
-def _priority(rank: int) -> Priority:
-    """The stored rank 0..4 as p0..p4."""
-    return _PRIORITIES[rank]
 
 
 def _hold(row: Row) -> Hold | None:
@@ -65,259 +64,122 @@ def _hold_params(hold: Hold | None) -> Row:
     }
 
 
-def project_from_row(row: Row) -> Project:
-    return Project(
-        id=row["id"],
-        org_id=row["org_id"],
-        slug=row["slug"],
-        title=row["title"],
-        node_counter=row["node_counter"],
-        priority=_priority(row["priority"]),
-        vcs_url=row["vcs_url"],
-        archived_at=row["archived_at"],
-        hold=_hold(row),
-        created_at=row["created_at"],
-        readers=tuple(row["readers"]) if row.get("readers") is not None else None,
+# ------------------------------------------------------------------ derived from the types
+#
+# A record's row mapper is written from its attrs fields, once per class, when this module
+# is imported, and compiled (as cattrs' generated hooks are: one function per class, visible
+# in tracebacks through ``linecache``): the same expressions a hand-written mapper has, so
+# the same speed on the claim's and Ready's paths (docs/benchmarks.md). A column is named
+# as its field; by type, a closed set (a StrEnum) is its value (None or "" for an optional
+# one unset), a priority its rank 0..4, a tuple an array, a hold its four ``held_*``
+# columns. What differs is registered below (``_AS_PARAM``: the organization's id is the
+# ``org`` parameter; an argument the row does not hold).
+
+_FROM_ROW: Final[dict[Any, Callable[[str], str]]] = {
+    Priority: lambda n: f'_PRIORITIES[row["{n}"]]',
+    Hold: lambda n: "_hold(row)",
+}
+_TO_ROW: Final[dict[Any, Callable[[str], str]]] = {
+    Priority: lambda n: f'"{n}": x.{n}.rank',
+    Hold: lambda n: f"**_hold_params(x.{n})",
+}
+_AS_PARAM: Final = {"org_id": "org"}
+"""A field passed to the queries under another name."""
+
+
+def _optional(t: Any) -> tuple[Any, bool]:
+    if typing.get_origin(t) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        return args[0], len(args) != len(typing.get_args(t))
+    return t, False
+
+
+def _compile(name: str, src: str, ns: dict[str, Any]) -> Any:
+    filename = f"<skift_pg row mapper {name}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    exec(compile(src, filename, "exec"), ns)
+    return ns[name]
+
+
+def _from_row_expr(name: str, hint: Any, ns: dict[str, Any]) -> str:
+    t, opt = _optional(hint)
+    col = f'row["{name}"]'
+    if t in _FROM_ROW:
+        return _FROM_ROW[t](name)
+    if isinstance(t, type) and issubclass(t, enum.Enum):
+        ns[t.__name__] = t
+        return f"{t.__name__}({col}) if {col} else None" if opt else f"{t.__name__}({col})"
+    if typing.get_origin(t) is tuple:
+        if opt:  # a column some queries leave out
+            return f'tuple(row["{name}"]) if row.get("{name}") is not None else None'
+        return f"tuple({col})"
+    return col
+
+
+def from_row(cls: type[T], *, args: tuple[str, ...] = ()) -> Callable[..., T]:
+    """The function that makes a ``cls`` from its row (``args``: fields given as arguments)."""
+    hints = typing.get_type_hints(cls)
+    ns: dict[str, Any] = {"_cls": cls, "_PRIORITIES": _PRIORITIES, "_hold": _hold}
+    parts = [
+        f"{f.name}={f.name if f.name in args else _from_row_expr(f.name, hints[f.name], ns)}"
+        for f in attrs.fields(cls)
+        if f.init
+    ]
+    fn = f"{cls.__name__.lower()}_from_row"
+    params = "".join(f", {a}=()" for a in args)
+    src = (
+        f"def {fn}(row{params}):\n    return _cls(\n        "
+        + ",\n        ".join(parts)
+        + ",\n    )\n"
     )
+    return _compile(fn, src, ns)
 
 
-def node_from_row(row: Row) -> Node:
-    return Node(
-        id=row["id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        number=row["number"],
-        parent_id=row["parent_id"],
-        kind=row["kind"],
-        title=row["title"],
-        body=row["body"],
-        status=Status(row["status"]),
-        priority=_priority(row["priority"]),
-        assignee_kind=AssigneeKind(row["assignee_kind"]) if row["assignee_kind"] else None,
-        assignee=row["assignee"],
-        labels=tuple(row["labels"]),
-        hold=_hold(row),
-        result=row["result"],
-        context_id=row["context_id"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+def _to_row_expr(name: str, hint: Any) -> str:
+    t, opt = _optional(hint)
+    if t in _TO_ROW:
+        return _TO_ROW[t](name)
+    key = f'"{_AS_PARAM.get(name, name)}": '
+    v = f"x.{name}"
+    if isinstance(t, type) and issubclass(t, enum.Enum):
+        return key + (f"{v}.value if {v} else None" if opt else f"{v}.value")
+    if typing.get_origin(t) is tuple:
+        return key + (f"list({v}) if {v} is not None else None" if opt else f"list({v})")
+    return key + v
 
 
-def edge_from_row(row: Row) -> Edge:
-    return Edge(
-        org_id=row["org_id"],
-        from_id=row["from_id"],
-        to_id=row["to_id"],
-        kind=EdgeKind(row["kind"]),
-        created_at=row["created_at"],
-    )
+def to_row(cls: type[Any], *, skip: tuple[str, ...] = ()) -> Callable[[Any], Row]:
+    """The function that makes a record's query parameters (``skip``: fields not stored)."""
+    hints = typing.get_type_hints(cls)
+    ns: dict[str, Any] = {"_hold_params": _hold_params}
+    parts = [_to_row_expr(f.name, hints[f.name]) for f in attrs.fields(cls) if f.name not in skip]
+    fn = f"{cls.__name__.lower()}_params"
+    src = f"def {fn}(x):\n    return {{\n        " + ",\n        ".join(parts) + ",\n    }\n"
+    return _compile(fn, src, ns)
 
 
-def lease_from_row(row: Row) -> Lease:
-    return Lease(
-        id=row["id"],
-        org_id=row["org_id"],
-        node_id=row["node_id"],
-        holder=row["holder"],
-        harness=row["harness"],
-        agent_ref=row["agent_ref"],
-        session_ref=row["session_ref"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        ttl=row["ttl"],
-        on_behalf_of=row["on_behalf_of"],
-        released_at=row["released_at"],
-        release_reason=ReleaseReason(row["release_reason"]) if row["release_reason"] else None,
-    )
-
-
-def principal_from_row(row: Row) -> Principal:
-    return Principal(
-        id=row["id"],
-        org_id=row["org_id"],
-        name=row["name"],
-        kind=PrincipalKind(row["kind"]),
-        created_at=row["created_at"],
-        admin=row["admin"],
-    )
-
-
-def invite_from_row(row: Row) -> IdentityInvite:
-    return IdentityInvite(
-        id=row["id"],
-        org_id=row["org_id"],
-        principal_id=row["principal_id"],
-        scheme=IdentityScheme(row["scheme"]),
-        value=row["value"],
-        invited_by=row["invited_by"],
-        created_at=row["created_at"],
-        code_digest=row["code_digest"],
-    )
-
-
-def identity_from_row(row: Row) -> Identity:
-    return Identity(
-        id=row["id"],
-        org_id=row["org_id"],
-        principal_id=row["principal_id"],
-        scheme=IdentityScheme(row["scheme"]),
-        value=row["value"],
-        created_at=row["created_at"],
-        revoked_at=row["revoked_at"],
-    )
-
-
-def event_from_row(row: Row) -> Event:
-    return Event(
-        id=row["id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        node_id=row["node_id"],
-        principal_id=row["principal_id"],
-        principal_kind=PrincipalKind(row["principal_kind"]),
-        on_behalf_of=row["on_behalf_of"],
-        identity_scheme=row["identity_scheme"],
-        request_id=row["request_id"],
-        op=row["op"],
-        reason=row["reason"],
-        before=row["before"],
-        after=row["after"],
-        occurred_at=row["occurred_at"],
-    )
+project_from_row: Final[Callable[[Row], Project]] = from_row(Project)
+node_from_row: Final[Callable[[Row], Node]] = from_row(Node)
+edge_from_row: Final[Callable[[Row], Edge]] = from_row(Edge)
+lease_from_row: Final[Callable[[Row], Lease]] = from_row(Lease)
+principal_from_row: Final[Callable[[Row], Principal]] = from_row(Principal)
+invite_from_row: Final[Callable[[Row], IdentityInvite]] = from_row(IdentityInvite)
+identity_from_row: Final[Callable[[Row], Identity]] = from_row(Identity)
+event_from_row: Final[Callable[[Row], Event]] = from_row(Event)
+usage_from_row: Final[Callable[[Row], UsageRecord]] = from_row(UsageRecord)
+budget_from_row: Final[Callable[[Row], Budget]] = from_row(Budget)
+origin_from_row: Final[Callable[[Row], NodeOrigin]] = from_row(NodeOrigin)
+_comment_from_row: Final = from_row(Comment, args=("revisions",))
 
 
 def comment_from_row(row: Row, revisions: tuple[Revision, ...] = ()) -> Comment:
-    return Comment(
-        id=row["id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        node_id=row["node_id"],
-        author_id=row["author_id"],
-        body=row["body"],
-        in_reply_to=row["in_reply_to"],
-        created_at=row["created_at"],
-        edited_at=row["edited_at"],
-        resolved_at=row["resolved_at"],
-        resolved_by=row["resolved_by"],
-        revisions=revisions,
-    )
+    return _comment_from_row(row, revisions)
 
 
-def usage_from_row(row: Row) -> UsageRecord:
-    return UsageRecord(
-        id=row["id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        node_id=row["node_id"],
-        lease_id=row["lease_id"],
-        principal_id=row["principal_id"],
-        model=row["model"],
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-        cache_read_tokens=row["cache_read_tokens"],
-        cache_write_tokens=row["cache_write_tokens"],
-        kind=UsageKind(row["kind"]),
-        basis=row["basis"],
-        created_at=row["created_at"],
-    )
-
-
-def budget_from_row(row: Row) -> Budget:
-    return Budget(
-        org_id=row["org_id"],
-        scope_id=row["scope_id"],
-        scope=row["scope"],
-        budget=row["budget"],
-        cap=row["cap"],
-        updated_at=row["updated_at"],
-    )
-
-
-def origin_from_row(row: Row) -> NodeOrigin:
-    return NodeOrigin(
-        node_id=row["node_id"],
-        org_id=row["org_id"],
-        project_id=row["project_id"],
-        source=row["source"],
-        external_id=row["external_id"],
-        extra=row["extra"],
-    )
-
-
-def comment_params(c: Comment) -> Row:
-    return {
-        "org": c.org_id,
-        "id": c.id,
-        "project_id": c.project_id,
-        "node_id": c.node_id,
-        "author_id": c.author_id,
-        "body": c.body,
-        "in_reply_to": c.in_reply_to,
-        "created_at": c.created_at,
-        "edited_at": c.edited_at,
-        "resolved_at": c.resolved_at,
-        "resolved_by": c.resolved_by,
-    }
-
-
-def node_params(n: Node) -> Row:
-    return {
-        "id": n.id,
-        "org": n.org_id,
-        "project_id": n.project_id,
-        "number": n.number,
-        "parent_id": n.parent_id,
-        "kind": n.kind,
-        "title": n.title,
-        "body": n.body,
-        "status": n.status.value,
-        "priority": n.priority.rank,
-        "assignee_kind": n.assignee_kind.value if n.assignee_kind else None,
-        "assignee": n.assignee,
-        "labels": list(n.labels),
-        "result": n.result,
-        "context_id": n.context_id,
-        "created_by": n.created_by,
-        "created_at": n.created_at,
-        "updated_at": n.updated_at,
-        **_hold_params(n.hold),
-    }
-
-
-def project_params(p: Project) -> Row:
-    return {
-        "id": p.id,
-        "org": p.org_id,
-        "slug": p.slug,
-        "title": p.title,
-        "node_counter": p.node_counter,
-        "priority": p.priority.rank,
-        "vcs_url": p.vcs_url,
-        "archived_at": p.archived_at,
-        "created_at": p.created_at,
-        "readers": list(p.readers) if p.readers is not None else None,
-        **_hold_params(p.hold),
-    }
-
-
-def lease_params(lease: Lease) -> Row:
-    return {
-        "id": lease.id,
-        "org": lease.org_id,
-        "node_id": lease.node_id,
-        "holder": lease.holder,
-        "harness": lease.harness,
-        "agent_ref": lease.agent_ref,
-        "session_ref": lease.session_ref,
-        "created_at": lease.created_at,
-        "expires_at": lease.expires_at,
-        "ttl": lease.ttl,
-        "on_behalf_of": lease.on_behalf_of,
-        "released_at": lease.released_at,
-        "release_reason": lease.release_reason.value if lease.release_reason else None,
-    }
+comment_params: Final = to_row(Comment, skip=("revisions",))
+node_params: Final = to_row(Node)
+project_params: Final = to_row(Project)
+lease_params: Final = to_row(Lease)
 
 
 def ready_keys(keys: Sequence[tuple[UUID, int, datetime, int]]) -> Row:
