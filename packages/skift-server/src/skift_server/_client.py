@@ -21,7 +21,7 @@ import contextlib
 import functools
 import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -40,11 +40,12 @@ from ._client_base import (
 from ._client_content import ContentCalls
 from ._client_generated import GeneratedCalls
 from ._client_graph import GraphCalls
+from ._client_h2 import Connection as LeanConnection
 from ._client_import import ImportCalls
 from ._client_work import WorkCalls
 from ._errors import ErrorDetailsCodec
 from ._h2 import GatheringChannel
-from ._paths import find_socket
+from ._paths import check_socket_owner, find_socket
 
 __all__ = ["RemoteSkift", "RemoteStore", "connect"]
 
@@ -116,6 +117,7 @@ def connect(
     invite = invite if invite is not None else os.environ.get("SKIFT_INVITE") or None
     parts = urlsplit(url)
     make: Callable[[], Channel]
+    open_lean: Callable[[], Awaitable[LeanConnection]] | None = None
     socket_path = ""
     codec = ErrorDetailsCodec()
     size = max(1, pool_size)
@@ -124,6 +126,7 @@ def connect(
         if not path:
             raise skift.Invalid(f"{url!r} names no socket", next="Use unix:///path/to/skift.sock.")
         make = functools.partial(UnixChannel, path, codec)
+        open_lean = functools.partial(_open_unix, path, codec)
         socket_path = path
         token = None  # the kernel names the caller; a bearer token never goes over a socket
     elif parts.scheme in ("http", "https"):
@@ -139,6 +142,10 @@ def connect(
         make = functools.partial(
             GatheringChannel, parts.hostname, parts.port, ssl=tls, status_details_codec=codec
         )
+        if not tls:
+            open_lean = functools.partial(
+                LeanConnection.open_tcp, parts.hostname, parts.port, codec
+            )
     else:
         raise skift.Invalid(
             f"{url!r} is not a skift server address",
@@ -156,6 +163,7 @@ def connect(
         socket=Path(socket_path) if socket_path else None,
         looked_at=looked_at,
         on_wait=on_wait,
+        open_lean=open_lean,
     )
     if retry_window is None:
         retry_window = _env_seconds(
@@ -172,6 +180,12 @@ def connect(
         attempts=attempts,
         retry_window=retry_window,
     )
+
+
+async def _open_unix(path: str, codec: ErrorDetailsCodec) -> LeanConnection:
+    """A lean connection on the socket, once its owner is checked (as ``UnixChannel`` does)."""
+    check_socket_owner(path)
+    return await LeanConnection.open_unix(path, codec)
 
 
 def _env_seconds(name: str, default: float, *, next: str, zero: bool = False) -> float:

@@ -14,7 +14,7 @@ import itertools
 import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -30,12 +30,14 @@ from h2.exceptions import ProtocolError as H2ProtocolError
 import skift
 
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
+from ._client_h2 import Connection as LeanConnection
 from ._convert_types import to_pb
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
 from ._paging import page_size as page_size  # the client mixins' import
 from ._paths import check_socket_owner, starting_pid
 from ._proto.skift import v1
+from ._unary import Unsupported
 
 T = TypeVar("T", bound=betterproto2.Message)
 V = TypeVar("V")
@@ -93,6 +95,29 @@ class Shared:
     closed: bool = False
     channels: list[Channel] = attrs.field(factory=lambda: list[Channel]())
     rr: itertools.count[int] = attrs.field(factory=itertools.count)
+    open_lean: Callable[[], Awaitable[LeanConnection]] | None = None
+    """Opens a lean connection for unary calls (``_client_h2``); None: grpclib's channels only
+    (TLS)."""
+    leans: list[LeanConnection | None] = attrs.field(factory=lambda: list[LeanConnection | None]())
+    lean_rr: itertools.count[int] = attrs.field(factory=itertools.count)
+
+    async def lean(self) -> LeanConnection | None:
+        """The next lean connection (round robin over ``size``), opened on first use and
+        again after it closed; None without :attr:`open_lean`."""
+        if self.open_lean is None:
+            return None
+        if not self.leans:
+            self.leans = [None] * self.size
+        i = next(self.lean_rr) % self.size
+        conn = self.leans[i]
+        if conn is None or conn.closed:
+            opened = await self.open_lean()
+            conn = self.leans[i]
+            if conn is not None and not conn.closed:  # another call opened it meanwhile
+                opened.close()
+                return conn
+            self.leans[i] = conn = opened
+        return conn
 
     def channel(self) -> Channel:
         if not self.channels:
@@ -206,6 +231,9 @@ class RemoteBase:
             self._shared.closed = True
             for ch in self._shared.channels:
                 ch.close()
+            for conn in self._shared.leans:
+                if conn is not None:
+                    conn.close()
 
     # ------------------------------------------------------------ transport
 
@@ -248,14 +276,16 @@ class RemoteBase:
         start = time.monotonic()
         attempt = 0
         while True:
-            channel = self._shared.channel()
-            # the base stub: the generated SkiftServiceStub only adds a method per RPC, and
-            # naming it would make every class of the generated module (made on first use)
-            stub = ServiceStub(channel, metadata=self._metadata())
             try:
-                got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
-                    route, request, reply, timeout=timeout or self.timeout
-                )
+                got = await self._lean_call(route, request, reply, timeout or self.timeout)
+                if got is None:
+                    channel = self._shared.channel()
+                    # the base stub: the generated SkiftServiceStub only adds a method per RPC,
+                    # and naming it would make every class of the generated module
+                    stub = ServiceStub(channel, metadata=self._metadata())
+                    got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
+                        route, request, reply, timeout=timeout or self.timeout
+                    )
                 self._shared.reached = True
                 return got
             except GRPCError as exc:
@@ -292,6 +322,25 @@ class RemoteBase:
             if attempt >= self.attempts or time.monotonic() - start + delay > window:
                 raise last from None
             await asyncio.sleep(delay)
+
+    async def _lean_call(
+        self, route: str, request: betterproto2.Message, reply: type[T], timeout: float
+    ) -> T | None:
+        """The call over a lean connection (``_client_h2``), or None where it leaves the call
+        to grpclib's channel (TLS, a large request, the server's stream limit)."""
+        if self._shared.open_lean is None:
+            return None
+        async with asyncio.timeout(timeout):
+            conn = await self._shared.lean()
+            if conn is None:
+                return None
+            try:
+                data = await conn.call(
+                    route, bytes(request), list(self._metadata().items()), timeout
+                )
+            except Unsupported:
+                return None
+        return reply.FromString(data)
 
 
 def remote_page(items: list[V], token: str) -> skift.Page[V]:
