@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,7 @@ import pytest
 import skift
 from skift_pg import PgStore
 from skift_pg._queries import queries  # pyright: ignore[reportPrivateUsage]
+from skift_pg._tx import REPLAN_AT  # pyright: ignore[reportPrivateUsage]
 
 
 def _load_trace() -> ModuleType:
@@ -180,3 +182,64 @@ async def test_claim_and_complete_send_their_reads_and_writes_together(
     assert t.counts["complete_lease_writes"] == 1, dict(t.counts)
     assert t.counts["complete_answer_writes"] == 1, dict(t.counts)
     assert t.statements <= STATEMENT_BUDGET, dict(t.counts)
+
+
+async def test_a_new_connection_plans_the_claim_once(pg_dsn: str) -> None:
+    """A new connection runs its statements on generic plans from their first call
+    (plan_cache_mode=force_generic_plan): PostgreSQL's default plans a prepared statement
+    for its values five times before it weighs a generic plan, and a claimer that makes a
+    dozen claims on a connection of its own spent most of its PostgreSQL CPU planning
+    (issue 31)."""
+    async with skift.LocalSkift(PgStore(pg_dsn), principal=skift.User("person")) as person:
+        proj = await person.create_project("Cold")
+        await person.patch(proj.slug, [skift.CreateNode(title=f"n{i}") for i in range(20)])
+    store = PgStore(pg_dsn, min_size=1, max_size=1, listen=False)
+    async with skift.LocalSkift(store, principal=skift.Agent("agent")) as agent:
+        for rounds in (3, REPLAN_AT):  # before and after the statements are planned again
+            for _ in range(rounds):
+                c = await agent.claim_next()
+                await agent.complete(c.node.ref, lease=c.lease.id)
+            async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
+                cur = await conn.execute(
+                    "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+                )
+                rows = await cur.fetchall()
+            assert rows, "nothing was prepared"
+            planned_for_values = [r["statement"][:80] for r in rows if r["custom_plans"]]
+            assert planned_for_values == []
+            assert any(r["generic_plans"] for r in rows)
+
+
+async def test_a_read_with_optional_filters_is_planned_for_its_values(pg_dsn: str) -> None:
+    """The reads with optional filters (custom_planned) go with their values in their text,
+    not as parameters: on a connection at force_generic_plan PostgreSQL still plans them
+    for those values (a generic plan of Ready or of a filtered ClaimNext was measured 100x
+    slower). Read off libpq's trace of the connection: each such statement's Parse."""
+    async with skift.LocalSkift(PgStore(pg_dsn), principal=skift.User("person")) as person:
+        proj = await person.create_project("Filtered")
+        await person.patch(proj.slug, [skift.CreateNode(title=f"n{i}") for i in range(3)])
+    store = PgStore(pg_dsn, min_size=1, max_size=1, listen=False)
+    with tempfile.TemporaryFile() as log:
+        async with skift.LocalSkift(store, principal=skift.Agent("agent")) as agent:
+            async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
+                mode = await (await conn.execute("SHOW plan_cache_mode")).fetchone()
+                assert mode is not None
+                assert mode["plan_cache_mode"] == "force_generic_plan"
+                conn.pgconn.trace(log.fileno())
+            await agent.ready(projects=[proj.slug])
+            c = await agent.claim_next(projects=[proj.slug])
+            await agent.complete(c.node.ref, lease=c.lease.id)
+            async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
+                conn.pgconn.untrace()
+        log.seek(0)
+        # one record a message, its SQL over several lines
+        records = re.split(r"\n(?=\d{4}-\d\d-\d\d )", log.read().decode())
+        parses = [r for r in records if "\tParse\t" in r]
+    # an optional filter: "cardinality(<the projects given>) = 0 OR ..."
+    filtered = [r for r in parses if re.search(r"cardinality\((\$\d|')", r)]
+    assert len(filtered) >= 2, parses  # Ready's and the claim's reads
+    for record in filtered:
+        assert not re.search(r"\$\d", record), record[:300]
+        assert record.rstrip().endswith(" 0"), record[-200:]  # no parameter types
+    # and everything else went with parameters, prepared
+    assert any(re.search(r"\$\d", ln) for ln in parses)

@@ -183,7 +183,7 @@ class PgStore:
                 # correlated probes look costly and run in well under a millisecond,
                 # and compiling them took 30 ms of a 60 ms Ready at 100k nodes.
                 "options": f"-c statement_timeout={self._timeout_ms} "
-                "-c plan_cache_mode=auto -c jit=off",
+                "-c plan_cache_mode=force_generic_plan -c jit=off",
             }
         return AsyncConnectionPool(
             self.dsn,
@@ -243,6 +243,8 @@ class PgStore:
         async with self._slot():
             with _driver_errors():
                 async with self._pool.connection(self._wait()) as conn:
+                    if not self.pooled:
+                        await conn.count_transaction()
                     tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                     await tx.begin()
                     try:
