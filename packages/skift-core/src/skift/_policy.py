@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import regorus
 
@@ -75,6 +75,8 @@ module is named so)."""
 
 _MAX_ENGINES = 64
 _MAX_LAYERED = 256
+_MAX_ALLOWED = 4096
+"""Allowed requests the default policy remembers (:meth:`Policy.deny`); past it, it starts over."""
 
 EVAL_BUDGET = 0.1
 """The default ``policy_budget`` (skift.Limits): CPU seconds one evaluation of an
@@ -140,6 +142,8 @@ class Policy:
         # by organization: organizations with the same stored modules share this object
         self._over: dict[object, str] = {}
         self._reported: set[object] = set()
+        # the default policy's allowed requests, by what its decision reads (see deny)
+        self._allowed: dict[str, bool] | None = {} if self.digest == default_digest() else None
         if strict:
             self._engine()
 
@@ -296,12 +300,27 @@ class Policy:
 
     def deny(self, request: dict[str, Any], tenant: object = None) -> list[dict[str, str]]:
         """The denials this policy gives for a request (empty: allowed), evaluated in this
-        process (no budget: the process's own policy; a layered one: :meth:`deny_within`)."""
+        process (no budget: the process's own policy; a layered one: :meth:`deny_within`).
+
+        The default policy remembers the requests it allowed by :func:`decision_key`: what
+        its decision reads, without the nodes' references and the lease's ids, which it
+        reads only to word a denial (``tests/core/test_policy_memo.py`` checks its source
+        for that). An agent's claims and completes differ in little else, so most are
+        answered without evaluating; a denial is always evaluated, worded for its nodes."""
+        memo = self._allowed
+        key = decision_key(request) if memo is not None else None
+        if memo is not None and key is not None and key in memo:
+            return []
         try:
             raw: Any = self._evaluate(request, QUERY)
         except Exception as exc:
             return _unevaluable(exc)
-        return _denials(raw)
+        denials = _denials(raw)
+        if key is not None and memo is not None and not denials:
+            if len(memo) >= _MAX_ALLOWED:
+                memo.clear()
+            memo[key] = True
+        return denials
 
     async def deny_within(
         self, request: dict[str, Any], tenant: object, budget: float, workers: int
@@ -349,6 +368,37 @@ class Policy:
         except Exception as exc:
             return _no_read_rule(exc)
         return _unreadables(raw)
+
+
+_FACTS = ("node", "parent", "from", "to")
+"""An intent's parts that are a node's facts (``skift._context.node_facts``)."""
+
+
+def decision_key(request: dict[str, Any]) -> str | None:
+    """What the default policy's write decision reads of ``request``: all of it but the
+    references of the nodes in its intents (``ref``) and the lease's ids, which the default
+    policy reads only to word a denial. None for a request not in the engine's shape
+    (never remembered)."""
+    if type(request) is not dict:  # pyright: ignore[reportUnnecessaryComparison]
+        return None
+    intents = request.get("intents")
+    if type(intents) is not list:
+        return None
+    masked: list[dict[str, Any]] = []
+    for i in cast("list[Any]", intents):
+        if type(i) is not dict:
+            return None
+        m = dict(cast("dict[str, Any]", i))
+        for part in _FACTS:
+            f = m.get(part)
+            if type(f) is dict and "ref" in f:
+                m[part] = {**cast("dict[str, Any]", f), "ref": ""}
+        masked.append(m)
+    rest = {k: v for k, v in request.items() if k not in ("intents", "lease")}
+    try:
+        return json.dumps([rest, request.get("lease") is not None, masked])
+    except (TypeError, ValueError):  # not JSON as it is: never remembered
+        return None
 
 
 def _unevaluable(exc: BaseException) -> list[dict[str, str]]:
