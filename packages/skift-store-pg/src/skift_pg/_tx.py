@@ -22,7 +22,8 @@ import attrs
 import psycopg
 from psycopg import AsyncPipeline, pq, sql
 from psycopg import _queries as _pgq  # pyright: ignore[reportPrivateUsage]
-from psycopg.abc import Params, Query, QueryNoTemplate
+from psycopg._pipeline_base import BasePipeline  # pyright: ignore[reportPrivateUsage]
+from psycopg.abc import Params, PQGen, Query, QueryNoTemplate
 
 from skift import Principal, Project, Restriction, SkiftError
 
@@ -100,10 +101,51 @@ the engine makes them, and the parameters' prefixes of the statement that makes 
 A run held back whole is sent at once (PostgreSQL runs it while the engine goes on)."""
 
 
+def _queue_into_libpq(pipeline: BasePipeline) -> None:
+    """Put the statements psycopg queued in ``pipeline`` into libpq's output buffer, in
+    order, without a system call: they go out with the next flush (a read's, a sync's, or
+    :meth:`PgConn.push`)."""
+    queued = pipeline.command_queue
+    while queued:
+        queued.popleft()()
+
+
 class PgCursor(psycopg.AsyncCursor[Row]):
     """psycopg's cursor; once it has its rows, the transaction's expected identity (sent
     before every other statement, so answered by then) is judged before they are handed
-    back (:meth:`PgConn.confirm_identity`)."""
+    back (:meth:`PgConn.confirm_identity`).
+
+    In a pipeline a statement is put into libpq's output buffer and nothing more
+    (:meth:`_execute_gen`): psycopg would also flush it to the socket and poll for answers,
+    three system calls and a turn of its wait loop a statement. The statements a round
+    trip carries go out together when its read flushes (:meth:`_fetch_pipeline`), at a
+    sync or COMMIT, or at :meth:`PgConn.push`."""
+
+    def _execute_gen(
+        self,
+        query: Query,
+        params: Params | None = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool | None = None,
+    ) -> PQGen[None]:
+        # psycopg's BaseCursor._execute_gen (tests/pg/test_pipeline_buffer.py pins its
+        # text) less the pipeline's _communicate_gen, which flushes and polls
+        pipeline = self._conn._pipeline  # pyright: ignore[reportPrivateUsage]
+        if pipeline is None:
+            return (yield from super()._execute_gen(query, params, prepare=prepare, binary=binary))  # pyright: ignore[reportPrivateUsage]
+        yield from self._start_query(query)  # pyright: ignore[reportPrivateUsage]
+        pgq = self._convert_query(query, params)  # pyright: ignore[reportPrivateUsage]
+        yield from self._maybe_prepare_gen(pgq, prepare=prepare, binary=binary)  # pyright: ignore[reportPrivateUsage]
+        _queue_into_libpq(pipeline)
+        self._last_query = query  # pyright: ignore[reportPrivateUsage]
+        yield from self._conn._prepared.maintain_gen(self._conn)  # pyright: ignore[reportPrivateUsage]
+
+    async def _fetch_pipeline(self) -> None:
+        pipeline = self._conn._pipeline  # pyright: ignore[reportPrivateUsage]
+        if pipeline is not None and pipeline.command_queue:  # a transaction command's
+            _queue_into_libpq(pipeline)
+        await super()._fetch_pipeline()  # pyright: ignore[reportPrivateUsage]
 
     async def fetchone(self) -> Row | None:
         row = await super().fetchone()
@@ -225,6 +267,16 @@ class PgConn(psycopg.AsyncConnection[Row]):
             cur = PgBoundCursor(self)
             return await cur.execute(plain, params, binary=binary)
         return await super().execute(plain, params, prepare=prepare, binary=binary)
+
+    async def push(self) -> None:
+        """Send what a pipeline holds now (statements wait in libpq's buffer for the next
+        read otherwise: :class:`PgCursor`), so that PostgreSQL runs them meanwhile."""
+        pipeline = self._pipeline
+        if pipeline is None:
+            return
+        async with self.lock:
+            _queue_into_libpq(pipeline)
+            await self.wait(pipeline._communicate_gen())  # pyright: ignore[reportPrivateUsage]
 
     async def command(self, command: bytes) -> None:
         """Send BEGIN, COMMIT or ROLLBACK: queued in a pipeline (it goes out with the next
@@ -401,6 +453,7 @@ class TxBase:
         self.wrote = True
         if self._conn.deferred_run:  # a whole run: sent now, PostgreSQL runs it meanwhile
             await self._conn.flush()
+            await self._conn.push()
 
     async def _send_many(self, name: str, params: Sequence[Row]) -> None:
         """One statement per row, sent as one batch (psycopg pipelines executemany);
