@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._api import Agent, LocalSkift, PrincipalSpec, Service, Skift, User, open
     from ._archive import ArchiveImport
     from ._blobs import BlobStore, FileBlobStore, MemoryBlobStore, default_blob_dir, digest_of
-    from ._convert import from_json, to_json
+    from ._convert import from_json
     from ._edges import EdgeEnd, EdgeInfo
     from ._engine import Actor, Engine
     from ._errors import (
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ._growth import store_stats
     from ._importer import BeadsImport
     from ._inputs import check_inputs
+    from ._json import to_json
     from ._limits import DEFAULT_LIMITS, Limits
     from ._memory import MemoryStore
     from ._models import (
@@ -238,7 +239,7 @@ _LAZY: dict[str, str] = {
     "default_blob_dir": "_blobs",
     "digest_of": "_blobs",
     "from_json": "_convert",
-    "to_json": "_convert",
+    "to_json": "_json",
     "Actor": "_context",
     "Engine": "_engine",
     "NodeFilter": "_filter",

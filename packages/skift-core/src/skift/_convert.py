@@ -1,7 +1,9 @@
 """Serialization at the edges: one cattrs converter for JSON-shaped dicts.
 
 Models never grow ``to_dict`` methods; the CLI, the server, the MCP tools and
-the idempotency record all go through this converter.
+the idempotency record all go through this converter. Writing goes through
+``to_json`` (``_json``: the same output without cattrs, kept equal to this
+converter's by tests/core/test_to_json.py); reading through ``from_json``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from uuid import UUID
 from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
+from ._json import to_json as to_json
 from ._pages import Page
 from ._parts import PART_TYPES, Part, part_from_dict, part_to_dict
 from ._views import ReadyPage, Reason
@@ -53,11 +56,6 @@ json_converter.register_unstructure_hook_func(
     lambda t: isinstance(t, type) and issubclass(t, Page),
     lambda p: [json_converter.unstructure(x) for x in p],
 )
-
-
-def to_json(value: object) -> Any:
-    """The JSON-shaped form of a view (dicts, lists, strings, numbers)."""
-    return json_converter.unstructure(value)
 
 
 def from_json(value: Any, cls: type[T]) -> T:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import attrs
+
+from ._lazy import frozen, on_first_use
 
 
 class Status(enum.StrEnum):
@@ -67,14 +69,14 @@ class ReleaseReason(enum.StrEnum):
     PREEMPTED = "preempted"
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Org:
     id: UUID
     name: str
     created_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Principal:
     id: UUID
     org_id: UUID
@@ -97,7 +99,7 @@ class IdentityScheme(enum.StrEnum):
     LOCAL = "local"  # an in-process embedder naming its principal
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Identity:
     """One way of reaching skift as a principal; keyed by scheme and value across the store."""
 
@@ -110,7 +112,7 @@ class Identity:
     revoked_at: datetime | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class IdentityInvite:
     """An admin's invitation: the external identity ``value`` (an OIDC ``issuer|subject``)
     becomes ``principal``'s when its holder signs in with it presenting the invitation's
@@ -127,7 +129,7 @@ class IdentityInvite:
     code_digest: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Hold:
     """A stored decision to park work: who, when, why, and the focus sweep if any."""
 
@@ -137,7 +139,7 @@ class Hold:
     group: UUID | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Project:
     id: UUID
     org_id: UUID
@@ -160,7 +162,7 @@ used as its write lock), not work. Ready, ClaimNext and a person's *Waiting on m
 out unless the filter's kinds name it; listings, show and claim by ref treat it as any node."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Node:
     id: UUID
     org_id: UUID
@@ -202,7 +204,7 @@ class Node:
         return self.status is Status.DROPPED and not self.is_gate
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Edge:
     org_id: UUID
     from_id: UUID
@@ -211,7 +213,7 @@ class Edge:
     created_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Lease:
     """The contract between skift and whatever executes work; ``id`` is the fencing token."""
 
@@ -233,7 +235,7 @@ class Lease:
         return self.released_at is None and self.expires_at > now
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Revision:
     """A comment's body as it was before an edit: what it said, who wrote it, when."""
 
@@ -242,7 +244,7 @@ class Revision:
     at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Comment:
     """Content attached to a node: its own entity, never an event.
 
@@ -264,7 +266,7 @@ class Comment:
     revisions: tuple[Revision, ...] = ()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Event:
     """Immutable record of one change: who, what, why, before and after."""
 
@@ -284,7 +286,7 @@ class Event:
     occurred_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class NodeOrigin:
     """One imported node: its source, its id there, and the source's last word (``extra``)."""
 
@@ -294,3 +296,7 @@ class NodeOrigin:
     source: str
     external_id: str
     extra: Mapping[str, Any] = attrs.field(factory=dict[str, Any])
+
+
+if not TYPE_CHECKING:
+    __getattr__ = on_first_use(globals())

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import attrs
 
 from ._errors import Invalid
+from ._lazy import frozen, on_first_use
 
 
 def _meta(value: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -59,7 +60,7 @@ Part = TextPart | BlobPart | ReferencePart
 PART_TYPES: dict[str, type[Part]] = {"text": TextPart, "blob": BlobPart, "reference": ReferencePart}
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Artifact:
     """What a caller attaches: a name, a description, parts and metadata (JSON values)."""
 
@@ -69,7 +70,7 @@ class Artifact:
     metadata: dict[str, Any] = attrs.field(factory=dict[str, Any], converter=_meta)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BlobInfo:
     """A stored blob: its digest, the media type it was uploaded as, and its size in bytes."""
 
@@ -78,7 +79,7 @@ class BlobInfo:
     size: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ArtifactInfo:
     """An attached artifact as a caller sees it, attributed to the principal that attached it."""
 
@@ -93,7 +94,7 @@ class ArtifactInfo:
     created_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ArtifactRecord:
     """An artifact as a store keeps it (parts and metadata in their JSON form)."""
 
@@ -108,7 +109,7 @@ class ArtifactRecord:
     created_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class BlobRecord:
     """That an organization holds a blob: its digest, size and media type (bytes live elsewhere)."""
 
@@ -154,3 +155,7 @@ def artifact_to_dict(artifact: Artifact) -> dict[str, Any]:
         "parts": [part_to_dict(p) for p in artifact.parts],
         "metadata": dict(artifact.metadata),
     }
+
+
+if not TYPE_CHECKING:
+    __getattr__ = on_first_use(globals())

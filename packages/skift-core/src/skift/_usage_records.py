@@ -8,9 +8,10 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-import attrs
+from ._lazy import frozen, on_first_use
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -23,7 +24,7 @@ class UsageKind(enum.StrEnum):
 # ------------------------------------------------------------------ stored
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UsageRecord:
     """One append-only record: counts, never currency."""
 
@@ -43,7 +44,7 @@ class UsageRecord:
     created_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UsageScope:
     """What a rollup covers: one node (``subtree``: and its descendants), or a project."""
 
@@ -52,7 +53,7 @@ class UsageScope:
     subtree: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UsageTotal:
     """Token sums of one kind and model in a scope (estimates: current ones only)."""
 
@@ -64,7 +65,7 @@ class UsageTotal:
     cache_write_tokens: int = 0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Rate:
     """A model's price per million tokens, per token class, in ``currency``."""
 
@@ -79,7 +80,7 @@ class Rate:
     updated_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Budget:
     """A budget (reported) and a cap (enforced at Claim) on a node, or a budget on a project."""
 
@@ -94,7 +95,7 @@ class Budget:
 # ------------------------------------------------------------------ views
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UsageInfo:
     """A usage record as a caller sees it."""
 
@@ -113,7 +114,7 @@ class UsageInfo:
     created_at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class TokenTotals:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -122,7 +123,7 @@ class TokenTotals:
     total: int = 0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class UsageReport:
     """A rollup: actual and current-estimate tokens, their cost at today's rates, the budget."""
 
@@ -140,7 +141,7 @@ class UsageReport:
     records: tuple[UsageInfo, ...]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class RateInfo:
     """A model's rate: price per million tokens of each class."""
 
@@ -151,3 +152,7 @@ class RateInfo:
     cache_write: Decimal
     currency: str
     updated_at: datetime
+
+
+if not TYPE_CHECKING:
+    __getattr__ = on_first_use(globals())

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._lazy import frozen, on_first_use
 from ._models import AssigneeKind, Priority, ReleaseReason, Status
 from ._parts import ArtifactInfo
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class NodeInfo:
     """A node with its derived state, as every response carries it.
 
@@ -57,7 +58,7 @@ class NodeInfo:
     """``get`` only: the live lease while the node is claimed (its ``id`` only to its holder)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ProjectInfo:
     id: str
     slug: str
@@ -75,7 +76,7 @@ class ProjectInfo:
     """A restricted project's readers (principal names); None: unrestricted."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Resolved:
     """What a reference resolves to, with the title so a caller can check itself."""
 
@@ -84,7 +85,7 @@ class Resolved:
     title: str
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class PatchResult:
     request_id: str
     created: dict[str, str]
@@ -93,7 +94,7 @@ class PatchResult:
     parked: int = 0
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class FocusResult:
     """What a focus sweep (or clearing one) did in its scope.
 
@@ -109,7 +110,7 @@ class FocusResult:
     parked: int
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class ReadyPage:
     """A page of nodes. ``held_count`` counts the nodes matching the filter that a
     hold parks, up to ``Limits.held_count_bound``; past it the count stops there
@@ -124,7 +125,7 @@ class ReadyPage:
     page holds goes on from there)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Reason:
     """One reason a node is not ready: ``kind`` plus details (see SURFACE.md)."""
 
@@ -132,7 +133,7 @@ class Reason:
     detail: dict[str, Any] = attrs.field(factory=dict[str, Any])
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Explanation:
     ref: str
     title: str
@@ -143,7 +144,7 @@ class Explanation:
         return [r.kind for r in self.reasons]
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class LeaseInfo:
     id: str
     node: str
@@ -159,7 +160,7 @@ class LeaseInfo:
     """The node's title (``live_leases`` fills it)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Input:
     """A predecessor's result, attributed to who completed it (``author``, ``author_kind``:
     ``agent``, ``user`` or ``service``; None if it was never completed)."""
@@ -172,13 +173,13 @@ class Input:
     artifacts: tuple[ArtifactInfo, ...] = ()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class CommentsHint:
     unresolved: int = 0
     newest_at: datetime | None = None
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class CommentRevision:
     """A comment's body before one of its edits, attributed to who wrote it."""
 
@@ -188,7 +189,7 @@ class CommentRevision:
     at: datetime
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class CommentInfo:
     """A comment as a caller sees it: ``in_reply_to`` threads it, ``revisions`` are prior bodies."""
 
@@ -206,7 +207,7 @@ class CommentInfo:
     revisions: tuple[CommentRevision, ...] = ()
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class SearchHit:
     """One node a search found: ``matched`` names the fields holding a query word."""
 
@@ -216,7 +217,7 @@ class SearchHit:
     snippet: str
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class Claim:
     node: NodeInfo
     lease: LeaseInfo
@@ -227,7 +228,7 @@ class Claim:
     that sends fewer inputs than the claim holds)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class EventInfo:
     """One change. ``cursor`` is its place in the change stream: ``watch_events(after=cursor)``
     returns what committed after it (docs/events.md)."""
@@ -249,7 +250,7 @@ class EventInfo:
     cursor: str = attrs.field(default="", eq=False)
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class EventPage:
     """A read of the change stream: events in commit order, and where to read next.
 
@@ -261,7 +262,7 @@ class EventPage:
     cursor: str
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class IdentityInfo:
     """One identity of a principal. A token shows its id, never its secret or digest."""
 
@@ -272,7 +273,7 @@ class IdentityInfo:
     revoked: bool
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class WhoAmI:
     """Who the caller is to this skift and what it serves (``skift status``).
 
@@ -288,7 +289,7 @@ class WhoAmI:
     database: str
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class PrincipalInfo:
     id: str
     name: str
@@ -299,7 +300,7 @@ class PrincipalInfo:
     """An admin of the organization (``grant_admin``; people only)."""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class InviteInfo:
     """An admin's pending invitation: ``value`` (an OIDC ``issuer|subject``) becomes
     ``principal``'s identity when its holder signs in with it and presents ``code``.
@@ -317,7 +318,7 @@ class InviteInfo:
     code: str = ""
 
 
-@attrs.frozen(kw_only=True)
+@frozen(kw_only=True)
 class TokenInfo:
     """A new bearer token. ``token`` is the secret: shown here once, stored only as a digest."""
 
@@ -325,3 +326,7 @@ class TokenInfo:
     principal: str
     token: str
     created_at: datetime
+
+
+if not TYPE_CHECKING:
+    __getattr__ = on_first_use(globals())
