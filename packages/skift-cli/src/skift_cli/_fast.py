@@ -150,8 +150,8 @@ def _emit(value: Any) -> None:
 
 def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
     import skift
+    from skift_server._convert import page_size
     from skift_server._convert_types import from_pb, to_pb
-    from skift_server._paging import page_size
     from skift_server._proto.skift import v1
 
     if got.get("assignee_kind") not in (None, *ASSIGNEE_KINDS):

@@ -4,7 +4,7 @@ The JSON shapes of SURFACE.md are the views' fields, in their order, with a few
 special cases: a datetime (or date) is its ISO 8601 text, a UUID and a Decimal their
 strings, bytes base85 text, a tuple, list or set a list, a mapping a dict, a
 :class:`Reason` its ``kind`` beside its details, an artifact part :func:`part_to_dict`'s
-form, a :class:`ReadyPage` without its keyset ``ends``, a :class:`Page` the list of its
+form, a :class:`ReadyPage` without its keyset ``ends``, a ``Page`` the list of its
 items. A StrEnum or IntEnum stays as it is (it is its string or number), any other enum
 becomes its value; anything else is passed as it is.
 
@@ -23,7 +23,6 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from ._pages import Page
 from ._parts import PART_TYPES, part_to_dict
 
 _Plain = Callable[[Any], Any]
@@ -143,7 +142,7 @@ def _plain_for(cls: type[Any]) -> _Plain:
         return _reason
     if cls in PART_TYPES.values():
         return part_to_dict
-    if issubclass(cls, Page | list | tuple | set | frozenset):
+    if issubclass(cls, list | tuple | set | frozenset):  # a Page is a list
         return _sequence
     if issubclass(cls, Mapping):
         return _mapping

@@ -80,8 +80,8 @@ def ready(url: str | None, arguments: object) -> dict[str, Any] | None:
         if timeout is None:
             return None
         import skift
+        from skift_server._convert import page_size
         from skift_server._convert_types import from_pb, to_pb
-        from skift_server._paging import page_size
         from skift_server._proto.skift import v1
 
         from . import _render as r

@@ -34,7 +34,6 @@ from ._client_h2 import Connection as LeanConnection
 from ._convert_types import to_pb
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
-from ._paging import page_size as page_size  # the client mixins' import
 from ._paths import check_socket_owner, starting_pid
 from ._proto.skift import v1
 from ._unary import Unsupported

@@ -164,3 +164,12 @@ def kind_word(value: betterproto2.Enum | int | None) -> str | None:
         return None
     name = getattr(value, "name", None)
     return name.lower() if isinstance(name, str) and name.isidentifier() else None
+
+
+def page_size(limit: int | None) -> int:
+    """``limit`` as a wire page size: None is 0 (the server's default); an explicit 0,
+    which the wire cannot tell from "default", is sent as -1 so the server refuses it
+    as the local API does."""
+    if limit is None:
+        return 0
+    return limit if limit != 0 else -1

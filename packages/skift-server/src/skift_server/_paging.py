@@ -33,6 +33,7 @@ import betterproto2
 
 import skift
 
+from ._convert import page_size as page_size  # the clients' import, here since before
 from ._wirecodec import Encoded
 
 T = TypeVar("T", bound=betterproto2.Message)
@@ -292,12 +293,3 @@ def cut_inputs(
         out.append(bare)
         return out, (i + 1 if i + 1 < len(inputs) else None)
     return out, None
-
-
-def page_size(limit: int | None) -> int:
-    """``limit`` as a wire page size: None is 0 (the server's default); an explicit 0,
-    which the wire cannot tell from "default", is sent as -1 so the server refuses it
-    as the local API does."""
-    if limit is None:
-        return 0
-    return limit if limit != 0 else -1
