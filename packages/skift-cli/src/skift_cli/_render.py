@@ -22,6 +22,8 @@ from rich.tree import Tree
 
 import skift
 
+from . import _facts
+
 _out: Console | None = None
 _err: Console | None = None
 
@@ -70,58 +72,30 @@ def err() -> Console:
 # ------------------------------------------------------------------ small parts
 
 
-def reltime(when: datetime | None, now: datetime | None = None) -> str:
-    """``3m ago`` or ``in 5m``; empty for no time."""
-    if when is None:
-        return ""
-    now = now or datetime.now(UTC)
-    secs = (now - when).total_seconds()
-    future = secs < 0
-    secs = abs(secs)
-    if secs < 45:
-        text = f"{int(secs)}s"
-    elif secs < 3600:
-        text = f"{round(secs / 60)}m"
-    elif secs < 86400:
-        text = f"{round(secs / 3600)}h"
-    else:
-        text = f"{round(secs / 86400)}d"
-    if secs < 1:
-        return "just now"
-    return f"in {text}" if future else f"{text} ago"
+reltime = _facts.reltime
+_enum = _facts.enum_word
+_by = _facts.by
+_part = _facts.part_line
 
 
-def _enum(value: object) -> str:
-    return str(getattr(value, "value", value))
+def _text(pieces: Sequence[_facts.Piece]) -> Text:
+    """Rich's Text of pieces (a markup piece, which rich is given as a str, is read as markup)."""
+    t = Text()
+    for text, style, markup in pieces:
+        if markup:
+            t.append_text(Text.from_markup(text, style=style))
+        else:
+            t.append(text, style=style)
+    return t
 
 
 def state(node: skift.NodeInfo) -> Text:
     """One word for where a node stands, from its status and derived flags."""
-    status = _enum(node.status)
-    if status == "done":
-        return Text("done", style="green")
-    if status == "dropped":
-        return Text("dropped", style="dim strike")
-    if node.ready:
-        word = Text("ready", style="bold green")
-    elif node.claimed:
-        word = Text("claimed", style="yellow")
-    elif node.held:
-        word = Text("held", style="magenta")
-    elif node.blocked:
-        word = Text("blocked", style="red")
-    else:
-        word = Text("waiting", style="cyan")  # open children, or an archived project
-    if _enum(node.assignee_kind) == "user":
-        word.append(" (gate)", style="bold yellow")
-    return word
+    return _text(_facts.state(node))
 
 
 def _title(node: skift.NodeInfo) -> Text:
-    t = Text(node.title)
-    if node.labels:
-        t.append("  " + " ".join(f"[{lbl}]" for lbl in node.labels), style="dim")
-    return t
+    return _text(_facts.title(node))
 
 
 # ------------------------------------------------------------------- listings
@@ -246,24 +220,13 @@ def short_ref(ref: str, project: str) -> str:
 
 
 def _prio(priority: object) -> Text:
-    p = _enum(priority)
-    style = {"p0": "bold red", "p1": "red", "p2": "", "p3": "dim", "p4": "dim"}.get(p, "")
-    return Text(p, style=style)
+    return _text([_facts.prio(priority)])
 
 
 def page_footer(page: skift.ReadyPage, *, what: str) -> None:
-    notes: list[str] = []
-    if page.held_count:
-        more = "" if page.held_count_exact else "+"
-        notes.append(f"{page.held_count}{more} held (not shown)")
-    if page.next_page:
-        notes.append(f"more: --page {page.next_page}")
-    if not page.nodes:
-        out().print(
-            f"[dim]no {what}[/dim]" + (f" [dim]({'; '.join(notes)})[/dim]" if notes else "")
-        )
-    elif notes:
-        out().print("[dim]" + "; ".join(notes) + "[/dim]")
+    line = _facts.page_footer(page, what=what)
+    if line is not None:
+        out().print(f"[dim]{line}[/dim]")
 
 
 def node_tree(nodes: Sequence[skift.NodeInfo], blockers: Mapping[str, Sequence[str]]) -> Group:
@@ -375,67 +338,21 @@ def project_panel(p: skift.ProjectInfo) -> Panel:
 # ---------------------------------------------------------------- single node
 
 
-def _by(name: str, kind: str | None) -> str:
-    """A principal as attribution reads: ``ada (user)``."""
-    return f"{name} ({kind})" if kind else name
-
-
 def node_panel(
     n: skift.NodeInfo,
     *,
     blockers: Sequence[str] = (),
     artifacts: Sequence[skift.ArtifactInfo] = (),
 ) -> Panel:
+    title, grid, lines = _facts.node_facts(n, blockers=blockers, artifacts=artifacts)
     rows = Table.grid(padding=(0, 2))
     rows.add_column(style="bold")
     rows.add_column()
-    rows.add_row("ref", Text(n.ref, style="bold cyan"))
-    rows.add_row("state", state(n))
-    rows.add_row("priority", _prio(n.priority))
-    rows.add_row("kind", n.kind)
-    if n.parent:
-        rows.add_row("parent", n.parent)
-    if n.labels:
-        rows.add_row("labels", ", ".join(n.labels))
-    if blockers:
-        rows.add_row("blocked by", Text(", ".join(blockers), style="red"))
-    if n.assignee_kind or n.assignee:
-        who = " ".join(
-            x for x in (_enum(n.assignee_kind) if n.assignee_kind else "", n.assignee or "") if x
-        )
-        rows.add_row("assignee", who)
-    rows.add_row("created", reltime(n.created_at))
-    rows.add_row("context", Text(n.context_id, style="dim"))
-    if n.body and n.body_author:
-        rows.add_row("body by", Text(_by(n.body_author, n.body_author_kind)))
-    if n.result is not None and n.result_author:
-        rows.add_row("result by", Text(_by(n.result_author, n.result_author_kind)))
-    parts: list[Any] = [rows]
-    if n.body:
-        parts += [Text(""), Text(n.body)]
-    if n.result:
-        parts += [Text(""), Text("result", style="bold green"), Text(n.result)]
-    if artifacts:
-        parts += [Text(""), Text("artifacts", style="bold")]
-        for art in artifacts:
-            parts.append(Text(f"{art.name}", style="bold").append(f"  by {art.author}", "dim"))
-            for p in art.parts:
-                parts.append(Text("  " + _part(p)))
-    return Panel(Group(*parts), title=escape(n.title), title_align="left")
-
-
-def _part(p: Any) -> str:
-    """One artifact part on a line; a blob names the command that fetches it."""
-    kind = getattr(p, "type", "")
-    if kind == "blob":
-        return (
-            f"blob {p.digest} ({p.media_type}, {p.size} bytes): skift blob get {p.digest} -o FILE"
-        )
-    if kind == "reference":
-        commit = f" @ {p.commit}" if getattr(p, "commit", None) else ""
-        return f"reference {p.uri}{commit}"
-    text = str(getattr(p, "text", ""))
-    return "text: " + (text if len(text) <= 60 else text[:57] + "…")
+    for label, pieces in grid:
+        (text, style, markup), *more = pieces
+        rows.add_row(label, text if markup and not more and not style else _text(pieces))
+    parts: list[Any] = [rows, *(_text(line) for line in lines)]
+    return Panel(Group(*parts), title=escape(title), title_align="left")
 
 
 def describe_reason(kind: str, d: Mapping[str, Any]) -> Text:

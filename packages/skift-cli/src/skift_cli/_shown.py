@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import skift
 
 Emit = Callable[[Any], None]
+_NARROW = 80  # _render.NARROW: a narrower table drops and crops columns (rich draws it)
 
 
 def lease_json(lease: Any) -> dict[str, Any]:
@@ -38,6 +39,11 @@ def ready(pg: skift.ReadyPage, *, as_json: bool, emit: Emit) -> None:
         import skift
 
         emit(skift.to_json(pg))
+        return
+    from . import _plain
+
+    cols = _plain.width()
+    if cols is not None and cols >= _NARROW and _plain.ready_table(pg, cols):
         return
     from . import _render
 
@@ -72,6 +78,11 @@ def show(
                 "comments": {"count": len(cs), "unresolved": unresolved},
             }
         )
+        return
+    from . import _plain
+
+    cols = _plain.width()
+    if cols is not None and _plain.node_panel(n, arts, blockers, cs, cols):
         return
     from . import _render
 
