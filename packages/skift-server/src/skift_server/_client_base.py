@@ -31,6 +31,7 @@ import skift
 
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._client_h2 import Connection as LeanConnection
+from ._convert import page_size as page_size  # the client mixins' import
 from ._convert_types import to_pb
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
