@@ -12,7 +12,7 @@ import enum
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, cast
 from uuid import UUID
@@ -55,7 +55,9 @@ def sample(t: Any, *, none: bool, depth: int = 0) -> Any:
         return sample(members[depth % len(members)], none=none, depth=depth + 1)
     if origin is typing.Literal:
         return args[0]
-    if origin is tuple:
+    if origin is tuple or origin is Sequence:
+        if origin is Sequence:
+            args = (args[0], Ellipsis)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(sample(args[0], none=none, depth=depth + 1) for _ in range(2))
         return tuple(sample(a, none=none, depth=depth + 1) for a in args)
