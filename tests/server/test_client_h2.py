@@ -277,3 +277,30 @@ def test_a_header_block_with_metadata() -> None:
         ("authorization", "Bearer t"),
         ("x-skift-org", "o"),
     ]
+
+
+def test_a_transport_of_another_loop_is_taken_as_it_is() -> None:
+    """uvloop's transports are not asyncio.Transport subclasses (uvicorn runs one: the
+    receiver in docs/webhooks.md calls skift from it); the connection takes any transport
+    that writes, and starts with the preface."""
+
+    class LoopTransport:  # what uvloop's UnixTransport offers, and no asyncio base class
+        def __init__(self) -> None:
+            self.out = bytearray()
+
+        def write(self, data: Any) -> None:
+            self.out += data
+
+        def is_closing(self) -> bool:
+            return False
+
+        def close(self) -> None:
+            pass
+
+        def get_extra_info(self, name: str, default: Any = None) -> Any:
+            return default
+
+    transport = LoopTransport()
+    assert not isinstance(transport, asyncio.BaseTransport)
+    Connection("localhost", ErrorDetailsCodec()).connection_made(transport)  # type: ignore[arg-type]
+    assert bytes(transport.out).startswith(PREFACE)

@@ -37,7 +37,7 @@ import contextlib
 import socket
 import struct
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError, StreamTerminatedError
@@ -190,8 +190,9 @@ class Connection(asyncio.Protocol):
         return proto
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport (uvloop's are not registered as asyncio.Transport subclasses,
+        # so no isinstance check: the receiver in docs/webhooks.md runs under uvicorn's uvloop)
+        self.transport = cast("asyncio.Transport", transport)
         sock: Any = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             with contextlib.suppress(OSError):
