@@ -192,15 +192,15 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # a stream transport (uvloop's are not registered as asyncio.Transport subclasses,
         # so no isinstance check: the receiver in docs/webhooks.md runs under uvicorn's uvloop)
-        self.transport = cast("asyncio.Transport", transport)
-        sock: Any = transport.get_extra_info("socket")
+        self.transport = stream = cast("asyncio.Transport", transport)
+        sock: Any = stream.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         settings = struct.pack(">HI", ENABLE_PUSH, 0) + struct.pack(
             ">HI", INITIAL_WINDOW_SIZE, MAX_WINDOW
         )
-        transport.write(
+        stream.write(
             PREFACE
             + _frame(SETTINGS, 0, 0, settings)
             + _frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", MAX_WINDOW - DEFAULT_WINDOW))
