@@ -16,6 +16,7 @@ from test_round_trips import RoundTrips, round_trips
 
 import skift
 from skift_pg import PgStore
+from skift_pg._tx import REPLAN_AT
 
 
 async def _setup(owner: skift.LocalSkift) -> str:
@@ -111,8 +112,10 @@ async def test_the_identity_rides_with_the_first_statement(pg_dsn: str) -> None:
         store = PgStore(dsn, min_size=1, max_size=1, listen=False)
         async with skift.LocalSkift(store, principal=skift.User("owner")) as base:
             bot = await base.authenticate("token", secret)
-            for _ in range(3):
-                await bot.get("rm#1")  # warm: statements prepared
+            for _ in range(REPLAN_AT):
+                # warm: statements prepared, and past the connection's one re-plan (its
+                # REPLAN_AT-th transaction sends DEALLOCATE ALL and prepares each again)
+                await bot.get("rm#1")
             counts: dict[str, list[int]] = {"in process": [], "looked up": [], "remembered": []}
             for _ in range(3):
                 for how in counts:
