@@ -65,6 +65,7 @@ from ._unary import (
     SETTINGS,
     WINDOW_UPDATE,
     Unsupported,
+    frame,
 )
 
 ENABLE_PUSH: Final = 0x2
@@ -85,15 +86,6 @@ _HTTP_TO_GRPC: Final = {
 }
 """A non-200 answer's gRPC status, as grpclib's client maps it."""
 _USER_AGENT: Final = "skift-python"
-
-
-def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    return (
-        struct.pack(">I", len(payload))[1:]
-        + bytes((kind, flags))
-        + struct.pack(">I", stream)
-        + payload
-    )
 
 
 def _integer(value: int, prefix: int, first: int) -> bytes:
@@ -202,8 +194,8 @@ class Connection(asyncio.Protocol):
         )
         stream.write(
             PREFACE
-            + _frame(SETTINGS, 0, 0, settings)
-            + _frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", MAX_WINDOW - DEFAULT_WINDOW))
+            + frame(SETTINGS, 0, 0, settings)
+            + frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", MAX_WINDOW - DEFAULT_WINDOW))
         )
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -257,10 +249,10 @@ class Connection(asyncio.Protocol):
         sid = self._next_stream
         self._next_stream += 2
         body = b"\x00" + struct.pack(">I", len(request)) + request
-        out = [_frame(HEADERS, END_HEADERS, sid, block)]
+        out = [frame(HEADERS, END_HEADERS, sid, block)]
         for i in range(0, len(body), MAX_FRAME):
             chunk = body[i : i + MAX_FRAME]
-            out.append(_frame(DATA, END_STREAM if i + MAX_FRAME >= len(body) else 0, sid, chunk))
+            out.append(frame(DATA, END_STREAM if i + MAX_FRAME >= len(body) else 0, sid, chunk))
         self._send_window -= len(body)
         done = asyncio.get_running_loop().create_future()
         call = self._calls[sid] = _Call(done)
@@ -271,7 +263,7 @@ class Connection(asyncio.Protocol):
         except BaseException:  # the deadline, or the caller cancelled: the server is told
             if self._calls.pop(sid, None) is not None and not self.closed:
                 with contextlib.suppress(Exception):
-                    transport.write(_frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL)))
+                    transport.write(frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL)))
             raise
         if call.error is not None:
             raise call.error
@@ -347,7 +339,7 @@ class Connection(asyncio.Protocol):
         if kind == DATA:
             self._received += len(payload)
             if self._received >= _TOP_UP:
-                self._write(_frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", self._received)))
+                self._write(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", self._received)))
                 self._received = 0
             call = self._calls.get(sid)
             if call is None:
@@ -367,7 +359,7 @@ class Connection(asyncio.Protocol):
                 self._send_window += step
         elif kind == PING:
             if not flags & ACK:
-                self._write(_frame(PING, ACK, 0, payload))
+                self._write(frame(PING, ACK, 0, payload))
         elif kind == RST_STREAM:
             call = self._calls.pop(sid, None)
             if call is not None and not call.done.done():
@@ -393,7 +385,7 @@ class Connection(asyncio.Protocol):
                     self._resize = True
             elif key == MAX_CONCURRENT_STREAMS:
                 self._max_streams = value
-        self._write(_frame(SETTINGS, ACK, 0))
+        self._write(frame(SETTINGS, ACK, 0))
 
     def _header_frame(self, kind: int, flags: int, sid: int, payload: bytes) -> None:
         if kind == HEADERS:

@@ -69,7 +69,8 @@ class CallFailed(Exception):
         self.details = details
 
 
-def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame: the 9-byte header, then the payload (both clients write with it)."""
     head = struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream)
     return head + payload
 
@@ -149,8 +150,8 @@ class Connection:
         # the connection's window opened as wide as a stream's: an answer never waits on us
         self._pending = (
             PREFACE
-            + _frame(SETTINGS, 0, 0, settings)
-            + _frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", MAX_WINDOW - DEFAULT_WINDOW))
+            + frame(SETTINGS, 0, 0, settings)
+            + frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", MAX_WINDOW - DEFAULT_WINDOW))
         )
         return sock
 
@@ -178,10 +179,10 @@ class Connection:
         if len(block) > MAX_FRAME:
             raise Unsupported("headers larger than a frame")
         out = bytearray(self._pending if first else b"")
-        out += _frame(HEADERS, END_HEADERS, stream, block)
+        out += frame(HEADERS, END_HEADERS, stream, block)
         chunks = [body[i : i + MAX_FRAME] for i in range(0, len(body), MAX_FRAME)]
         for i, chunk in enumerate(chunks):
-            out += _frame(DATA, END_STREAM if i == len(chunks) - 1 else 0, stream, chunk)
+            out += frame(DATA, END_STREAM if i == len(chunks) - 1 else 0, stream, chunk)
         self._send_window -= len(body)
         deadline = time.monotonic() + self.timeout
         try:
@@ -228,9 +229,9 @@ class Connection:
                         self._send_window += value - DEFAULT_WINDOW
                     elif key == HEADER_TABLE_SIZE:
                         self._encoder.header_table_size = value
-                sock.sendall(_frame(SETTINGS, ACK, 0))
+                sock.sendall(frame(SETTINGS, ACK, 0))
             elif kind == PING and not flags & ACK:
-                sock.sendall(_frame(PING, ACK, 0, payload))
+                sock.sendall(frame(PING, ACK, 0, payload))
             elif kind == GOAWAY:
                 raise Broken("the server closed the connection (GOAWAY)")
             elif sid != stream:
