@@ -60,6 +60,11 @@ def test_without_a_server_the_error_names_the_socket_and_the_next_move(
 def test_skift_mcp_help_names_skift_mcp(cli: Cli) -> None:
     got = cli.run("mcp", "--help")
     assert got.out.startswith("usage: skift mcp ")
+    assert "--transport" in got.out
+    # skift mcp runs the skift-mcp program: its misuse is the program's, named as skift mcp
+    bad = cli.run("mcp", "--no-such-flag", expect=2)
+    assert bad.err.startswith("usage: skift mcp ")
+    assert "--no-such-flag" in bad.err
 
 
 def test_the_python_snippet_skift_serve_prints_runs_as_written(tmp_path: Path) -> None:

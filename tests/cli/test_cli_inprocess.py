@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -388,11 +389,31 @@ def test_demo_tours_an_in_memory_store(sk: Run) -> None:
 
 
 def test_serve_and_mcp_are_wired_to_their_programs(
-    sk: Run, capsys: pytest.CaptureFixture[str]
+    sk: Run, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for cmd, marker in (("serve", "--socket"), ("mcp", "--transport")):
-        assert run([cmd, "--help"]) == 0  # their parsers' exit comes back as skift's
-        assert marker in capsys.readouterr().out
+    assert run(["serve", "--help"]) == 0  # its parser's exit comes back as skift's
+    assert "--socket" in capsys.readouterr().out
+    # skift mcp runs the skift-mcp program beside this Python: its arguments (--json
+    # dropped), the environment with the global --server and -p, and its usage's name
+    execs: list[tuple[str, list[str], dict[str, str]]] = []
+
+    def execve(path: str, argv: list[str], env: dict[str, str]) -> None:
+        execs.append((path, argv, env))
+        raise SystemExit(0)  # execve does not return
+
+    monkeypatch.setattr("os.execve", execve)
+    monkeypatch.setenv("SKIFT_KEPT", "yes")
+    with pytest.raises(SystemExit):
+        run(
+            ["--server", "unix:///tmp/elsewhere.sock", "-p", "proj", "mcp", "--port", "9", "--json"]
+        )
+    ((path, argv, env),) = execs
+    assert Path(path) == Path(sys.executable).parent / "skift-mcp"
+    assert argv == [path, "--port", "9"]
+    assert env["SKIFT_SERVER"] == "unix:///tmp/elsewhere.sock"
+    assert env["SKIFT_PROJECT"] == "proj"
+    assert env["SKIFT_MCP_PROG"] == "skift mcp"
+    assert env["SKIFT_KEPT"] == "yes"
 
 
 def test_comments_threads_and_search(cli: Cli, sk: Run) -> None:

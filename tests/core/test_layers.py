@@ -41,3 +41,9 @@ def test_every_module_is_on_a_layer_line(package: str) -> None:
 def test_no_cycle_is_waived() -> None:
     (acyclic,) = [c for c in _contracts() if c["id"] == "acyclic"]
     assert "ignore_imports" not in acyclic
+
+
+def test_no_contract_has_a_waiver() -> None:
+    """Not even between packages: ``skift mcp`` runs the ``skift-mcp`` program rather than
+    importing skift_mcp into the CLI."""
+    assert [c["id"] for c in _contracts() if "ignore_imports" in c] == []

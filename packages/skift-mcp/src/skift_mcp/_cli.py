@@ -59,8 +59,12 @@ async def _serve(url: str | None, transport: str, host: str, port: int) -> None:
         await build_server(sk).run_streamable_http_async(host=host, port=port)
 
 
-def main(argv: list[str] | None = None, *, prog: str = "skift-mcp") -> None:
-    """Run the MCP server until its transport closes (stdin ends, or a signal)."""
+def main(argv: list[str] | None = None, *, prog: str | None = None) -> None:
+    """Run the MCP server until its transport closes (stdin ends, or a signal).
+
+    ``prog`` is the name its usage shows: by default ``SKIFT_MCP_PROG`` (``skift mcp``
+    sets it when it runs this program), else ``skift-mcp``."""
+    prog = prog or os.environ.pop("SKIFT_MCP_PROG", None) or "skift-mcp"
     ns = parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
     if not ns.server:
         from skift_server._paths import configured_server
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None, *, prog: str = "skift-mcp") -> None:
         err = _skift_error(exc)
         if err is None:
             raise
-        print(f"skift-mcp: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         raise SystemExit(4 if isinstance(err, skift.Unavailable) else 1) from None
 
 

@@ -109,20 +109,29 @@ def mcp(args: tuple[str, ...]) -> None:
     if rest[:1] == ["config"]:
         _mcp_config(a, rest[1:], as_json=a.json or "--json" in args)
         return
+    env = dict(os.environ)
     if a.g.server:
-        os.environ["SKIFT_SERVER"] = a.g.server
+        env["SKIFT_SERVER"] = a.g.server
     if a.g.projects:
-        os.environ["SKIFT_PROJECT"] = a.g.projects[0]
-    import skift_mcp
+        env["SKIFT_PROJECT"] = a.g.projects[0]
+    env["SKIFT_MCP_PROG"] = "skift mcp"  # the name its usage and errors show
+    program = _program("skift-mcp")
+    if program is None:
+        usage_error("skift-mcp is not installed (it comes with the skift-mcp package)")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(program, [program, *rest], env)  # the program replaces this process
 
-    main: Callable[..., int | None] = getattr(skift_mcp, "main")  # noqa: B009
-    try:
-        rv = main(rest, prog="skift mcp")
-    except SystemExit as exc:  # argparse: --help (0) or misuse (2)
-        if isinstance(exc.code, str):
-            click.echo(exc.code, err=True)
-        rv = exc.code if isinstance(exc.code, int) else 2
-    raise click.exceptions.Exit(int(rv or 0))
+
+def _program(name: str) -> str | None:
+    """The console script ``name`` installed beside this Python (its environment's bin
+    directory), else the first on PATH; None when there is none."""
+    import shutil
+
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which(name)
 
 
 def _mcp_config(a: App, args: list[str], *, as_json: bool) -> None:
