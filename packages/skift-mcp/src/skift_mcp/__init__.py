@@ -10,7 +10,7 @@ unix socket, so the agent acts as the principal of its uid; ``--server`` and
 HTTP instead of stdio. See docs/mcp.md.
 
 The names load on first use: ``skift-mcp`` answers an agent harness before
-the MCP SDK has finished importing (see ``skift_mcp._stdio``).
+the MCP SDK has finished importing (see ``skift_mcp._front``).
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import anyio
+if TYPE_CHECKING:
+    from ._front import Early, Lines
 
 
 def parser(prog: str = "skift-mcp") -> argparse.ArgumentParser:
@@ -45,12 +46,27 @@ def parser(prog: str = "skift-mcp") -> argparse.ArgumentParser:
     return p
 
 
-async def _serve(url: str | None, transport: str, host: str, port: int) -> None:
+def _serve(url: str | None, transport: str, host: str, port: int) -> None:
     if transport == "stdio":
-        from ._stdio import serve
+        from ._front import serve  # anyio and the SDK load once the session needs them
 
-        await serve(url)
+        serve(url, _hand_over)
         return
+    import anyio
+
+    anyio.run(_serve_http, url, host, port)
+
+
+def _hand_over(early: Early, lines: Lines) -> None:
+    """The session after ``_front``'s part: anyio, the SDK loading, the SDK's server."""
+    import anyio
+
+    from ._stdio import resume
+
+    anyio.run(resume, early, lines)
+
+
+async def _serve_http(url: str | None, host: str, port: int) -> None:
     import skift_server
 
     from ._server import build_server
@@ -71,7 +87,7 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> None:
 
         ns.server = configured_server()
     try:
-        anyio.run(_serve, ns.server, ns.transport, ns.host, ns.port)
+        _serve(ns.server, ns.transport, ns.host, ns.port)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except Exception as exc:

@@ -1,4 +1,4 @@
-"""A ``ready`` call answered before the MCP SDK has loaded (``skift_mcp._stdio``).
+"""A ``ready`` call answered before the MCP SDK has loaded (``skift_mcp._front``).
 
 An agent often asks ``ready`` first, and the SDK (its pydantic models of the
 protocol) takes most of a second to import. While it loads, the stdio front

@@ -6,7 +6,7 @@ error whose text is the rule that refused and the next move. To add a group
 of tools: write ``_tools/<name>.py`` with ``tools(sk)`` returning its
 tools (see ``_tooling.ToolSet``) and add it to :data:`TOOL_MODULES` (one line).
 Then regenerate the stdio front's answers: ``uv run python -m skift_mcp._manifest``
-(``skift_mcp._stdio`` answers the handshake with them before this module loads).
+(``skift_mcp._front`` answers the handshake with them before this module loads).
 """
 
 from __future__ import annotations
