@@ -6,7 +6,6 @@ command line) builds one without loading the engine and its policy.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 
@@ -51,6 +50,8 @@ class NodeFilter:
         }
         if self.agent_work:  # (absent when off: the cursors of existing filters stay)
             doc["agent_work"] = True
+        import hashlib  # here: a client that only builds a filter need not load it
+
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
 
 

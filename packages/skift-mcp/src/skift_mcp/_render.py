@@ -17,7 +17,6 @@ record of ``skift.to_json``.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -83,6 +82,8 @@ def result_parts(structured: dict[str, Any]) -> tuple[str, Any]:
     summary = walk(structured)
     parts = [json.dumps(summary, ensure_ascii=False, separators=(",", ":"))]
     if blocks:
+        import html  # only for content: a first call's records often have none
+
         parts.append(DATA_NOTE)
         for n, block in enumerate(blocks, 1):
             attrs = " ".join(
