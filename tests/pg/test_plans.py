@@ -22,6 +22,6 @@ def test_the_simple_statements_are_prepared() -> None:
     custom = {by_text[text] for text in custom_planned()}
     hot = {"insert_event_announced", "derive", "get_cursor", "insert_lease", "node_by_number"}
     # a ClaimNext of any work and a complete's reads sent ahead (issue 31)
-    hot |= {"take_next_ready_any", "claim_reads", "derive_by_number", "reserve_request_ahead"}
-    hot |= {"node_by_number_locked_ahead", "unreleased_lease_of_claimed", "authors_of_claim"}
+    hot |= {"take_next_ready_any", "claim_reads", "derive_by_number", "complete_reads"}
+    hot |= {"unreleased_lease_of_claimed", "authors_of_claim"}
     assert not hot & custom

@@ -121,6 +121,10 @@ def _claim_reads(row: Row, org: UUID) -> dict[tuple[Any, ...], _Fetched]:
     }
 
 
+_NOT_NODE = frozenset({"now", "restricted", "policy_digest"})
+_PREFIXES = frozenset({"p_", "l_", "r_"})
+"""complete_reads' columns that are not the node's: the clock's and the prefixed ones."""
+
 _AUTHORS = ("node", "body_id", "body_kind", "body_name", "result_id", "result_kind", "result_name")
 _DERIVED = ("id", "blocked", "held", "open_children", "archived", "human_written", "claimed")
 
@@ -252,16 +256,19 @@ class GraphTx(TxBase):
         known = self._slugs.get(slug)
         if known is not None and known in self._projects:
             return self._projects[known]
-        if self._now is None:  # the transaction's first read: the clock comes along
+        if self._now is None and self._expecting(slug):
+            row = await self._complete_reads(slug)
+            if row is None:
+                return None
+        elif self._now is None:  # the transaction's first read: the clock comes along
             cur = await self._conn.execute(
                 q("project_by_slug_primed"),
                 {"org": self._org, "slug": slug, "offset": self._offset},
             )
-            sent = await self._send_expected(slug)
+            self._expected = None  # another project's first read: the complete reads its own
             row = await cur.fetchone()
             assert row is not None
             self._keep(row)
-            await self._keep_expected(sent)
             if row["id"] is None:
                 return None
         else:
@@ -289,53 +296,44 @@ class GraphTx(TxBase):
             sized=sized,
         )
 
-    async def _send_expected(self, slug: str) -> list[tuple[str, Any]]:
-        """Behind a complete's first read (its project by slug), what the engine asks next,
-        in its order (Patching.patch): the request's reservation, the lease and the node,
-        each locked, the node's derived facts, and the organization's sizes if its result
-        is checked. One round trip for all of them."""
-        e, self._expected = self._expected, None
-        if e is None or e.slug != slug or self._pipe is None:
-            return []
-        at = {"org": self._org, "slug": slug, "number": e.number, "offset": self._offset}
-        sends: list[tuple[str, str, dict[str, Any]]] = [
-            ("reserve", "reserve_request_ahead", {"principal": e.principal, "rid": e.rid}),
-        ]
-        if e.lease is not None:
-            sends.append(("lease", "lease_by_id_locked", {"id": e.lease}))
-        sends.append(("node", "node_by_number_locked_ahead", at))
-        sends.append(("derive", "derive_by_number", at))
-        if e.sized:
-            sends.append(("limits", "org_limits", {}))
-        out: list[tuple[str, Any]] = []
-        for kind, name, params in sends:
-            cur = await self._conn.execute(
-                q(name), {"org": self._org, "offset": self._offset, **params}
-            )
-            out.append((kind, cur))
-        self._reserving = (e.principal, e.rid, e.lease)
-        return out
+    def _expecting(self, slug: str) -> bool:
+        """Whether the transaction's first read, of ``slug``, is an expected complete's."""
+        e = self._expected
+        return e is not None and e.slug == slug and self._pipe is not None
 
-    async def _keep_expected(self, sent: list[tuple[str, Any]]) -> None:
-        """Keep what _send_expected brought, by the keys the engine's reads will ask."""
-        node_id: UUID | None = None
-        for kind, cur in sent:
-            if kind == "reserve":
-                self._reserved = await cur.fetchone()
-            elif kind == "lease":
-                assert self._reserving is not None
-                self._ahead[("lease_locked", self._reserving[2])] = cur
-            elif kind == "node":
-                rows = await cur.fetchall()
-                if rows:
-                    r = rows[0]
-                    node_id = r["id"]
-                    self._ahead[("node_no", r["project_id"], r["number"])] = _Fetched(rows)
-                    self._ahead[("node_locked", node_id)] = _Fetched(rows)
-            elif kind == "derive" and node_id is not None:
-                self._ahead[("derive", frozenset([node_id]))] = cur
-            elif kind == "limits":
-                self._ahead[("org_limits",)] = cur
+    async def _complete_reads(self, slug: str) -> Row | None:
+        """An expected complete's first round trip (expect_complete): complete_reads (the
+        project by slug with the clock, the request's reservation, the lease and the node,
+        each locked, in one statement), the node's derived facts behind it, and the
+        organization's sizes if its result is checked. The project's row, or None when
+        the slug names none; the rest kept by the keys the engine's reads will ask."""
+        e, self._expected = self._expected, None
+        assert e is not None
+        at = {"org": self._org, "slug": slug, "number": e.number, "offset": self._offset}
+        cur = await self._conn.execute(
+            q("complete_reads"), {**at, "principal": e.principal, "rid": e.rid, "lease": e.lease}
+        )
+        derive = await self._conn.execute(q("derive_by_number"), at)
+        limits = await self._conn.execute(q("org_limits"), {"org": self._org}) if e.sized else None
+        self._reserving = (e.principal, e.rid, e.lease)
+        row = await cur.fetchone()
+        assert row is not None
+        self._keep(row)
+        self._reserved = {"request_id": row["r_request_id"], "applied_at": row["r_applied_at"]}
+        if e.lease is not None:
+            lease = [{k[2:]: v for k, v in row.items() if k.startswith("l_")}]
+            lease = lease if row["l_id"] is not None else []
+            self._ahead[("lease_locked", e.lease)] = _Fetched(lease)
+        if row["id"] is not None:
+            node = {k: v for k, v in row.items() if k not in _NOT_NODE and k[:2] not in _PREFIXES}
+            self._ahead[("node_no", node["project_id"], node["number"])] = _Fetched([node])
+            self._ahead[("node_locked", node["id"])] = _Fetched([node])
+            self._ahead[("derive", frozenset([node["id"]]))] = derive
+        if limits is not None:
+            self._ahead[("org_limits",)] = limits
+        if row["p_id"] is None:
+            return None
+        return {k[2:]: v for k, v in row.items() if k.startswith("p_")}
 
     async def projects_by_id(self, ids: Collection[UUID]) -> dict[UUID, Project]:
         if not ids:

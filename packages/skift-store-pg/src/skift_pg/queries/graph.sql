@@ -394,34 +394,57 @@ FROM project_slugs s JOIN nodes n ON n.project_id = s.project_id
 JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
 WHERE s.org_id = %(org)s AND s.slug = %(slug)s AND n.org_id = %(org)s AND n.number = %(number)s
 
--- name: node_by_number_locked_ahead
--- A node by its project's slug and number, locked: a complete's, sent with the
--- transaction's first read (expect_complete).
+-- name: complete_reads
+-- A lone complete's first statement (expect_complete), where four went before: the project
+-- by slug with the clock, restricted projects and policy digest (project_by_slug_primed's
+-- columns; the project's as p_*, null when the slug names none), the request's
+-- reservation (r_*), the lease, locked (l_*, null when it is not there or none was named)
+-- and the node by number, locked (its columns as they are, null when there is none).
+-- The request is reserved before the patch's fingerprint can be worked out (it names the
+-- node): with an empty fingerprint, which set_fingerprint or save_response_fingerprint
+-- fills in the same transaction (nobody sees the row before COMMIT: a concurrent request
+-- with the id waits on the insert). A locked row is read as it is when locked, so one
+-- snapshot for all four changes nothing of what was read; the node's derived facts go in a
+-- statement of their own behind it (derive_by_number: their snapshot follows the locks).
+WITH ins AS (
+INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
+VALUES (%(org)s, %(principal)s, %(rid)s, '', now() + %(offset)s::interval)
+ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
+RETURNING request_id
+), l AS MATERIALIZED (
+SELECT * FROM leases WHERE org_id = %(org)s AND id = %(lease)s::uuid FOR UPDATE
+), n AS MATERIALIZED (
 SELECT n.* FROM project_slugs s JOIN nodes n ON n.project_id = s.project_id
 WHERE s.org_id = %(org)s AND s.slug = %(slug)s AND n.org_id = %(org)s AND n.number = %(number)s
 FOR UPDATE OF n
-
--- name: reserve_request_ahead
--- reserve_request sent before the patch's fingerprint can be worked out (it names the
--- node, read in the same round trip): reserved with an empty fingerprint, which
--- set_fingerprint fills when the engine reserves, in the same transaction (nobody sees
--- the row before COMMIT: a concurrent request with the id waits on the insert).
-WITH ins AS (
-    INSERT INTO requests (org_id, principal_id, request_id, fingerprint, created_at)
-    VALUES (%(org)s, %(principal)s, %(rid)s, '', now() + %(offset)s::interval)
-    ON CONFLICT (org_id, principal_id, request_id) DO NOTHING
-    RETURNING request_id
 )
-SELECT (SELECT request_id FROM ins) AS request_id, (/*:_request_applied_at*/) AS applied_at
+SELECT n.*, p.id AS p_id, p.org_id AS p_org_id, p.slug AS p_slug, p.title AS p_title,
+p.node_counter AS p_node_counter, p.priority AS p_priority, p.vcs_url AS p_vcs_url,
+p.archived_at AS p_archived_at, p.held_at AS p_held_at, p.held_by AS p_held_by,
+p.held_reason AS p_held_reason, p.hold_group AS p_hold_group, p.created_at AS p_created_at,
+p.readers AS p_readers,
+now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
+/*:_policy_digest*/ AS policy_digest,
+(SELECT request_id FROM ins) AS r_request_id, (/*:_request_applied_at*/) AS r_applied_at,
+l.id AS l_id, l.org_id AS l_org_id, l.node_id AS l_node_id, l.holder AS l_holder,
+l.harness AS l_harness, l.agent_ref AS l_agent_ref, l.session_ref AS l_session_ref,
+l.created_at AS l_created_at, l.expires_at AS l_expires_at, l.ttl AS l_ttl,
+l.on_behalf_of AS l_on_behalf_of, l.released_at AS l_released_at,
+l.release_reason AS l_release_reason
+FROM (SELECT) AS one
+LEFT JOIN (project_slugs s JOIN projects p ON p.org_id = s.org_id AND p.id = s.project_id)
+ON s.org_id = %(org)s AND s.slug = %(slug)s
+LEFT JOIN l ON true
+LEFT JOIN n ON true
 
 -- name: set_fingerprint
--- The fingerprint of a request reserved by reserve_request_ahead (when the transaction
+-- The fingerprint of a request reserved by complete_reads (when the transaction
 -- commits without saving a response: save_response_fingerprint sets both).
 UPDATE requests SET fingerprint = %(fingerprint)s
 WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
 
 -- name: save_response_fingerprint
--- save_response of a request reserved by reserve_request_ahead, with its fingerprint: one
+-- save_response of a request reserved by complete_reads, with its fingerprint: one
 -- write of the row instead of two.
 UPDATE requests SET fingerprint = %(fingerprint)s, response = %(response)s
 WHERE org_id = %(org)s AND principal_id = %(principal)s AND request_id = %(rid)s
