@@ -101,10 +101,15 @@ finally:
 AGO = re.compile(r"\b\d+[smhd] ago\b")
 
 
-def _both(cli: Cli, tmp_path: Path, *args: str) -> tuple[Result, Result, set[str]]:
+def _both(
+    cli: Cli, tmp_path: Path, *args: str, plain: bool = False
+) -> tuple[Result, Result, set[str]]:
     """``skift ARGS`` through click, then through ``skift_cli.main`` (the fast path), and
-    the modules the second loaded."""
+    the modules the second loaded. ``plain``: an environment in which rich draws plain
+    text into the pipe (80 columns, no colour variable), which ``_plain`` writes itself."""
     env = cli.env()
+    if plain:
+        env = {k: v for k, v in env.items() if k not in skift_cli.HELP_ENV}
     full = subprocess.run(
         [sys.executable, "-c", FULL, *args], env=env, capture_output=True, text=True, timeout=60
     )
@@ -131,8 +136,19 @@ def _same(full: str, fast: str) -> bool:
     return norm(full) == norm(fast)
 
 
-def _check(cli: Cli, tmp_path: Path, *args: str, fast: bool = True) -> Result:
-    full, quick, modules = _both(cli, tmp_path, *args)
+THICK = {"skift_server", "skift", "attrs", "betterproto2", "hpack", "rich", "click"}
+"""What the thin path (``skift_cli._thin``) imports none of."""
+
+
+def _check(
+    cli: Cli,
+    tmp_path: Path,
+    *args: str,
+    fast: bool = True,
+    thin: bool | None = None,
+    plain: bool = False,
+) -> Result:
+    full, quick, modules = _both(cli, tmp_path, *args, plain=plain)
     assert quick.code == full.code, (full, quick)
     assert _same(full.out, quick.out), (full, quick)
     assert _same(full.err, quick.err), (full, quick)
@@ -141,6 +157,8 @@ def _check(cli: Cli, tmp_path: Path, *args: str, fast: bool = True) -> Result:
     full_path = {m for m in modules if m.startswith("skift_cli._commands.")}
     taken = not full_path and not {"skift_server._client", "asyncio"} & modules
     assert taken == fast, (args, sorted(modules))
+    if thin is not None:  # the thin path: the standard library, no skift_server or views
+        assert (not THICK & modules) == thin, (args, sorted(THICK & modules))
     return full
 
 
@@ -156,30 +174,48 @@ def test_ready_and_show_print_what_the_full_command_line_prints(cli: Cli, tmp_pa
     lease = cli.json("claim", refs[0])["lease"]["id"]
     cli.run("heartbeat", refs[0], "--lease", lease)
 
-    for args in (
-        ("ready", "-p", slug),
-        ("ready", "-p", slug, "--json"),
-        ("ready", "--project", slug, "--limit", "1"),
-        ("ready", f"--project={slug}", "--limit=1", "--json"),
-        ("ready", "--json", "-p", slug, "--kind", "bug", "--label", "ui"),
-        ("ready", "-p", slug, "--min-priority", "p1", "--json"),
-        ("ready", "-p", slug, "--any-label", "ui", "--any-label", "x"),
-        ("ready", "-p", slug, "--assignee-kind", "agent", "--json"),
-        ("ready", "-p", "*", "--limit", "2", "--json"),
-        ("ready", "-p", slug, "--parent", refs[0], "--json"),
-        ("show", refs[0]),
-        ("show", refs[0], "--json"),
-        ("show", refs[2]),  # blocked, with a comment
-        ("show", "--json", refs[2]),
-        ("show", refs[3], "--json"),  # leased by the caller
-        ("show", refs[4]),  # done, with a result and an artifact
-        ("show", refs[4], "--json"),
-        ("show", "#2", "-p", slug),
+    # COLUMNS=200 and NO_COLOR: rich draws the text, from the answers _thin was given
+    for thin, args in (
+        (False, ("ready", "-p", slug)),
+        (True, ("ready", "-p", slug, "--json")),
+        (False, ("ready", "--project", slug, "--limit", "1")),
+        (True, ("ready", f"--project={slug}", "--limit=1", "--json")),
+        (True, ("ready", "--json", "-p", slug, "--kind", "bug", "--label", "ui")),
+        (True, ("ready", "-p", slug, "--min-priority", "p1", "--json")),
+        (False, ("ready", "-p", slug, "--any-label", "ui", "--any-label", "x")),
+        (True, ("ready", "-p", slug, "--assignee-kind", "agent", "--json")),
+        (True, ("ready", "-p", "*", "--limit", "2", "--json")),
+        (True, ("ready", "-p", slug, "--parent", refs[0], "--json")),
+        (False, ("show", refs[0])),
+        (False, ("show", refs[0], "--json")),  # leased: _fast reads the lease
+        (False, ("show", refs[2])),  # blocked, with a comment
+        (True, ("show", "--json", refs[2])),
+        (False, ("show", refs[3], "--json")),  # leased by the caller
+        (False, ("show", refs[4])),  # done, with a result and an artifact
+        (False, ("show", refs[4], "--json")),
+        (True, ("show", refs[5], "--json")),
+        (False, ("show", "#2", "-p", slug)),
     ):
-        _check(cli, tmp_path, *args)
+        _check(cli, tmp_path, *args, thin=thin)
+    # into a plain pipe: _plain writes the text, on the thin path where it holds no lease
+    # or artifact
+    for thin, args in (
+        (True, ("ready", "-p", slug)),
+        (False, ("ready", "--project", slug, "--limit", "1")),  # "more:": _plain declines
+        (True, ("ready", "-p", slug, "--any-label", "ui", "--any-label", "x")),
+        (False, ("show", refs[0])),
+        (False, ("show", refs[2])),  # its comments' note has a colon: _plain declines
+        (False, ("show", refs[4])),
+        (True, ("show", refs[5])),
+        (True, ("show", "#2", "-p", slug)),
+    ):
+        _check(cli, tmp_path, *args, thin=thin, plain=True)
+    # a table rich must draw (a title wider than the terminal): _fast, from the same answer
+    long = cli.project("fast-long", "a title " * 20)[0]
+    _check(cli, tmp_path, "ready", "-p", long, thin=False, plain=True)
 
     token = cli.json("ready", "-p", slug, "--limit", "1")["next_page"]
-    _check(cli, tmp_path, "ready", "-p", slug, "--limit", "1", "--page", token, "--json")
+    _check(cli, tmp_path, "ready", "-p", slug, "--limit", "1", "--page", token, "--json", thin=True)
 
 
 def test_errors_are_the_full_command_lines(cli: Cli, tmp_path: Path) -> None:

@@ -76,9 +76,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         # over the classes start-up makes were ~10% of the command's CPU.
         gc.disable()
         try:
-            from ._fast import run as fast
+            from ._thin import run as thin
 
-            code = fast(args)
+            answers: dict[tuple[str, bytes], bytes] = {}
+            code = thin(args, answers)
+            if code is None:  # what _thin leaves: skift's own messages and views
+                from ._fast import run as fast
+
+                code = fast(args, answers)
         finally:
             gc.enable()
         if code is not None:

@@ -34,13 +34,13 @@ PRIORITIES = ("p0", "p1", "p2", "p3", "p4")
 ASSIGNEE_KINDS = ("user", "agent")
 
 
-class _Unread(Exception):
+class Unread(Exception):
     """A command line the fast path leaves to click."""
 
 
 # Each option: its names, whether it takes a value, and whether it repeats.
 _GLOBAL = {"-p": "project", "--project": "project", "--server": "server", "--json": "json"}
-_READY = {
+READY_OPTIONS = {
     "--kind": "kind",
     "--label": "label",
     "--any-label": "any_label",
@@ -54,8 +54,8 @@ _FLAGS = {"json"}
 _REPEATED = {"project", "kind", "label", "any_label"}
 
 
-def _parse(args: Sequence[str], options: dict[str, str], positionals: int) -> dict[str, Any]:
-    """Options and positional arguments as click reads them, or _Unread."""
+def parse(args: Sequence[str], options: dict[str, str], positionals: int) -> dict[str, Any]:
+    """Options and positional arguments as click reads them, or Unread."""
     names = {**_GLOBAL, **options}
     got: dict[str, Any] = {k: [] for k in _REPEATED}
     positional: list[str] = []
@@ -68,15 +68,15 @@ def _parse(args: Sequence[str], options: dict[str, str], positionals: int) -> di
             name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
             key = names.get(name)
             if key is None:  # --help, --, -pX, an unknown or a misspelt option: click's
-                raise _Unread
+                raise Unread
             if key in _FLAGS:
                 if eq:
-                    raise _Unread
+                    raise Unread
                 got[key] = True
                 continue
             if not eq:
                 if i >= len(args):
-                    raise _Unread
+                    raise Unread
                 value = args[i]
                 i += 1
             if key in _REPEATED:
@@ -86,11 +86,11 @@ def _parse(args: Sequence[str], options: dict[str, str], positionals: int) -> di
         else:
             positional.append(arg)
     if len(positional) != positionals:
-        raise _Unread
+        raise Unread
     return got
 
 
-class _Run:
+class Run:
     """The resolved defaults, as ``skift_cli._base.App`` resolves them."""
 
     def __init__(self, got: dict[str, Any]) -> None:
@@ -100,7 +100,7 @@ class _Run:
         try:
             self.cfg = _config.load()
         except _config.ConfigError:
-            raise _Unread from None
+            raise Unread from None
         self.json = bool(got.get("json")) or self.cfg.get("output") == "json"
         self.server = got.get("server") or os.environ.get("SKIFT_SERVER") or self.cfg.get("server")
 
@@ -119,7 +119,7 @@ class _Run:
     def project(self) -> str | None:
         ps = self.projects()
         if len(ps) > 1:
-            raise _Unread  # click's usage error
+            raise Unread  # click's usage error
         return ps[0] if ps else None
 
     def project_source(self) -> str | None:
@@ -141,29 +141,29 @@ class _Run:
         return f"unix://{find_socket()[0]}"
 
 
-def _emit(value: Any) -> None:
+def emit(value: Any) -> None:
     import json
 
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
 
-def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
+def _ready(conn: _Replay, run: Run, got: dict[str, Any]) -> Callable[[], None]:
     import skift
     from skift_server._convert import page_size
     from skift_server._convert_types import from_pb, to_pb
     from skift_server._proto.skift import v1
 
     if got.get("assignee_kind") not in (None, *ASSIGNEE_KINDS):
-        raise _Unread
+        raise Unread
     if got.get("min_priority") not in (None, *PRIORITIES):
-        raise _Unread
+        raise Unread
     limit = None
     if got.get("limit") is not None:
         try:
             limit = int(got["limit"])
         except ValueError:
-            raise _Unread from None
+            raise Unread from None
     flt = skift.filter_from(
         projects=run.projects(),
         kinds=got["kind"],
@@ -184,12 +184,12 @@ def _ready(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], Non
     def show() -> None:
         from . import _shown
 
-        _shown.ready(pg, as_json=run.json, emit=_emit)
+        _shown.ready(pg, as_json=run.json, emit=emit)
 
     return show
 
 
-def _show(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None]:
+def _show(conn: _Replay, run: Run, got: dict[str, Any]) -> Callable[[], None]:
     import skift
     from skift_server._convert_types import from_pb
     from skift_server._proto.skift import v1
@@ -228,27 +228,42 @@ def _show(conn: Connection, run: _Run, got: dict[str, Any]) -> Callable[[], None
     def show() -> None:
         from . import _shown
 
-        _shown.show(n, arts, blockers, cs, as_json=run.json, emit=_emit)
+        _shown.show(n, arts, blockers, cs, as_json=run.json, emit=emit)
 
     return show
 
 
 COMMANDS: dict[str, tuple[dict[str, str], int, Any]] = {
-    "ready": (_READY, 0, _ready),
+    "ready": (READY_OPTIONS, 0, _ready),
     "show": ({}, 1, _show),
 }
 
 
-def run(args: Sequence[str]) -> int | None:
-    """Run ``skift ARGS`` when it is a command line this module reads; its exit code, else None."""
+class _Replay:
+    """A connection that answers first from what ``_thin`` was already answered."""
+
+    def __init__(self, conn: Connection, answers: dict[tuple[str, bytes], bytes]) -> None:
+        self.conn = conn
+        self.answers = answers
+
+    def call(self, method: str, request: bytes) -> bytes:
+        got = self.answers.pop((method, request), None)
+        return got if got is not None else self.conn.call(method, request)
+
+
+def run(args: Sequence[str], answers: dict[tuple[str, bytes], bytes] | None = None) -> int | None:
+    """Run ``skift ARGS`` when it is a command line this module reads; its exit code, else None.
+
+    ``answers``: what the server already answered ``_thin`` (method and request -> answer),
+    read again rather than asked again."""
     spec = COMMANDS.get(args[0]) if args else None
     if spec is None:
         return None
     options, positionals, call = spec
-    ctx: _Run | None = None
+    ctx: Run | None = None
     try:
-        got = _parse(args[1:], options, positionals)
-        ctx = _Run(got)
+        got = parse(args[1:], options, positionals)
+        ctx = Run(got)
         from skift_server import _unary
 
         timeout = _unary.env_timeout(30.0)
@@ -257,8 +272,8 @@ def run(args: Sequence[str]) -> int | None:
         with _unary.Connection(
             ctx.url(), token=os.environ.get("SKIFT_TOKEN") or None, timeout=timeout
         ) as conn:
-            show = call(conn, ctx, got)
-    except _Unread:
+            show = call(_Replay(conn, answers or {}), ctx, got)
+    except Unread:
         return None
     except Exception as exc:
         return _failed(exc, ctx)
@@ -269,7 +284,7 @@ def run(args: Sequence[str]) -> int | None:
     return 0
 
 
-def _failed(exc: Exception, run: _Run | None) -> int | None:
+def _failed(exc: Exception, run: Run | None) -> int | None:
     """A skift error as the full command line shows it; None (run it in full) otherwise."""
     import skift
     from skift_server import _unary
