@@ -240,3 +240,46 @@ def test_comments_read_whether_resolved() -> None:
     open_, done = v1.Comment(id="a"), v1.Comment(id="b", resolved_at=T0, resolved_by="ada")
     assert _thin.Comment(bytes(open_)).resolved_at is None
     assert _thin.Comment(bytes(done)).resolved_at == T0.replace(microsecond=891234)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "unix:///tmp/skift-test/s.sock",
+        "unix://tmp/skift-test/s.sock",
+        "unix://",
+        "unix:///tmp/a%20b.sock",
+        "unix:///tmp/s.sock?x=1",
+        "unix:/tmp/s.sock",
+        "http://127.0.0.1:7000",
+        "http://[::1]:7000",
+        "http://localhost",
+        "https://example.org:443",
+    ],
+)
+def test_addresses_are_the_unary_clients(url: str) -> None:
+    """Where ``_wire`` connects is where ``skift_server._unary`` does, or it leaves the URL
+    to the full client (which words what is wrong with it)."""
+    from skift_server import _unary
+
+    try:
+        want = _unary.Connection(url, token=None, timeout=1)._address  # pyright: ignore[reportPrivateUsage]
+    except _unary.Unsupported:
+        want = None
+    try:
+        got = _wire.Connection(url, token=None, timeout=1).address
+    except _wire.NotTaken:
+        got = None
+    assert got in (want, None)
+    if "%" not in url and "?" not in url and url != "unix:/tmp/s.sock":
+        assert got == want
+
+
+def test_the_config_file_is_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skift_cli import _config
+
+    for base in ("/etc/xdg", "/etc/xdg/", "relative", ""):
+        monkeypatch.setenv("XDG_CONFIG_HOME", base)
+        assert _config._default_file() == str(_config.config_path())  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert _config._default_file() == str(_config.config_path())  # pyright: ignore[reportPrivateUsage]

@@ -21,13 +21,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from . import _fast, _wire
 from ._wire import NotTaken, read, signed, string_field, text
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms)
+if TYPE_CHECKING:
+    from typing import Any
+
+
 Answers = dict[tuple[str, bytes], bytes]
 """What the server answered, by method and request: ``_fast`` reads them again."""
+if TYPE_CHECKING:
+    Command = Callable[[_wire.Connection, _fast.Run, dict[str, Any], Answers], Callable[[], Any]]
 
 NODE_FIELDS = [
     "ref",
@@ -300,7 +306,6 @@ def _show(conn: _wire.Connection, run: _fast.Run, got: dict[str, Any], answers: 
     return lambda: _plain.node_panel(n, [], blockers, cs, cols)  # pyright: ignore[reportArgumentType]
 
 
-Command = Callable[[_wire.Connection, _fast.Run, dict[str, Any], Answers], Callable[[], Any]]
 COMMANDS: dict[str, tuple[dict[str, str], int, Command]] = {
     "ready": (_fast.READY_OPTIONS, 0, _ready),
     "show": ({}, 1, _show),

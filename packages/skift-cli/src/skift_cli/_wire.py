@@ -21,9 +21,14 @@ the reader against the generated messages.
 
 from __future__ import annotations
 
+# _socket, not socket: socket.py makes enum classes of its constants at import (~10% of
+# the command's start-up), and a blocking stream is all this needs of it.
+import _socket as socket
 import os
-import socket
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
@@ -274,26 +279,28 @@ class Connection:
     """An HTTP/2 connection to ``skift serve`` over a unix socket or plain TCP."""
 
     def __init__(self, url: str, *, token: str | None, timeout: float) -> None:
-        from urllib.parse import unquote, urlsplit
-
-        parts = urlsplit(url)
         self.timeout = timeout
         self.metadata: list[tuple[str, str]] = []
         self.address: str | tuple[str, int]
-        if parts.scheme == "unix":
-            path = unquote(parts.path if not parts.netloc else f"/{parts.netloc}{parts.path}")
-            if not path or not trusted_socket(path):
+        if url.startswith("unix://"):
+            # as urlsplit reads it (a netloc is the path's first part); an escape, a query
+            # or a fragment: the full client
+            path = url[7:] if url[7:8] == "/" else "/" + url[7:]
+            if len(path) < 2 or any(c in path for c in "%?#") or not trusted_socket(path):
                 raise NotTaken(url)
             self.address, self.family, self.authority = path, socket.AF_UNIX, "localhost"
-        elif parts.scheme == "http" and parts.hostname and parts.port:
-            host = parts.hostname
-            self.address = (host, parts.port)
+        else:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+            if parts.scheme != "http" or not host or not port:
+                raise NotTaken(url)
+            self.address = (host, port)
             self.family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            self.authority = f"[{host}]:{parts.port}" if ":" in host else f"{host}:{parts.port}"
+            self.authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             if token:
                 self.metadata.append(("authorization", f"Bearer {token}"))
-        else:
-            raise NotTaken(url)
         self.sock: socket.socket | None = None
         self.buffer = bytearray()
         self.hpack = Hpack()
