@@ -201,18 +201,18 @@ def test_ready_and_show_print_what_the_full_command_line_prints(cli: Cli, tmp_pa
     # or artifact
     for thin, args in (
         (True, ("ready", "-p", slug)),
-        (False, ("ready", "--project", slug, "--limit", "1")),  # "more:": _plain declines
+        (True, ("ready", "--project", slug, "--limit", "1")),  # "more: --page ..."
         (True, ("ready", "-p", slug, "--any-label", "ui", "--any-label", "x")),
         (False, ("show", refs[0])),
-        (False, ("show", refs[2])),  # its comments' note has a colon: _plain declines
+        (True, ("show", refs[2])),  # blocked, with a comment
         (False, ("show", refs[4])),
         (True, ("show", refs[5])),
         (True, ("show", "#2", "-p", slug)),
     ):
         _check(cli, tmp_path, *args, thin=thin, plain=True)
-    # a table rich must draw (a title wider than the terminal): _fast, from the same answer
-    long = cli.project("fast-long", "a title " * 20)[0]
-    _check(cli, tmp_path, "ready", "-p", long, thin=False, plain=True)
+    # a table rich must draw (a character other than ASCII): _fast, from the same answer
+    other = cli.project("fast-other", "naïve café")[0]
+    _check(cli, tmp_path, "ready", "-p", other, thin=False, plain=True)
 
     token = cli.json("ready", "-p", slug, "--limit", "1")["next_page"]
     _check(cli, tmp_path, "ready", "-p", slug, "--limit", "1", "--page", token, "--json", thin=True)

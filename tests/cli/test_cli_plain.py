@@ -32,6 +32,8 @@ TITLES = (
     "数据 pipeline",
     "tab\there",
     "x" * 74,
+    "Fix: the login",  # one colon: text
+    "see :x: and :smile:",  # emoji codes: rich's to read
 )
 BODIES = ("", "one line", "first\n\nthird", "ends\n", "y" * 90, "trailing  ", "a [b] :c:")
 LABELS: tuple[tuple[str, ...], ...] = ((), ("backend",), ("ui", "research", "frontend"))
@@ -86,7 +88,10 @@ def plain_bytes(draw: Any, capsys: pytest.CaptureFixture[str]) -> str | None:
 
 def pages() -> list[skift.ReadyPage]:
     out: list[skift.ReadyPage] = []
-    for count, held, nxt in itertools.product((0, 1, 3, 8), (0, 120), (None, "eyJtIjoiUmVhZHkifQ")):
+    # a page token as the server writes them: longer than any line, a colon before it
+    token = "eyJtIjoiUmVhZHkiLCJjIjoiW1wicmVhZHlcIixcImI2YmVhZWU1ZTk1YWJiODhhNzBkNTdmMTg3NGU0" * 3
+    nexts = (None, "eyJtIjoiUmVhZHkifQ", token)
+    for count, held, nxt in itertools.product((0, 1, 3, 8), (0, 120), nexts):
         nodes = tuple(
             node(i, assignee_kind="user" if i == 2 else None, ready=i != 5, held=i == 5)
             for i in range(count)
@@ -176,6 +181,8 @@ def panels() -> list[tuple[skift.NodeInfo, list[Any], list[str], list[Any]]]:
         (node(3, parent="proj#1", assignee_kind="user", assignee="ada"), [], [], [comment]),
         (node(4, held=True, ready=False), [], [], []),
         (node(5, kind="a:b:c"), [], [], []),
+        (node(6, kind="a:b"), [], [], []),
+        (node(7, blocked=True, ready=False), [], ["proj#1"], [comment, comment]),
     ]
     return out
 

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     import skift
 
 _PRINTABLE = re.compile(r"[ -~]*")
-_MARKUP = re.compile(r"[\[\]:\\]")
+_BRACKETS = re.compile(r"[\[\]\\]")
+
+
+def _marked(text: str) -> bool:
+    """Whether rich may read ``text``, given as a ``str``, as more than its characters: a
+    tag or an escape (``[``, ``]``, ``\\``) or an emoji code (``:name:``, two colons). A
+    single colon (``more: --page ...``, ``1 unresolved: ...``) is text."""
+    return _BRACKETS.search(text) is not None or text.count(":") > 1
 
 
 def width() -> int | None:
@@ -64,7 +71,7 @@ def _text(pieces: Sequence[_facts.Piece]) -> str | None:
     """A cell's text, or None where rich may draw it otherwise."""
     out = ""
     for text, _style, markup in pieces:
-        if not _plain(text) or (markup and _MARKUP.search(text)):
+        if not _plain(text) or (markup and _marked(text)):
             return None
         out += text
     return out
@@ -99,7 +106,7 @@ def ready_table(page: skift.ReadyPage, cols: int) -> bool:
             )
     footer = _facts.page_footer(page, what="ready work")
     if footer is not None:
-        if not _plain(footer) or _MARKUP.search(footer):
+        if not _plain(footer) or _marked(footer):
             return False
         lines.append(footer)
     _write(lines)
@@ -119,7 +126,7 @@ def node_panel(
         return False
     title, grid, body = _facts.node_facts(n, blockers=blockers, artifacts=arts)
     inner = cols - 4
-    if not _plain(title) or _MARKUP.search(title) or len(title) + 2 > inner or inner < 10:
+    if not _plain(title) or _marked(title) or len(title) + 2 > inner or inner < 10:
         return False
     labels: list[str] = []
     values: list[str] = []
@@ -150,7 +157,7 @@ def node_panel(
     lines += ["│ " + line.ljust(inner) + " │" for line in content]
     lines.append("╰" + "─" * (cols - 2) + "╯")
     for note in _facts.node_notes(n, cs):
-        if not _plain(note) or _MARKUP.search(note):
+        if not _plain(note) or _marked(note):
             return False
         lines.append(note)
     _write(lines)
