@@ -98,7 +98,7 @@ finally:
         fh.write("\\n".join(sorted(sys.modules)))
 """
 
-AGO = re.compile(r"\b\d+[smhd] ago\b")
+AGO = re.compile(r"\b(?:\d+[smhd] ago|just now)\b")
 
 
 def _both(
