@@ -18,11 +18,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from . import _facts
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (skift show: a few ms)
 if TYPE_CHECKING:
+    from typing import Any
+
     import skift
 
 _PRINTABLE = re.compile(r"[ -~]*")
