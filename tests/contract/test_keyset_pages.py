@@ -406,3 +406,216 @@ async def test_input_pages_hold_still_while_edges_come_and_go(sk: skift.LocalSki
         await sk.inputs(f"{a.slug}#1", limit=2, page=first.next_page)
     assert ei.value.details.get("field") == "page_token"
     await assert_bad_token(lambda t: sk.inputs(sink, page=t))
+
+
+# ------------------------------------------------------------------ the lists once read whole
+#
+# Comments, artifacts, leases (a node's and the live ones), principals, rates and webhooks
+# page by their sort key in the store too (a page reads its own rows; tests/pg's plans).
+# Items are added between pages before and after the position; live leases, the one list
+# of these whose items go away, lose one already sent and one not yet.
+
+
+async def assert_sized_and_refused(
+    read: Callable[[int, str | None], Awaitable[skift.Page[Any]]],
+    key: Callable[[Any], Any],
+    whole: list[Any],
+    *,
+    elsewhere: Callable[[str], Awaitable[object]] | None = None,
+) -> None:
+    """Page 2 takes the size it asks; its token with other arguments (``elsewhere``) is
+    refused naming page_token, and so is no token at all."""
+    assert len(whole) >= 6
+    first = await read(2, None)
+    second = await read(3, first.next_page)
+    assert [key(x) for x in [*first, *second]] == whole[:5]
+    assert second.next_page is not None
+    if elsewhere is not None:
+        with pytest.raises(skift.Invalid) as ei:
+            await elsewhere(second.next_page)
+        assert ei.value.details.get("field") == "page_token"
+    await assert_bad_token(lambda t: read(2, t))
+
+
+async def test_comment_pages_hold_still_while_comments_are_added(sk: skift.LocalSkift) -> None:
+    proj = await sk.create_project("Talk")
+    await sk.patch(proj.slug, [skift.CreateNode(title="topic"), skift.CreateNode(title="other")])
+    ref, other = f"{proj.slug}#1", f"{proj.slug}#2"
+    for i in range(5):
+        await sk.add_comment(ref, f"c{i}")
+    await sk.add_comment(other, "elsewhere")
+    throughout = [c.id for c in await sk.comments(ref)]
+
+    async def between(i: int) -> None:
+        await sk.add_comment(ref, f"more {i}")
+
+    def read(n: int, t: str | None) -> Awaitable[skift.Page[skift.CommentInfo]]:
+        return sk.comments(ref, limit=n, page=t)
+
+    assert_once(await walk(read, lambda c: c.id, sizes=(1, 2), between=between), throughout)
+    whole = [c.id for c in await sk.comments(ref)]
+    await assert_sized_and_refused(
+        read, lambda c: c.id, whole, elsewhere=lambda t: sk.comments(other, limit=2, page=t)
+    )
+
+
+async def test_artifact_pages_hold_still_while_artifacts_are_attached(
+    sk: skift.LocalSkift,
+) -> None:
+    proj = await sk.create_project("Made")
+    await sk.patch(proj.slug, [skift.CreateNode(title="work"), skift.CreateNode(title="other")])
+    ref, other = f"{proj.slug}#1", f"{proj.slug}#2"
+
+    async def attach(node: str, name: str) -> None:
+        part = skift.TextPart(text=name)
+        await sk.attach_artifact(node, skift.Artifact(name=name, parts=[part]))
+
+    for i in range(5):
+        await attach(ref, f"a{i}")
+    await attach(other, "elsewhere")
+    throughout = [a.name for a in await sk.artifacts(ref)]
+
+    async def between(i: int) -> None:
+        await attach(ref, f"more {i}")
+
+    def read(n: int, t: str | None) -> Awaitable[skift.Page[skift.ArtifactInfo]]:
+        return sk.artifacts(ref, limit=n, page=t)
+
+    assert_once(await walk(read, lambda a: a.name, sizes=(1, 2), between=between), throughout)
+    whole = [a.name for a in await sk.artifacts(ref)]
+    await assert_sized_and_refused(
+        read, lambda a: a.name, whole, elsewhere=lambda t: sk.artifacts(other, limit=2, page=t)
+    )
+
+
+async def test_lease_history_pages_hold_still_while_attempts_are_made(
+    sk: skift.LocalSkift,
+) -> None:
+    proj = await sk.create_project("Tries")
+    await sk.patch(proj.slug, [skift.CreateNode(title="work"), skift.CreateNode(title="other")])
+    ref, other = f"{proj.slug}#1", f"{proj.slug}#2"
+
+    async def attempt(node: str) -> None:
+        claim = await sk.claim(node)
+        await sk.release(node, lease=claim.lease.id)
+
+    for _ in range(5):
+        await attempt(ref)
+    await attempt(other)
+    throughout = [x.id for x in await sk.leases(ref)]
+
+    async def between(i: int) -> None:
+        await attempt(ref)
+
+    def read(n: int, t: str | None) -> Awaitable[skift.Page[skift.LeaseInfo]]:
+        return sk.leases(ref, limit=n, page=t)
+
+    assert_once(await walk(read, lambda x: x.id, sizes=(1, 2), between=between), throughout)
+    whole = [x.id for x in await sk.leases(ref)]
+    await assert_sized_and_refused(
+        read, lambda x: x.id, whole, elsewhere=lambda t: sk.leases(other, limit=2, page=t)
+    )
+
+
+async def test_live_lease_pages_hold_still_while_leases_are_taken_and_released(
+    sk: skift.LocalSkift,
+) -> None:
+    proj = await sk.create_project("Held")
+    other = await sk.create_project("Held elsewhere")
+    await sk.patch(proj.slug, [skift.CreateNode(title=f"n{i}") for i in range(16)])
+    await sk.patch(other.slug, [skift.CreateNode(title="there")])
+    held: dict[str, str] = {}  # lease id -> node ref
+    for i in range(1, 8):
+        claim = await sk.claim(f"{proj.slug}#{i}")
+        held[claim.lease.id] = claim.node.ref
+    await sk.claim(f"{other.slug}#1")
+    throughout = [x.id for x in await sk.leases(projects=[proj.slug])]
+    assert throughout == list(held)
+    sent: list[str] = []
+    fresh = iter(range(8, 17))
+
+    async def between(i: int) -> None:
+        gone = [sent[-1]]  # the last one sent is released
+        if i == 0:  # and one not sent yet
+            gone.append(next(x for x in reversed(throughout) if x not in sent))
+            throughout.remove(gone[-1])
+        for lease in gone:
+            await sk.release(held[lease], lease=lease)
+        claim = await sk.claim(f"{proj.slug}#{next(fresh)}")
+        held[claim.lease.id] = claim.node.ref
+
+    async def read(n: int, t: str | None) -> skift.Page[skift.LeaseInfo]:
+        page = await sk.leases(projects=[proj.slug], limit=n, page=t)
+        sent.extend(x.id for x in page)
+        return page
+
+    seen = await walk(read, lambda x: x.id, sizes=(1, 2), between=between)
+    assert_once(seen, throughout)
+    whole = [x.id for x in await sk.leases(projects=[proj.slug])]
+    await assert_sized_and_refused(
+        lambda n, t: sk.leases(projects=[proj.slug], limit=n, page=t),
+        lambda x: x.id,
+        whole,
+        elsewhere=lambda t: sk.leases(projects=[other.slug], limit=2, page=t),
+    )
+
+
+async def test_principal_pages_hold_still_while_principals_are_added(
+    sk: skift.LocalSkift,
+) -> None:
+    for name in ("bot-c", "bot-f", "bot-i", "bot-l", "bot-o", "bot-r"):
+        await sk.add_principal(name, "agent")
+    throughout = [p.name for p in await sk.list_principals()]
+    added = iter(["bot-a", "bot-z", "bot-d", "bot-p", "bot-g", "bot-s", "bot-b", "bot-y"])
+
+    async def between(i: int) -> None:
+        await sk.add_principal(next(added), "agent")
+
+    def read(n: int, t: str | None) -> Awaitable[skift.Page[skift.PrincipalInfo]]:
+        return sk.list_principals(limit=n, page=t)
+
+    assert_once(await walk(read, lambda p: p.name, sizes=(1, 2), between=between), throughout)
+    whole = [p.name for p in await sk.list_principals()]
+    await assert_sized_and_refused(read, lambda p: p.name, whole)
+
+
+async def test_rate_pages_hold_still_while_rates_are_set(sk: skift.LocalSkift) -> None:
+    for model in ("m2", "m4", "m6", "m8", "mb", "md"):
+        await sk.set_rate(model, input="1", output="2")
+    throughout = [r.model for r in await sk.rates()]
+    added = iter(["m1", "m9", "m3", "m7", "m5", "ma", "mc", "m0"])
+
+    async def between(i: int) -> None:
+        await sk.set_rate(next(added), input="1", output="2")
+
+    def read(n: int, t: str | None) -> Awaitable[skift.Page[skift.RateInfo]]:
+        return sk.rates(limit=n, page=t)
+
+    assert_once(await walk(read, lambda r: r.model, sizes=(1, 2), between=between), throughout)
+    whole = [r.model for r in await sk.rates()]
+    await assert_sized_and_refused(read, lambda r: r.model, whole)
+
+
+async def test_webhook_pages_hold_still_while_webhooks_are_added(sk: skift.LocalSkift) -> None:
+    proj = await sk.create_project("Hooked")
+    other = await sk.create_project("Hooked elsewhere")
+    for i in range(6):
+        await sk.add_webhook(proj.slug, f"https://hooks.example.com/{i}")
+    await sk.add_webhook(other.slug, "https://hooks.example.com/elsewhere")
+    throughout = [w.id for w in await sk.webhooks(project=proj.slug)]
+    added = iter(range(100, 120))
+
+    async def between(i: int) -> None:
+        await sk.add_webhook(proj.slug, f"https://hooks.example.com/{next(added)}")
+
+    def read(n: int, t: str | None) -> Awaitable[skift.Page[skift.WebhookInfo]]:
+        return sk.webhooks(project=proj.slug, limit=n, page=t)
+
+    assert_once(await walk(read, lambda w: w.id, sizes=(1, 2), between=between), throughout)
+    whole = [w.id for w in await sk.webhooks(project=proj.slug)]
+    await assert_sized_and_refused(
+        read,
+        lambda w: w.id,
+        whole,
+        elsewhere=lambda t: sk.webhooks(project=other.slug, limit=2, page=t),
+    )

@@ -110,3 +110,34 @@ async def test_only_a_server_admin_binds_a_uid(
         await sk.create_org("other", admin="x", uid=4242)
     assert "other" not in [o.name for o in await sk.list_orgs()]
     await sk.add_principal("local-bot", "agent", uid=4444)  # the server admin, at home
+
+
+async def test_org_pages_hold_still_while_organizations_are_created(
+    sk: skift.LocalSkift,
+) -> None:
+    """ListOrgs pages by (created_at, name): an organization created between pages comes
+    after the position; none is sent twice or skipped; the size asked applies."""
+    for i in range(5):
+        await sk.create_org(f"paged-{i}", admin="boss")
+    throughout = [o.name for o in await sk.list_orgs()]
+    seen: list[str] = []
+    token: str | None = None
+    i = 0
+    while True:
+        page = await sk.list_orgs(limit=1 + i % 2, page=token)
+        assert len(page) <= 1 + i % 2
+        seen += [o.name for o in page]
+        if (token := page.next_page) is None:
+            break
+        await sk.create_org(f"later-{i}", admin="boss")
+        i += 1
+    assert len(seen) == len(set(seen))
+    assert [n for n in seen if n in throughout] == throughout
+    assert [o.first for o in await sk.list_orgs()][:2] == [True, False]
+    first = await sk.list_orgs(limit=2)
+    second = await sk.list_orgs(limit=3, page=first.next_page)
+    assert [o.name for o in [*first, *second]] == [o.name for o in await sk.list_orgs()][:5]
+    assert not any(o.first for o in second)
+    with pytest.raises(skift.Invalid) as ei:
+        await sk.list_orgs(page="garbage")
+    assert ei.value.details.get("field") == "page_token"

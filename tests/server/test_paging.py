@@ -225,20 +225,30 @@ async def test_whole_lists_page_by_key_while_they_change(serve: Serve) -> None:
             channel.close()
 
 
-def test_the_whole_lists_page_by_the_key_the_operations_declare() -> None:
-    """skift.OPERATIONS says what each list pages by; the server's keys say the same."""
-    from skift_server._paging import SORT_KEYS  # pyright: ignore[reportPrivateUsage]
+def test_the_lists_once_read_whole_page_in_the_core() -> None:
+    """Every paged list but ListEdges (the order of the nodes asked for) and Ready (a
+    queue) pages in the core: its method takes ``limit`` and ``page`` and answers a
+    ``skift.Page`` (ListNodes a ``skift.ReadyPage``), whose positions the server's token
+    carries; ListEvents pages by the oldest event sent."""
+    import inspect
+    import typing
 
-    for rpc, fields in SORT_KEYS.items():
-        assert skift.OPERATIONS_BY_RPC[rpc].page_key == ", ".join(fields), rpc
+    for op in skift.OPERATIONS:
+        if op.page_key is None or op.rpc in ("ListEdges", "Ready", "ListEvents"):
+            continue
+        fn = getattr(skift.LocalSkift, op.method)
+        params = inspect.signature(fn).parameters
+        assert "limit" in params, op.method
+        assert "page" in params, op.method
+        answer = typing.get_type_hints(fn)["return"]
+        assert answer is skift.ReadyPage or typing.get_origin(answer) is skift.Page, op.method
 
 
 async def test_every_keyset_list_refuses_a_token_of_other_arguments_or_another_list(
     serve: Serve,
 ) -> None:
-    """ListProjects, ListNodes, Search and ListWebhookDeliveries: page 2 takes the size it
-    asks; its token with another filter, or on another list, is INVALID_ARGUMENT naming
-    page_token."""
+    """Every keyset list: page 2 takes the size it asks; its token with another filter,
+    or on another list, is INVALID_ARGUMENT naming page_token."""
     server = await serve("--memory")
     async with skift_server.connect(f"unix://{server.socket}") as sk:
         proj = await sk.create_project("Refusals")
@@ -248,6 +258,17 @@ async def test_every_keyset_list_refuses_a_token_of_other_arguments_or_another_l
         hook = await sk.add_webhook(proj.slug, "https://hooks.example.com/refusals")
         for _ in range(4):
             await sk.test_webhook(hook.id)
+        for i in range(3):
+            await sk.add_comment("#1", f"c{i}", project=proj.slug)
+            part = skift.TextPart(text="x")
+            art = skift.Artifact(name=f"a{i}", parts=[part])
+            await sk.attach_artifact("#1", art, project=proj.slug)
+            claim = await sk.claim("#1", project=proj.slug)
+            await sk.release("#1", lease=claim.lease.id, project=proj.slug)
+            await sk.claim(f"#{i + 2}", project=proj.slug)
+            await sk.add_principal(f"bot-{i}", "agent")
+            await sk.set_rate(f"m{i}", input="1", output="2")
+            await sk.add_webhook(proj.slug, f"https://hooks.example.com/refusals/{i}")
     channel = Channel(path=str(server.socket), status_details_codec=ErrorDetailsCodec())
     stub = v1.SkiftServiceStub(channel)
     filt = v1.NodeFilter(projects=[proj.slug])
@@ -276,6 +297,38 @@ async def test_every_keyset_list_refuses_a_token_of_other_arguments_or_another_l
             v1.ListWebhookDeliveriesRequest(parked=True),
             "deliveries",
         ),
+        (
+            stub.list_comments,
+            v1.ListCommentsRequest(ref="#1", project=proj.slug, page_size=1),
+            v1.ListCommentsRequest(ref="#2", project=proj.slug),
+            "comments",
+        ),
+        (
+            stub.list_artifacts,
+            v1.ListArtifactsRequest(ref="#1", project=proj.slug, page_size=1),
+            v1.ListArtifactsRequest(ref="#2", project=proj.slug),
+            "artifacts",
+        ),
+        (
+            stub.list_leases,
+            v1.ListLeasesRequest(ref="#1", project=proj.slug, page_size=1),
+            v1.ListLeasesRequest(ref="#2", project=proj.slug),
+            "leases",
+        ),
+        (
+            stub.list_live_leases,
+            v1.ListLiveLeasesRequest(page_size=1),
+            v1.ListLiveLeasesRequest(mine=True),
+            "leases",
+        ),
+        (stub.list_principals, v1.ListPrincipalsRequest(page_size=1), None, "principals"),
+        (stub.list_rates, v1.ListRatesRequest(page_size=1), None, "rates"),
+        (
+            stub.list_webhooks,
+            v1.ListWebhooksRequest(page_size=1),
+            v1.ListWebhooksRequest(project=proj.slug),
+            "webhooks",
+        ),
     ]
     try:
         tokens: list[str] = []
@@ -290,6 +343,8 @@ async def test_every_keyset_list_refuses_a_token_of_other_arguments_or_another_l
             again.page_size, again.page_token = 2, token
             assert len(getattr(await call(again), items)) == 2
             # the same token with other arguments
+            if other is None:  # a list with no arguments but its page
+                continue
             other.page_token = token
             with pytest.raises(GRPCError) as ei:
                 await call(other)

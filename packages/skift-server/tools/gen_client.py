@@ -299,11 +299,23 @@ def _answer(
         limit = next((p for p in params if p.name == "limit"), None)
         if limit is None or not any(p.name == "page" for p in params):
             raise NotGenerated("a page without limit and page")
-        unbounded = (
-            "limit is None or "
-            if _optional(typing.get_type_hints(getattr(skift.LocalSkift, op.method))["limit"])[1]
-            else ""
-        )
+        optional = _optional(typing.get_type_hints(getattr(skift.LocalSkift, op.method))["limit"])[
+            1
+        ]
+        if op.whole:  # limit=None reads every item, a page at a time
+            if not optional:
+                raise NotGenerated("a list read whole without an optional limit")
+            return (
+                f"out: list[{view}] = []\n"
+                'token = page or ""\n'
+                "while True:\n"
+                + _indent(call + decode)
+                + "    token = got.next_page_token\n"
+                + "    # every item when limit is None; else one page, more where bytes cut it short\n"
+                + "    if not token or (limit is not None and len(out) >= limit):\n"
+                + "        return remote_page(out, token)\n"
+            )
+        unbounded = "limit is None or " if optional else ""
         return (
             f"out: list[{view}] = []\n"
             'token = page or ""\n'

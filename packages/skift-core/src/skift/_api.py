@@ -47,6 +47,8 @@ from ._orgs import (
 from ._orgs import bind_invited as orgs_bind_invited
 from ._orgs import create_org as orgs_create
 from ._orgs import list_orgs as orgs_list
+from ._pages import Page, read_limit, read_position
+from ._pages import cut as cut_page
 from ._policy import Policy
 from ._policy_records import OrgPolicy
 from ._principal_spec import Agent as Agent
@@ -299,9 +301,13 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         actor = await self._whoami()
         return await orgs_create(self.engine, self.store, actor, name, admin, uid)
 
-    async def list_orgs(self) -> list[OrgInfo]:
-        """Every organization of the server, oldest first (a server administrator's call)."""
-        return await orgs_list(self.store, await self._whoami())
+    async def list_orgs(
+        self, *, limit: int | None = None, page: str | None = None
+    ) -> Page[OrgInfo]:
+        """Every organization of the server, oldest first (a server administrator's call).
+        All of them, or ``limit`` from ``page`` (a previous page's ``next_page``) on."""
+        size = None if limit is None else self.engine.page_size(limit)
+        return await orgs_list(self.store, await self._whoami(), size=size, page=page)
 
     # ------------------------------------------ the organization's own policy
 
@@ -330,12 +336,20 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         """Drop the organization's own modules: the base policy alone decides again."""
         return await self._run(lambda tx, a: policy_reset(self.engine, tx, a, reason))
 
-    async def list_principals(self) -> list[PrincipalInfo]:
-        """The organization's principals, their roles and identities (a person's call)."""
+    async def list_principals(
+        self, *, limit: int | None = None, page: str | None = None
+    ) -> Page[PrincipalInfo]:
+        """The organization's principals, their roles and identities (a person's call), by
+        name. All of them, or ``limit`` from ``page`` (a previous page's ``next_page``) on
+        (keyset: a principal added meanwhile moves no other)."""
+        size = None if limit is None else self.engine.page_size(limit)
+        after = read_position("principals", page, (str, UUID))
 
-        async def go(tx: Tx, a: Actor) -> list[PrincipalInfo]:
+        async def go(tx: Tx, a: Actor) -> Page[PrincipalInfo]:
             await self.engine.authorize(tx, a, [intent("list_principals")])
-            return await self.engine.principal_infos(tx, await tx.list_principals())
+            got = await tx.principal_page(after=after, limit=read_limit(size))
+            rows, ends, more = cut_page("principals", got, size, lambda p: (p.name, p.id))
+            return Page(await self.engine.principal_infos(tx, rows), ends=ends, more=more)
 
         return await self._run(go)
 

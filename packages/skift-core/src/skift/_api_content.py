@@ -15,7 +15,7 @@ from uuid import UUID
 from . import _comments, _leasing, _search, _stream
 from ._api_graph import GraphApi
 from ._artifacts import Artifact, ArtifactInfo, BlobInfo
-from ._artifacts import artifact_infos as artifacts_artifact_infos
+from ._artifacts import artifact_page as artifacts_page
 from ._artifacts import as_artifact as artifacts_as_artifact
 from ._artifacts import check_upload as artifacts_check_upload
 from ._artifacts import find_blob as artifacts_find_blob
@@ -100,9 +100,21 @@ class ContentApi(GraphApi):
             lambda tx, a: _comments.resolve_comment(self.engine, tx, a, comment_id)
         )
 
-    async def comments(self, ref: str, *, project: str | None = None) -> list[CommentInfo]:
-        """A node's comments, oldest first; ``in_reply_to`` threads them."""
-        return await self._run(lambda tx, a: _comments.list_comments(self.engine, tx, ref, project))
+    async def comments(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[CommentInfo]:
+        """A node's comments, oldest first; ``in_reply_to`` threads them. Every one, or
+        ``limit`` of them from ``page`` (a previous page's ``next_page``) on."""
+        return await self._run(
+            lambda tx, a: _comments.list_comments(
+                self.engine, tx, ref, project, limit=limit, page=page
+            )
+        )
 
     # ------------------------------------------------------------------ search
 
@@ -206,9 +218,11 @@ class ContentApi(GraphApi):
             lambda tx, a: usage_set_rate(self.engine, tx, a, model, prices, currency)
         )
 
-    async def rates(self) -> list[RateInfo]:
-        """The organization's rate table, by model."""
-        return await self._run(lambda tx, a: usage_list_rates(tx))
+    async def rates(self, *, limit: int | None = None, page: str | None = None) -> Page[RateInfo]:
+        """The organization's rate table, by model. Every rate, or ``limit`` of them from
+        ``page`` (a previous page's ``next_page``) on."""
+        size = None if limit is None else self.engine.page_size(limit)
+        return await self._run(lambda tx, a: usage_list_rates(tx, size=size, page=page))
 
     async def set_org_limits(self, **sizes: int | None) -> OrgLimits:
         """Lower some of the server's size limits for this organization (a person only).
@@ -234,9 +248,14 @@ class ContentApi(GraphApi):
         None). The result's ``secret`` signs every delivery; it is shown this once."""
         return await self._run(lambda tx, a: webhooks_add(self.engine, tx, a, project, url, events))
 
-    async def webhooks(self, *, project: str | None = None) -> list[WebhookInfo]:
-        """The endpoints of a project (of every project when None); never a secret."""
-        return await self._run(lambda tx, a: webhooks_list(self.engine, tx, project))
+    async def webhooks(
+        self, *, project: str | None = None, limit: int | None = None, page: str | None = None
+    ) -> Page[WebhookInfo]:
+        """The endpoints of a project (of every project when None); never a secret. Every
+        one, or ``limit`` of them from ``page`` (a previous page's ``next_page``) on."""
+        return await self._run(
+            lambda tx, a: webhooks_list(self.engine, tx, project, limit=limit, page=page)
+        )
 
     async def rotate_webhook_secret(self, webhook: str) -> WebhookInfo:
         """A new secret for an endpoint (in the result, this once); the old one stops at once."""
@@ -355,14 +374,19 @@ class ContentApi(GraphApi):
             lambda tx, a: self.engine.input_page(tx, ref, project, limit=limit, page=page)
         )
 
-    async def artifacts(self, ref: str, *, project: str | None = None) -> list[ArtifactInfo]:
-        """A node's artifacts, oldest first."""
-
-        async def go(tx: Tx, a: Actor) -> list[ArtifactInfo]:
-            node = await self.engine.node_in(tx, ref, project)
-            return await artifacts_artifact_infos(tx, await tx.artifacts_of([node.id]))
-
-        return await self._run(go)
+    async def artifacts(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[ArtifactInfo]:
+        """A node's artifacts, oldest first. Every one, or ``limit`` of them from ``page``
+        (a previous page's ``next_page``) on."""
+        return await self._run(
+            lambda tx, a: artifacts_page(self.engine, tx, ref, project, limit=limit, page=page)
+        )
 
     async def leases(
         self,
@@ -371,14 +395,21 @@ class ContentApi(GraphApi):
         project: str | None = None,
         projects: Sequence[str] = (),
         mine: bool = False,
-    ) -> list[LeaseInfo]:
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[LeaseInfo]:
         """With ``ref``: every attempt on that node, oldest first. Without: the live leases
         of the organization (of ``projects`` when given; the caller's own with ``mine``),
-        oldest first, each lease's ``id`` given to its holder only."""
+        oldest first, each lease's ``id`` given to its holder only. Every one, or ``limit``
+        of them from ``page`` (a previous page's ``next_page``) on."""
         if ref is not None:
-            return await self._run(lambda tx, a: self.engine.leases(tx, ref, project))
+            return await self._run(
+                lambda tx, a: self.engine.leases(tx, ref, project, limit=limit, page=page)
+            )
         return await self._run(
-            lambda tx, a: _leasing.live_leases(self.engine, tx, a, tuple(projects), mine=mine)
+            lambda tx, a: _leasing.live_leases(
+                self.engine, tx, a, tuple(projects), mine=mine, limit=limit, page=page
+            )
         )
 
     async def sweep_expired(self, limit: int = 500) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -30,6 +31,7 @@ import attrs
 from ._blobs import check_digest, digest_of
 from ._errors import Invalid, LimitExceeded, NotFound
 from ._limits import Limits
+from ._pages import Page, cut, read_limit, read_position, scoped
 from ._parts import (
     PART_TYPES as PART_TYPES,
 )
@@ -309,6 +311,26 @@ def artifact_event(record: ArtifactRecord) -> dict[str, Any]:
         "name": record.name,
         "parts": [{k: v for k, v in part_to_dict(p).items() if k != "text"} for p in record.parts],
     }
+
+
+async def artifact_page(
+    e: Context,
+    tx: Tx,
+    ref: str,
+    project_ref: str | None,
+    *,
+    limit: int | None = None,
+    page: str | None = None,
+) -> Page[ArtifactInfo]:
+    """A node's artifacts, oldest first (created_at, id): every one when ``limit`` is None,
+    else ``limit`` of them after ``page`` (keyset)."""
+    size = None if limit is None else e.page_size(limit)
+    node = await e.node_in(tx, ref, project_ref)
+    name = scoped("artifacts", node.id)
+    after = read_position(name, page, (datetime, UUID))
+    got = await tx.artifact_page(node.id, after=after, limit=read_limit(size))
+    rows, ends, more = cut(name, got, size, lambda a: (a.created_at, a.id))
+    return Page(await artifact_infos(tx, rows), ends=ends, more=more)
 
 
 async def artifact_infos(tx: Tx, records: Sequence[ArtifactRecord]) -> list[ArtifactInfo]:

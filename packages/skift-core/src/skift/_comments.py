@@ -25,6 +25,7 @@ The rules, once for every store:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -42,6 +43,7 @@ from ._errors import IdempotencyMismatch, Invalid, NotFound
 from ._intent import intent
 from ._models import Comment, Node, Project, Revision
 from ._ops import canonical_digest
+from ._pages import Page, cut, read_limit, read_position, scoped
 from ._refs import new_id, parse_ulid, ulid_str
 from ._retention import refuse_pruned_request
 from ._store import Tx
@@ -252,9 +254,25 @@ async def resolve_comment(e: Context, tx: Tx, actor: Actor, comment_id: str) -> 
     return (await infos(tx, [resolved]))[0]
 
 
-async def list_comments(e: Context, tx: Tx, ref: str, project_ref: str | None) -> list[CommentInfo]:
+async def list_comments(
+    e: Context,
+    tx: Tx,
+    ref: str,
+    project_ref: str | None,
+    *,
+    limit: int | None = None,
+    page: str | None = None,
+) -> Page[CommentInfo]:
+    """A node's comments, oldest first (created_at, id): every one when ``limit`` is None,
+    else ``limit`` of them after ``page`` (keyset: a comment added or removed meanwhile
+    moves no other)."""
+    size = None if limit is None else e.page_size(limit)
     node = await e.node_in(tx, ref, project_ref)
-    return await infos(tx, await tx.comments_of([node.id]))
+    name = scoped("comments", node.id)
+    after = read_position(name, page, (datetime, UUID))
+    got = await tx.comment_page(node.id, after=after, limit=read_limit(size))
+    rows, ends, more = cut(name, got, size, lambda c: (c.created_at, c.id))
+    return Page(await infos(tx, rows), ends=ends, more=more)
 
 
 async def infos(tx: Tx, comments: Sequence[Comment]) -> list[CommentInfo]:

@@ -12,18 +12,19 @@ the token, is shown only to its holder.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 import attrs
 
 from ._errors import Conflict, Invalid
 from ._intent import intent
 from ._models import ReleaseReason
+from ._pages import Page, cut, read_limit, read_position, scoped
 from ._refs import ulid_str
 
 if TYPE_CHECKING:
-    from uuid import UUID
-
     from ._context import Actor
     from ._store import Tx
     from ._views import LeaseInfo, NodeInfo
@@ -89,32 +90,46 @@ async def preempt(
 
 
 async def live_leases(
-    engine: Work, tx: Tx, actor: Actor, projects: Sequence[str], *, mine: bool = False
-) -> list[LeaseInfo]:
-    """The organization's live leases (of ``projects`` when given), oldest first.
+    engine: Work,
+    tx: Tx,
+    actor: Actor,
+    projects: Sequence[str],
+    *,
+    mine: bool = False,
+    limit: int | None = None,
+    page: str | None = None,
+) -> Page[LeaseInfo]:
+    """The organization's live leases (of ``projects`` when given; the caller's own with
+    ``mine``), oldest first (created_at, id): every one when ``limit`` is None, else
+    ``limit`` of them after ``page`` (keyset: a lease taken or released meanwhile moves
+    no other).
 
     Each names its node, title, holder, harness, agent and expiry; ``id`` is
     the holder's alone and is empty on everyone else's.
     """
+    size = None if limit is None else engine.page_size(limit)
     project_ids: list[UUID] | None = None
     if projects:
         project_ids = [(await engine.resolve_project(tx, p)).id for p in projects]
-    leases = await tx.org_live_leases(project_ids, engine.limits.page_size)
-    if mine:
-        leases = [lease for lease in leases if lease.holder == actor.id]
+    name = scoped("live_leases", sorted(project_ids or ()), mine)
+    after = read_position(name, page, (datetime, UUID))
+    got = await tx.live_lease_page(
+        project_ids,
+        holder=actor.id if mine else None,
+        hidden=await engine.hidden(tx),
+        after=after,
+        limit=read_limit(size),
+    )
+    leases, ends, more = cut(name, got, size, lambda x: (x.created_at, x.id))
     if not leases:
-        return []
+        return Page(more=more)
     nodes = await tx.nodes_by_id([lease.node_id for lease in leases])
-    hidden = await engine.hidden(tx)
-    ordered = [
-        nodes[lease.node_id]
-        for lease in leases
-        if lease.node_id in nodes and nodes[lease.node_id].project_id not in hidden
-    ]
+    ordered = [nodes[lease.node_id] for lease in leases if lease.node_id in nodes]
     infos = {n.id: i for n, i in zip(ordered, await engine.infos(tx, ordered), strict=True)}
     holders = await tx.principals_by_id({lease.holder for lease in leases})
     out: list[LeaseInfo] = []
-    for lease in leases:
+    kept: list[str] = []
+    for lease, end in zip(leases, ends, strict=True):
         info = infos.get(lease.node_id)
         if info is None:
             continue
@@ -123,7 +138,8 @@ async def live_leases(
         out.append(
             attrs.evolve(view, title=info.title, id=view.id if lease.holder == actor.id else "")
         )
-    return out
+        kept.append(end)
+    return Page(out, ends=kept, more=more)
 
 
 async def live_lease_of(

@@ -22,6 +22,7 @@ from . import _memory_webhooks as webhooks
 from . import _readiness as readiness
 from ._blobs import BlobStore, MemoryBlobStore
 from ._memory_base import MemoryState
+from ._memory_content import keyset
 from ._memory_people import MemoryPeopleTx
 from ._models import (
     Edge,
@@ -110,6 +111,9 @@ class MemoryStore:
 
     async def list_orgs(self) -> list[Org]:
         return sorted(self._state.orgs.values(), key=lambda o: (o.created_at, o.id))
+
+    async def org_page(self, *, after: tuple[datetime, str] | None, limit: int | None) -> list[Org]:
+        return keyset(self._state.orgs.values(), lambda o: (o.created_at, o.name), after, limit)
 
     async def principal_by_identity(self, scheme: str, value: str) -> Principal | None:
         for ident in self._state.identities.values():

@@ -3,8 +3,9 @@ artifacts and blob metadata (the reference for skift_pg's ``_tx_content``)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 from uuid import UUID
 
 import attrs
@@ -13,14 +14,26 @@ from . import _search as search
 from ._memory_base import MemoryTxBase
 from ._models import (
     Comment,
+    Lease,
     Node,
     NodeOrigin,
+    Principal,
     Revision,
 )
 from ._parts import ArtifactRecord, BlobPart, BlobRecord
 from ._policy_records import StoredPolicy
 from ._store import EventPosition, ProjectPage, SearchQuery
 from ._usage_records import Budget, Rate, UsageKind, UsageRecord, UsageScope, UsageTotal
+from ._webhook_records import Endpoint
+
+T = TypeVar("T")
+
+
+def keyset(rows: Iterable[T], key: Callable[[T], Any], after: Any, limit: int | None) -> list[T]:
+    """``rows`` by ``key`` after the key ``after`` (from the first when None), ``limit`` of
+    them (every one when None): what a store's page query reads."""
+    got = sorted((r for r in rows if after is None or key(r) > after), key=key)
+    return got if limit is None else got[:limit]
 
 
 class MemoryContentTx(MemoryTxBase):
@@ -238,6 +251,77 @@ class MemoryContentTx(MemoryTxBase):
             a for a in self._s.artifacts.values() if a.org_id == self._org and a.node_id in wanted
         ]
         return sorted(rows, key=lambda a: (a.created_at, a.id))
+
+    # keyset pages
+    async def comment_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[Comment]:
+        rows = (
+            c for c in self._s.comments.values() if c.org_id == self._org and c.node_id == node_id
+        )
+        return keyset(rows, lambda c: (c.created_at, c.id), after, limit)
+
+    async def artifact_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[ArtifactRecord]:
+        rows = (
+            a for a in self._s.artifacts.values() if a.org_id == self._org and a.node_id == node_id
+        )
+        return keyset(rows, lambda a: (a.created_at, a.id), after, limit)
+
+    async def lease_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[Lease]:
+        rows = (self._s.leases[i] for i in self._s.node_leases.get(node_id, ()))
+        return keyset(rows, lambda x: (x.created_at, x.id), after, limit)
+
+    async def live_lease_page(
+        self,
+        project_ids: Collection[UUID] | None,
+        *,
+        holder: UUID | None,
+        hidden: Collection[UUID],
+        after: tuple[datetime, UUID] | None,
+        limit: int | None,
+    ) -> list[Lease]:
+        wanted = set(project_ids) if project_ids is not None else None
+        rows = (
+            x
+            for x in self._s.leases.values()
+            if x.org_id == self._org
+            and x.live(self._now)
+            and (holder is None or x.holder == holder)
+            and self._s.nodes[x.node_id].project_id not in hidden
+            and (wanted is None or self._s.nodes[x.node_id].project_id in wanted)
+        )
+        return keyset(rows, lambda x: (x.created_at, x.id), after, limit)
+
+    async def principal_page(
+        self, *, after: tuple[str, UUID] | None, limit: int | None
+    ) -> list[Principal]:
+        rows = (p for p in self._s.principals.values() if p.org_id == self._org)
+        return keyset(rows, lambda p: (p.name, p.id), after, limit)
+
+    async def rate_page(self, *, after: str | None, limit: int | None) -> list[Rate]:
+        rows = (r for (o, _), r in self._s.rates.items() if o == self._org)
+        return keyset(rows, lambda r: r.model, after, limit)
+
+    async def endpoint_page(
+        self,
+        project_id: UUID | None,
+        *,
+        hidden: Collection[UUID],
+        after: UUID | None,
+        limit: int | None,
+    ) -> list[Endpoint]:
+        rows = (
+            ep
+            for ep in self._wstate.webhooks.endpoints.values()
+            if ep.org_id == self._org
+            and (project_id is None or ep.project_id == project_id)
+            and ep.project_id not in hidden
+        )
+        return keyset(rows, lambda ep: ep.id, after, limit)
 
     async def count_artifacts(self, node_id: UUID) -> int:
         return len(await self.artifacts_of([node_id]))

@@ -75,6 +75,9 @@ class Operation:
     call does any work (the seed's coarse method checks); the engine checks again."""
     page_key: str | None = None
     """A paged list: the sort key its pages follow (AIP-158 page tokens)."""
+    whole: bool = False
+    """A paged list that ``limit=None`` reads whole (every item; over the wire a page at a
+    time), where the others read one page of the default size."""
     limits: tuple[str, ...] = ()
     """The :class:`skift.Limits` it is checked against."""
     mcp: str | None = None
@@ -207,6 +210,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         R,
         also=("ListLiveLeases",),
         page_key="created_at, id",
+        whole=True,
         limits=PAGE,
         cli="leases",
     ),
@@ -222,6 +226,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         R,
         admin="list_principals",
         page_key="name, id",
+        whole=True,
         limits=PAGE,
         cli="principal list",
     ),
@@ -290,6 +295,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         "ListComments",
         R,
         page_key="created_at, id",
+        whole=True,
         limits=PAGE,
         mcp="comment",
         cli="comments",
@@ -308,7 +314,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
     Op("usage", "GetUsage", R, mcp="usage", cli="usage show"),
     Op("project_usage", "GetProjectUsage", R, cli="usage show"),
     Op("set_rate", "SetRate", IDEM, admin="set_rate", cli="rate set"),
-    Op("rates", "ListRates", R, page_key="model", limits=PAGE, cli="rate list"),
+    Op("rates", "ListRates", R, page_key="model", whole=True, limits=PAGE, cli="rate list"),
     Op("set_org_limits", "SetOrgLimits", IDEM, admin="set_org_limits", cli="org limits"),
     Op("org_limits", "GetOrgLimits", R),
     Op("whoami", "WhoAmI", R, cli="status"),
@@ -322,6 +328,7 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         R,
         admin=SERVER_ADMIN,
         page_key="created_at, name",
+        whole=True,
         limits=PAGE,
         cli="org list",
     ),
@@ -334,10 +341,18 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         RID,
         limits=("artifacts_per_node", "parts_per_artifact", "artifact_metadata_bytes"),
     ),
-    Op("artifacts", "ListArtifacts", R, page_key="created_at, id", limits=PAGE, cli="show"),
+    Op(
+        "artifacts",
+        "ListArtifacts",
+        R,
+        page_key="created_at, id",
+        whole=True,
+        limits=PAGE,
+        cli="show",
+    ),
     # ---------------------------------------------------------------- webhooks
     Op("add_webhook", "AddWebhook", cli="webhook add", limits=("webhooks_per_project",)),
-    Op("webhooks", "ListWebhooks", R, page_key="id", limits=PAGE, cli="webhook list"),
+    Op("webhooks", "ListWebhooks", R, page_key="id", whole=True, limits=PAGE, cli="webhook list"),
     Op("rotate_webhook_secret", "RotateWebhookSecret", cli="webhook rotate"),
     Op("disable_webhook", "DisableWebhook", IDEM, cli="webhook disable"),
     Op("enable_webhook", "EnableWebhook", IDEM, cli="webhook enable"),

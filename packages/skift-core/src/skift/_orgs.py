@@ -22,6 +22,7 @@ import attrs
 
 from ._errors import Conflict, Invalid, Refused, Unauthenticated
 from ._models import IdentityScheme, Org, PrincipalKind
+from ._pages import Page, cut, read_limit, read_position
 from ._refs import ulid_str
 from ._secrets import token_digest
 
@@ -196,7 +197,20 @@ async def create_org(
     )
 
 
-async def list_orgs(store: Store, actor: Actor) -> list[OrgInfo]:
+async def list_orgs(
+    store: Store, actor: Actor, *, size: int | None = None, page: str | None = None
+) -> Page[OrgInfo]:
+    """Every organization, oldest first (created_at, name): all when ``size`` is None, else
+    ``size`` of them after ``page`` (keyset). The first of all is the server's own."""
+    after = read_position("orgs", page, (datetime, str))
     await require_server_admin(store, actor, "lists organizations")
-    orgs = await store.list_orgs()
-    return [OrgInfo(name=o.name, created_at=o.created_at, first=i == 0) for i, o in enumerate(orgs)]
+    got = await store.org_page(after=after, limit=read_limit(size))
+    orgs, ends, more = cut("orgs", got, size, lambda o: (o.created_at, o.name))
+    return Page(
+        [
+            OrgInfo(name=o.name, created_at=o.created_at, first=after is None and i == 0)
+            for i, o in enumerate(orgs)
+        ],
+        ends=ends,
+        more=more,
+    )

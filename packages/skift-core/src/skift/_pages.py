@@ -12,11 +12,13 @@ JSON (``["projects",41,1733230000000000,"01J..."]``). It carries nothing a
 caller must be trusted with: a forged one only starts the caller's own list
 elsewhere (every page reads with the caller's own filter and read rights).
 A position of another list, or text that is no position, is
-:class:`~skift.Invalid` naming ``page_token``.
+:class:`~skift.Invalid` naming ``page_token``; so is a position of the same list read with
+other arguments (another node's comments, other projects' leases: :func:`scoped`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -69,6 +71,15 @@ def position(name: str, *parts: Part) -> str:
     return json.dumps([name, *(_part(p) for p in parts)], separators=(",", ":"))
 
 
+def scoped(name: str, *scope: object) -> str:
+    """The name of list ``name`` read with the arguments ``scope`` (a node's comments, the
+    leases of some projects): a position made with other arguments is refused, naming
+    ``page_token``, rather than read as a place in a different list."""
+    if not scope:
+        return name
+    return f"{name}/{hashlib.sha256(repr(scope).encode()).hexdigest()[:12]}"
+
+
 def read_position(name: str, text: str | None, kinds: Sequence[type]) -> tuple[Any, ...] | None:
     """The sort key a position of list ``name`` carries, its parts of ``kinds`` (None for
     none: the first page); :class:`Invalid` naming ``page_token`` for anything else."""
@@ -87,6 +98,9 @@ def read_rows(
     try:
         doc: Any = json.loads(text)
         if not isinstance(doc, list) or not doc or doc[0] != name:
+            made: object = cast(list[Any], doc)[0] if isinstance(doc, list) and doc else None
+            if isinstance(made, str) and made.split("/")[0] == name.split("/")[0]:
+                raise bad_position(text, "was made for this list with other arguments")
             raise ValueError("not a position of this list")
         raw = cast(list[Any], doc[1:])
         rest = len(raw) - len(head)
@@ -112,12 +126,18 @@ def bad_position(text: str, why: str = "is not a page token of this list") -> In
 
 
 def cut(
-    name: str, rows: Sequence[T], size: int, key: Callable[[T], tuple[Part, ...]]
+    name: str, rows: Sequence[T], size: int | None, key: Callable[[T], tuple[Part, ...]]
 ) -> tuple[list[T], list[str], bool]:
-    """The first ``size`` of ``rows`` (read as ``size + 1`` to know whether more follow),
-    the position after each and whether the list goes on."""
-    kept = list(rows[:size])
-    return kept, [position(name, *key(r)) for r in kept], len(rows) > size
+    """The first ``size`` of ``rows`` (read as ``size + 1`` to know whether more follow;
+    every one when ``size`` is None), the position after each and whether the list goes on."""
+    kept = list(rows if size is None else rows[:size])
+    return kept, [position(name, *key(r)) for r in kept], len(rows) > len(kept)
+
+
+def read_limit(limit: int | None) -> int | None:
+    """How many rows a page of ``limit`` items reads: one more, to know whether the list
+    goes on (every one when ``limit`` is None)."""
+    return None if limit is None else limit + 1
 
 
 def _part(p: Part) -> int | float | str:

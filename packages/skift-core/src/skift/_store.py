@@ -439,6 +439,61 @@ class Tx(Protocol):
         ...
 
     async def count_artifacts(self, node_id: UUID) -> int: ...
+
+    # keyset pages (skift._pages): the rows after the key ``after`` in the list's order,
+    # ``limit`` of them (every one when None); the rules of a page are the caller's
+    async def comment_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[Comment]:
+        """A node's comments with their revisions, by (created_at, id)."""
+        ...
+
+    async def artifact_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[ArtifactRecord]:
+        """A node's artifacts, by (created_at, id)."""
+        ...
+
+    async def lease_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[Lease]:
+        """Every attempt on a node, by (created_at, id)."""
+        ...
+
+    async def live_lease_page(
+        self,
+        project_ids: Collection[UUID] | None,
+        *,
+        holder: UUID | None,
+        hidden: Collection[UUID],
+        after: tuple[datetime, UUID] | None,
+        limit: int | None,
+    ) -> list[Lease]:
+        """The organization's live leases by (created_at, id): of nodes of ``project_ids``
+        (any when None) outside the ``hidden`` projects, held by ``holder`` when given."""
+        ...
+
+    async def principal_page(
+        self, *, after: tuple[str, UUID] | None, limit: int | None
+    ) -> list[Principal]:
+        """The organization's principals, by (name, id)."""
+        ...
+
+    async def rate_page(self, *, after: str | None, limit: int | None) -> list[Rate]:
+        """The organization's rates, by model."""
+        ...
+
+    async def endpoint_page(
+        self,
+        project_id: UUID | None,
+        *,
+        hidden: Collection[UUID],
+        after: UUID | None,
+        limit: int | None,
+    ) -> list[Endpoint]:
+        """A project's endpoints (every project's outside ``hidden`` when None), by id."""
+        ...
+
     async def blob(self, digest: str) -> BlobRecord | None:
         """This organization's record of a blob, if it uploaded one with this digest."""
         ...
@@ -594,6 +649,11 @@ class Store(Protocol):
     async def org_by_id(self, org_id: UUID) -> Org | None: ...
     async def list_orgs(self) -> list[Org]:
         """Every organization, oldest first (the first is the server's own)."""
+        ...
+
+    async def org_page(self, *, after: tuple[datetime, str] | None, limit: int | None) -> list[Org]:
+        """The organizations by (created_at, name), after the key ``after``, ``limit`` of
+        them (every one when None)."""
         ...
 
     async def principal_by_identity(self, scheme: str, value: str) -> Principal | None:

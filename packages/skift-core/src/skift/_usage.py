@@ -30,6 +30,7 @@ from ._errors import Invalid, LimitExceeded, Refused
 from ._inputs import shown
 from ._intent import intent
 from ._models import Node, Principal, PrincipalKind, Project
+from ._pages import Page, cut, read_limit, read_position
 from ._refs import format_ref, new_id, ulid_str
 from ._usage_records import (
     TOKEN_FIELDS as TOKEN_FIELDS,
@@ -440,8 +441,13 @@ async def set_rate(
     return rate_info(rate)
 
 
-async def list_rates(tx: Tx) -> list[RateInfo]:
-    return [rate_info(r) for r in sorted(await tx.rates(), key=lambda r: r.model)]
+async def list_rates(tx: Tx, *, size: int | None = None, page: str | None = None) -> Page[RateInfo]:
+    """The rate table by model: every rate when ``size`` is None, else ``size`` of them
+    after ``page`` (keyset: a rate set or dropped meanwhile moves no other)."""
+    after = read_position("rates", page, (str,))
+    got = await tx.rate_page(after=None if after is None else after[0], limit=read_limit(size))
+    rows, ends, more = cut("rates", got, size, lambda r: (r.model,))
+    return Page([rate_info(r) for r in rows], ends=ends, more=more)
 
 
 def _money_change(value: object, what: str) -> tuple[bool, Decimal | None]:

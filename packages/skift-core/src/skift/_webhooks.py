@@ -27,7 +27,7 @@ import attrs
 from . import _stream
 from ._errors import Conflict, Invalid, LimitExceeded, NotFound
 from ._intent import intent
-from ._pages import Page, read_position
+from ._pages import Page, read_limit, read_position, scoped
 from ._pages import cut as cut_page
 from ._refs import new_id, parse_ulid, ulid_str
 from ._seal import CursorSeal
@@ -322,13 +322,29 @@ async def _append(e: Context, tx: Tx, actor: Actor, op: str, ep: Endpoint) -> No
     await tx.append_events([event])
 
 
-async def list_webhooks(e: Context, tx: Tx, project: str | None) -> list[WebhookInfo]:
+async def list_webhooks(
+    e: Context,
+    tx: Tx,
+    project: str | None,
+    *,
+    limit: int | None = None,
+    page: str | None = None,
+) -> Page[WebhookInfo]:
+    """A project's endpoints (every project's the caller may read when None), by id: every
+    one when ``limit`` is None, else ``limit`` of them after ``page`` (keyset)."""
+    size = None if limit is None else e.page_size(limit)
     proj = await e.resolve_project(tx, project) if project else None
-    eps = await tx.endpoints(proj.id if proj else None)
-    hidden = await e.hidden(tx)
-    eps = [ep for ep in eps if ep.project_id not in hidden]
+    name = scoped("webhooks", proj.id if proj else None)
+    after = read_position(name, page, (UUID,))
+    got = await tx.endpoint_page(
+        proj.id if proj else None,
+        hidden=await e.hidden(tx),
+        after=None if after is None else after[0],
+        limit=read_limit(size),
+    )
+    eps, ends, more = cut_page(name, got, size, lambda ep: (ep.id,))
     slugs = await _slugs(tx, {ep.project_id for ep in eps})
-    return [_info(ep, slugs[ep.project_id]) for ep in eps]
+    return Page([_info(ep, slugs[ep.project_id]) for ep in eps], ends=ends, more=more)
 
 
 async def list_deliveries(

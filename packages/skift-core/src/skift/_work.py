@@ -10,7 +10,7 @@ handed to an agent: ``ReadyQuery.agent_only`` and the policy see to it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 from uuid import UUID
 
@@ -23,7 +23,7 @@ from ._errors import Invalid, NothingReady, Refused
 from ._filter import NodeFilter
 from ._intent import intent
 from ._models import Event, Lease, Node, Project, ReleaseReason, Status
-from ._pages import Page, bad_position, position, read_position
+from ._pages import Page, bad_position, cut, position, read_limit, read_position, scoped
 from ._reads import Reads
 from ._refs import format_ref, new_id, ulid_str
 from ._store import NOT_SIMPLE, Authors, NotSimple, ReadyQuery, TransientError, Tx
@@ -382,17 +382,35 @@ class Work(Reads):
         await tx.append_events(events)
         return len(leases)
 
-    async def leases(self, tx: Tx, ref: str, project_ref: str | None) -> list[LeaseInfo]:
+    async def leases(
+        self,
+        tx: Tx,
+        ref: str,
+        project_ref: str | None,
+        *,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[LeaseInfo]:
+        """Every attempt on a node, oldest first (created_at, id): all when ``limit`` is
+        None, else ``limit`` of them after ``page`` (keyset)."""
+        size = None if limit is None else self.page_size(limit)
         node = await self.node_in(tx, ref, project_ref)
+        name = scoped("leases", node.id)
+        after = read_position(name, page, (datetime, UUID))
         info = (await self.infos(tx, [node]))[0]
-        history = await tx.lease_history(node.id)
+        got = await tx.lease_page(node.id, after=after, limit=read_limit(size))
+        history, ends, more = cut(name, got, size, lambda x: (x.created_at, x.id))
         holders = await tx.principals_by_id({lease.holder for lease in history})
-        return [
-            self.lease_info(
-                lease, info.ref, holders[lease.holder].name if lease.holder in holders else "?"
-            )
-            for lease in history
-        ]
+        return Page(
+            [
+                self.lease_info(
+                    lease, info.ref, holders[lease.holder].name if lease.holder in holders else "?"
+                )
+                for lease in history
+            ],
+            ends=ends,
+            more=more,
+        )
 
 
 async def _comments_hint(tx: Tx, node_id: UUID) -> CommentsHint:

@@ -26,7 +26,7 @@ async def set_policy(sk: skift.LocalSkift, r: v1.SetPolicyRequest) -> v1.SetPoli
 
 async def list_orgs(sk: skift.LocalSkift, r: v1.ListOrgsRequest) -> v1.ListOrgsResponse:
     token = paging.decode("ListOrgs", r)
-    got = [to_pb(v1.Org, o) for o in await sk.list_orgs()]
     size = sk.engine.page_size(r.page_size or None)
-    items, nxt = paging.slice_page("ListOrgs", got, token, size, r)
+    got = await sk.list_orgs(limit=size, page=token.core if token else None)
+    items, nxt = paging.core_page(got, v1.Org, r)
     return v1.ListOrgsResponse(orgs=items, next_page_token=nxt)

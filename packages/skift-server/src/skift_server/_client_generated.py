@@ -316,16 +316,25 @@ class GeneratedCalls(RemoteBase):
         got = await self._call("AddPrincipal", req, v1.AddPrincipalResponse)
         return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
 
-    async def list_principals(self) -> list[skift.PrincipalInfo]:
-        """The organization's principals, their roles and identities (a person's call)."""
+    async def list_principals(
+        self, *, limit: int | None = None, page: str | None = None
+    ) -> skift.Page[skift.PrincipalInfo]:
+        """The organization's principals, their roles and identities (a person's call), by name.
+        All of them, or ``limit`` from ``page`` (a previous page's ``next_page``) on (keyset: a
+        principal added meanwhile moves no other).
+        """
         out: list[skift.PrincipalInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListPrincipalsRequest(page_token=token)
+            req = v1.ListPrincipalsRequest(
+                page_size=page_size(None if limit is None else limit - len(out)), page_token=token
+            )
             got = await self._call("ListPrincipals", req, v1.ListPrincipalsResponse)
             out += [from_pb(v1.Principal, skift.PrincipalInfo, x) for x in got.principals]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def attach_identity(self, principal: str, scheme: str, value: str) -> skift.PrincipalInfo:
         """Give a principal another way in (unix uid, oidc subject, tailscale node): an
@@ -430,16 +439,32 @@ class GeneratedCalls(RemoteBase):
         got = await self._call("AddComment", req, v1.AddCommentResponse)
         return from_pb(v1.Comment, skift.CommentInfo, got.comment)
 
-    async def comments(self, ref: str, *, project: str | None = None) -> list[skift.CommentInfo]:
-        """A node's comments, oldest first; ``in_reply_to`` threads them."""
+    async def comments(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> skift.Page[skift.CommentInfo]:
+        """A node's comments, oldest first; ``in_reply_to`` threads them. Every one, or
+        ``limit`` of them from ``page`` (a previous page's ``next_page``) on.
+        """
         out: list[skift.CommentInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListCommentsRequest(ref=ref, project=project, page_token=token)
+            req = v1.ListCommentsRequest(
+                ref=ref,
+                project=project,
+                page_size=page_size(None if limit is None else limit - len(out)),
+                page_token=token,
+            )
             got = await self._call("ListComments", req, v1.ListCommentsResponse)
             out += [from_pb(v1.Comment, skift.CommentInfo, x) for x in got.comments]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def search(
         self,
@@ -538,16 +563,24 @@ class GeneratedCalls(RemoteBase):
         got = await self._call("SetRate", req, v1.SetRateResponse)
         return from_pb(v1.Rate, skift.RateInfo, got.rate)
 
-    async def rates(self) -> list[skift.RateInfo]:
-        """The organization's rate table, by model."""
+    async def rates(
+        self, *, limit: int | None = None, page: str | None = None
+    ) -> skift.Page[skift.RateInfo]:
+        """The organization's rate table, by model. Every rate, or ``limit`` of them from
+        ``page`` (a previous page's ``next_page``) on.
+        """
         out: list[skift.RateInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListRatesRequest(page_token=token)
+            req = v1.ListRatesRequest(
+                page_size=page_size(None if limit is None else limit - len(out)), page_token=token
+            )
             got = await self._call("ListRates", req, v1.ListRatesResponse)
             out += [from_pb(v1.Rate, skift.RateInfo, x) for x in got.rates]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def org_limits(self) -> skift.OrgLimits:
         """The size limits in force for this organization, and which it set itself."""
@@ -587,16 +620,24 @@ class GeneratedCalls(RemoteBase):
         got = await self._call("CreateOrg", req, v1.CreateOrgResponse)
         return from_pb(v1.CreateOrgResponse, skift.OrgCreated, got)
 
-    async def list_orgs(self) -> list[skift.OrgInfo]:
-        """Every organization of the server, oldest first (a server administrator's call)."""
+    async def list_orgs(
+        self, *, limit: int | None = None, page: str | None = None
+    ) -> skift.Page[skift.OrgInfo]:
+        """Every organization of the server, oldest first (a server administrator's call). All
+        of them, or ``limit`` from ``page`` (a previous page's ``next_page``) on.
+        """
         out: list[skift.OrgInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListOrgsRequest(page_token=token)
+            req = v1.ListOrgsRequest(
+                page_size=page_size(None if limit is None else limit - len(out)), page_token=token
+            )
             got = await self._call("ListOrgs", req, v1.ListOrgsResponse)
             out += [from_pb(v1.Org, skift.OrgInfo, x) for x in got.orgs]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def put_blob(
         self, data: bytes, *, media_type: str, digest: str | None = None
@@ -635,16 +676,32 @@ class GeneratedCalls(RemoteBase):
         got = await self._call("AttachArtifact", req, v1.AttachArtifactResponse)
         return from_pb(v1.PatchResult, skift.PatchResult, got.result)
 
-    async def artifacts(self, ref: str, *, project: str | None = None) -> list[skift.ArtifactInfo]:
-        """A node's artifacts, oldest first."""
+    async def artifacts(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> skift.Page[skift.ArtifactInfo]:
+        """A node's artifacts, oldest first. Every one, or ``limit`` of them from ``page`` (a
+        previous page's ``next_page``) on.
+        """
         out: list[skift.ArtifactInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListArtifactsRequest(ref=ref, project=project, page_token=token)
+            req = v1.ListArtifactsRequest(
+                ref=ref,
+                project=project,
+                page_size=page_size(None if limit is None else limit - len(out)),
+                page_token=token,
+            )
             got = await self._call("ListArtifacts", req, v1.ListArtifactsResponse)
             out += [from_pb(v1.ArtifactInfo, skift.ArtifactInfo, x) for x in got.artifacts]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def add_webhook(
         self, project: str, url: str, *, events: Sequence[str] | None = None
@@ -656,16 +713,26 @@ class GeneratedCalls(RemoteBase):
         got = await self._call("AddWebhook", req, v1.AddWebhookResponse)
         return from_pb(v1.AddWebhookResponse, skift.WebhookInfo, got)
 
-    async def webhooks(self, *, project: str | None = None) -> list[skift.WebhookInfo]:
-        """The endpoints of a project (of every project when None); never a secret."""
+    async def webhooks(
+        self, *, project: str | None = None, limit: int | None = None, page: str | None = None
+    ) -> skift.Page[skift.WebhookInfo]:
+        """The endpoints of a project (of every project when None); never a secret. Every one,
+        or ``limit`` of them from ``page`` (a previous page's ``next_page``) on.
+        """
         out: list[skift.WebhookInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListWebhooksRequest(project=project, page_token=token)
+            req = v1.ListWebhooksRequest(
+                project=project,
+                page_size=page_size(None if limit is None else limit - len(out)),
+                page_token=token,
+            )
             got = await self._call("ListWebhooks", req, v1.ListWebhooksResponse)
             out += [from_pb(v1.Webhook, skift.WebhookInfo, x) for x in got.webhooks]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def rotate_webhook_secret(self, webhook: str) -> skift.WebhookInfo:
         """A new secret for an endpoint (in the result, this once); the old one stops at once."""

@@ -159,26 +159,30 @@ class WorkCalls(GeneratedCalls):
         project: str | None = None,
         projects: Sequence[str] = (),
         mine: bool = False,
-    ) -> list[skift.LeaseInfo]:
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> skift.Page[skift.LeaseInfo]:
         """With ``ref``: every attempt on that node. Without: the organization's live leases
-        (of ``projects``; the caller's own with ``mine``), an id only on the caller's own."""
+        (of ``projects``; the caller's own with ``mine``), an id only on the caller's own.
+        Every one, or ``limit`` of them from ``page`` on."""
         out: list[skift.LeaseInfo] = []
-        token = ""
-        if ref is None:
-            while True:
-                live = v1.ListLiveLeasesRequest(
-                    projects=list(projects), mine=mine, page_token=token
-                )
-                page = await self._call("ListLiveLeases", live, v1.ListLiveLeasesResponse)
-                out += [from_pb(v1.Lease, skift.LeaseInfo, x) for x in page.leases]
-                if not (token := page.next_page_token):
-                    return out
+        token = page or ""
         while True:
-            req = v1.ListLeasesRequest(ref=ref, project=project, page_token=token)
-            got = await self._call("ListLeases", req, v1.ListLeasesResponse)
+            size = page_size(None if limit is None else limit - len(out))
+            if ref is None:
+                live = v1.ListLiveLeasesRequest(
+                    projects=list(projects), mine=mine, page_size=size, page_token=token
+                )
+                got = await self._call("ListLiveLeases", live, v1.ListLiveLeasesResponse)
+            else:
+                req = v1.ListLeasesRequest(
+                    ref=ref, project=project, page_size=size, page_token=token
+                )
+                got = await self._call("ListLeases", req, v1.ListLeasesResponse)
             out += [from_pb(v1.Lease, skift.LeaseInfo, x) for x in got.leases]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     # ------------------------------------------------------------ events
 

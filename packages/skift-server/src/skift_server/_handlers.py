@@ -39,6 +39,11 @@ def _size(sk: skift.LocalSkift, page_size: int) -> int:
     return sk.engine.page_size(page_size or None)
 
 
+def _at(token: paging.Token | None) -> str | None:
+    """The core position a page token carries (None: the first page)."""
+    return token.core if token else None
+
+
 # ------------------------------------------------------------------ projects
 
 
@@ -186,8 +191,8 @@ async def release(sk: skift.LocalSkift, r: v1.ReleaseRequest) -> v1.ReleaseRespo
 
 async def list_leases(sk: skift.LocalSkift, r: v1.ListLeasesRequest) -> v1.ListLeasesResponse:
     token = paging.decode("ListLeases", r)
-    got = [to_pb(v1.Lease, x) for x in await sk.leases(r.ref, project=r.project)]
-    items, nxt = paging.slice_page("ListLeases", got, token, _size(sk, r.page_size), r)
+    got = await sk.leases(r.ref, project=r.project, limit=_size(sk, r.page_size), page=_at(token))
+    items, nxt = paging.core_page(got, v1.Lease, r)
     return v1.ListLeasesResponse(leases=items, next_page_token=nxt)
 
 
@@ -195,8 +200,10 @@ async def list_live_leases(
     sk: skift.LocalSkift, r: v1.ListLiveLeasesRequest
 ) -> v1.ListLiveLeasesResponse:
     token = paging.decode("ListLiveLeases", r)
-    got = [to_pb(v1.Lease, x) for x in await sk.leases(projects=tuple(r.projects), mine=r.mine)]
-    items, nxt = paging.slice_page("ListLiveLeases", got, token, _size(sk, r.page_size), r)
+    got = await sk.leases(
+        projects=tuple(r.projects), mine=r.mine, limit=_size(sk, r.page_size), page=_at(token)
+    )
+    items, nxt = paging.core_page(got, v1.Lease, r)
     return v1.ListLiveLeasesResponse(leases=items, next_page_token=nxt)
 
 
@@ -240,8 +247,8 @@ async def list_principals(
     sk: skift.LocalSkift, r: v1.ListPrincipalsRequest
 ) -> v1.ListPrincipalsResponse:
     token = paging.decode("ListPrincipals", r)
-    got = [to_pb(v1.Principal, p) for p in await sk.list_principals()]
-    items, nxt = paging.slice_page("ListPrincipals", got, token, _size(sk, r.page_size), r)
+    got = await sk.list_principals(limit=_size(sk, r.page_size), page=_at(token))
+    items, nxt = paging.core_page(got, v1.Principal, r)
     return v1.ListPrincipalsResponse(principals=items, next_page_token=nxt)
 
 
@@ -260,8 +267,8 @@ async def resolve_comment(
 
 async def list_comments(sk: skift.LocalSkift, r: v1.ListCommentsRequest) -> v1.ListCommentsResponse:
     token = paging.decode("ListComments", r)
-    got = [to_pb(v1.Comment, x) for x in await sk.comments(r.ref, project=r.project)]
-    items, nxt = paging.slice_page("ListComments", got, token, _size(sk, r.page_size), r)
+    got = await sk.comments(r.ref, project=r.project, limit=_size(sk, r.page_size), page=_at(token))
+    items, nxt = paging.core_page(got, v1.Comment, r)
     return v1.ListCommentsResponse(comments=items, next_page_token=nxt)
 
 
@@ -284,8 +291,8 @@ async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse
 
 async def list_rates(sk: skift.LocalSkift, r: v1.ListRatesRequest) -> v1.ListRatesResponse:
     token = paging.decode("ListRates", r)
-    got = [to_pb(v1.Rate, x) for x in await sk.rates()]
-    items, nxt = paging.slice_page("ListRates", got, token, _size(sk, r.page_size), r)
+    got = await sk.rates(limit=_size(sk, r.page_size), page=_at(token))
+    items, nxt = paging.core_page(got, v1.Rate, r)
     return v1.ListRatesResponse(rates=items, next_page_token=nxt)
 
 
@@ -303,6 +310,8 @@ async def list_artifacts(
     sk: skift.LocalSkift, r: v1.ListArtifactsRequest
 ) -> v1.ListArtifactsResponse:
     token = paging.decode("ListArtifacts", r)
-    got = [to_pb(v1.ArtifactInfo, a) for a in await sk.artifacts(r.ref, project=r.project)]
-    items, nxt = paging.slice_page("ListArtifacts", got, token, _size(sk, r.page_size), r)
+    got = await sk.artifacts(
+        r.ref, project=r.project, limit=_size(sk, r.page_size), page=_at(token)
+    )
+    items, nxt = paging.core_page(got, v1.ArtifactInfo, r)
     return v1.ListArtifactsResponse(artifacts=items, next_page_token=nxt)

@@ -3,12 +3,10 @@ under the smallest default gRPC client limit (4 MiB).
 
 A page token is opaque to clients: URL-safe base64 of a small JSON document
 naming the RPC that made it, the digest of the request's other arguments, and
-where the list goes on: the core's keyset position (``skift.Page``: ListProjects,
-ListNodes, Search, ListWebhookDeliveries; ListEvents the oldest event sent), the
-sort key of the last item sent for the lists the API returns whole
-(:data:`SORT_KEYS`), or, for Ready, the engine's page and how many of its nodes
-were sent. A token handed to another RPC, made for other arguments, or edited
-is INVALID_ARGUMENT naming ``page_token``.
+where the list goes on: the core's keyset position (``skift.Page``), but for
+ListEvents (the oldest event sent), ListEdges (the last edge sent) and Ready (the
+engine's page and how many of its nodes were sent). A token handed to another RPC,
+made for other arguments, or edited is INVALID_ARGUMENT naming ``page_token``.
 
 Every page is cut by count (``page_size``, checked by the engine's page-size
 rule) and by bytes: items are taken while their encoded size stays within
@@ -21,11 +19,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import bisect
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any, Final, TypeVar, cast
 
 import attrs
@@ -128,6 +124,16 @@ def next_token(page: skift.Page[Any], sent: int, request: Any) -> str:
     return encode(Token(rpc, core=core), request)
 
 
+def core_page(page: skift.Page[Any], message: type[T], request: Any) -> tuple[list[T], str]:
+    """A core keyset page on the wire: its items as ``message`` (encoded once), as many as
+    fit the byte budget, and the next_page_token after the last one sent."""
+    from ._convert_types import to_pb
+
+    items = encoded(to_pb(message, x) for x in page)
+    k = fit(items)
+    return items[:k], next_token(page, k, request)
+
+
 def encoded(items: Iterable[T]) -> list[T]:
     """``items`` each encoded once, as stand-ins (``_wirecodec.Encoded``) that :func:`fit`
     measures and a response encodes by copying their bytes: a page's items are encoded
@@ -166,57 +172,14 @@ def item_key(item: betterproto2.Message) -> str:
     return hashlib.sha256(bytes(item)).hexdigest()[:16]
 
 
-SORT_KEYS: Final[dict[str, tuple[str, ...]]] = {
-    "ListComments": ("created_at", "id"),
-    "ListLeases": ("created_at", "id"),
-    "ListLiveLeases": ("created_at", "id"),
-    "ListArtifacts": ("created_at", "id"),
-    "ListPrincipals": ("name", "id"),
-    "ListRates": ("model",),
-    "ListOrgs": ("created_at", "name"),
-    "ListWebhooks": ("id",),
-}
-"""The sort key (a unique one: its last field tells ties apart) each list the API returns
-whole pages by, as ``skift.OPERATIONS`` declares it (``page_key``)."""
-
-
-def sort_key(rpc: str, item: betterproto2.Message) -> list[int | str]:
-    """``item``'s sort key in ``rpc``'s list: times as microseconds, the rest as text."""
-    out: list[int | str] = []
-    for name in SORT_KEYS[rpc]:
-        value = getattr(item, name)
-        if isinstance(value, datetime):
-            out.append(round(value.timestamp() * 1_000_000))
-        else:
-            out.append(str(value or ""))
-    return out
-
-
 def slice_page(
     rpc: str, items: Sequence[T], token: Token | None, size: int, request: Any
 ) -> tuple[list[T], str]:
-    """One page of a list the API returns whole: the items and the next page's token.
-
-    Keyset (AIP-158): the list is ordered by its sort key (:data:`SORT_KEYS`) and the
-    token keeps the key of the last item sent; the next page starts after that key,
-    wherever the list has changed meanwhile, so an item that exists throughout the
-    walk is sent once, never twice or skipped, even when the last item sent is gone.
-    (These lists are bounded, each by its own limit, and read whole per page.) A list
-    with no sort key of its own (ListEdges: the order of the nodes asked for) goes on
-    after the last item sent, found by its id; if that item is gone, from its position.
-    """
-    if rpc in SORT_KEYS:
-        keyed = sorted(((sort_key(rpc, item), item) for item in items), key=lambda x: x[0])
-        start = 0
-        if token is not None and token.core is not None:
-            last = _read_key(rpc, token.core)
-            start = bisect.bisect_right([k for k, _ in keyed], last)
-        window = [item for _, item in keyed[start : start + size]]
-        k = fit(window)
-        if start + k >= len(keyed) or k == 0:
-            return window[:k], ""
-        at = json.dumps(keyed[start + k - 1][0], separators=(",", ":"))
-        return window[:k], encode(Token(rpc, core=at), request)
+    """One page of a list the API returns whole (ListEdges: the edges around the nodes
+    asked for, in their order): the items and the next page's token. The token keeps the
+    last item sent (by its id, else its digest) and the next page goes on after it; if
+    that item is gone, from its position. Every other list pages in the core, by keyset
+    (:func:`core_page`)."""
     start = token.offset if token else 0
     if token is not None and token.core is not None:
         for i, item in enumerate(items):
@@ -229,31 +192,6 @@ def slice_page(
     if end >= len(items) or k == 0:
         return window[:k], ""
     return window[:k], encode(Token(rpc, core=item_key(window[k - 1]), offset=end), request)
-
-
-def _read_key(rpc: str, text: str) -> list[int | str]:
-    """The sort key a token of ``rpc`` carries; INVALID_ARGUMENT naming ``page_token`` if
-    it carries none of that list's shape."""
-    try:
-        doc: Any = json.loads(text)
-    except ValueError:
-        doc = None
-    fields = SORT_KEYS[rpc]
-    if not isinstance(doc, list) or len(cast(list[Any], doc)) != len(fields):
-        doc = None
-    else:
-        for name, part in zip(fields, cast(list[Any], doc), strict=True):
-            want = int if name == "created_at" else str
-            if type(part) is not want:
-                doc = None
-                break
-    if doc is None:
-        raise skift.Invalid(
-            f"page_token is not a page token of {rpc}",
-            next="Pass next_page_token exactly as the previous page of the same call returned it.",
-            field="page_token",
-        )
-    return cast(list[int | str], doc)
 
 
 def cut_inputs(

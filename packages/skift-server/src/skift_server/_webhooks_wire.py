@@ -19,8 +19,10 @@ def _size(sk: skift.LocalSkift, page_size: int) -> int:
 
 async def list_webhooks(sk: skift.LocalSkift, r: v1.ListWebhooksRequest) -> v1.ListWebhooksResponse:
     token = paging.decode("ListWebhooks", r)
-    got = [to_pb(v1.Webhook, w) for w in await sk.webhooks(project=r.project)]
-    items, nxt = paging.slice_page("ListWebhooks", got, token, _size(sk, r.page_size), r)
+    got = await sk.webhooks(
+        project=r.project, limit=_size(sk, r.page_size), page=token.core if token else None
+    )
+    items, nxt = paging.core_page(got, v1.Webhook, r)
     return v1.ListWebhooksResponse(webhooks=items, next_page_token=nxt)
 
 

@@ -328,6 +328,17 @@ class PgStore:
             rows = await cur.fetchall()
         return [Org(id=r["id"], name=r["name"], created_at=r["created_at"]) for r in rows]
 
+    async def org_page(self, *, after: tuple[datetime, str] | None, limit: int | None) -> list[Org]:
+        params = {
+            "after_at": None if after is None else after[0],
+            "after_name": None if after is None else after[1],
+            "limit": limit,
+        }
+        async with self._connection() as conn:
+            cur = await conn.execute(q("org_page"), params)
+            rows = await cur.fetchall()
+        return [Org(id=r["id"], name=r["name"], created_at=r["created_at"]) for r in rows]
+
     async def org_by_id(self, org_id: UUID) -> Org | None:
         async with self._connection() as conn:
             cur = await conn.execute(q("org_by_id"), {"id": org_id})

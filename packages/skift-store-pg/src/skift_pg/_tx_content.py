@@ -19,8 +19,10 @@ from skift import (
     Event,
     EventBatch,
     EventPosition,
+    Lease,
     Node,
     NodeOrigin,
+    Principal,
     Rate,
     Revision,
     SearchQuery,
@@ -40,8 +42,10 @@ from ._rows import (
     comment_from_row,
     comment_params,
     event_from_row,
+    lease_from_row,
     node_from_row,
     origin_from_row,
+    principal_from_row,
     usage_from_row,
 )
 from ._tx import COPY_FROM, NO_CAPS, TxBase
@@ -130,6 +134,59 @@ class ContentTx(TxBase, PgWebhooksTx):
             return []
         return await self._with_revisions(await self.rows("comments_of", ids=list(node_ids)))
 
+    # keyset pages: the rows after a key, ``limit`` of them (LIMIT NULL: every one)
+    async def comment_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[Comment]:
+        rows = await self.rows("comment_page", id=node_id, limit=limit, **_after_at(after))
+        return await self._with_revisions(rows)
+
+    async def artifact_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[ArtifactRecord]:
+        rows = await self.rows("artifact_page", id=node_id, limit=limit, **_after_at(after))
+        return [_artifact(r) for r in rows]
+
+    async def lease_page(
+        self, node_id: UUID, *, after: tuple[datetime, UUID] | None, limit: int | None
+    ) -> list[Lease]:
+        rows = await self.rows("lease_page", id=node_id, limit=limit, **_after_at(after))
+        return [lease_from_row(r) for r in rows]
+
+    async def live_lease_page(
+        self,
+        project_ids: Collection[UUID] | None,
+        *,
+        holder: UUID | None,
+        hidden: Collection[UUID],
+        after: tuple[datetime, UUID] | None,
+        limit: int | None,
+    ) -> list[Lease]:
+        rows = await self.rows(
+            "live_lease_page",
+            projects=list(project_ids) if project_ids is not None else None,
+            holder=holder,
+            hidden=list(hidden),
+            now=await self.now(),
+            limit=limit,
+            **_after_at(after),
+        )
+        return [lease_from_row(r) for r in rows]
+
+    async def principal_page(
+        self, *, after: tuple[str, UUID] | None, limit: int | None
+    ) -> list[Principal]:
+        rows = await self.rows(
+            "principal_page",
+            after_name=None if after is None else after[0],
+            after_id=None if after is None else after[1],
+            limit=limit,
+        )
+        return [principal_from_row(r) for r in rows]
+
+    async def rate_page(self, *, after: str | None, limit: int | None) -> list[Rate]:
+        return [_rate(r) for r in await self.rows("rate_page", after=after, limit=limit)]
+
     async def comment_hint(self, node_id: UUID) -> tuple[int, datetime | None]:
         # a claim's was sent with its edges (GraphTx.edges_into)
         rows = await self._rows_ahead(("hint", node_id), "comment_hint", id=node_id)
@@ -210,20 +267,7 @@ class ContentTx(TxBase, PgWebhooksTx):
         ]
 
     async def rates(self) -> list[Rate]:
-        return [
-            Rate(
-                org_id=r["org_id"],
-                model=r["model"],
-                input=r["input"],
-                output=r["output"],
-                cache_read=r["cache_read"],
-                cache_write=r["cache_write"],
-                currency=r["currency"],
-                updated_by=r["updated_by"],
-                updated_at=r["updated_at"],
-            )
-            for r in await self.rows("rates")
-        ]
+        return [_rate(r) for r in await self.rows("rates")]
 
     async def upsert_rate(self, rate: Rate) -> None:
         await self.write(
@@ -321,20 +365,7 @@ class ContentTx(TxBase, PgWebhooksTx):
     async def artifacts_of(self, node_ids: Collection[UUID]) -> list[ArtifactRecord]:
         if not node_ids:
             return []
-        return [
-            ArtifactRecord(
-                id=r["id"],
-                org_id=r["org_id"],
-                node_id=r["node_id"],
-                name=r["name"],
-                description=r["description"],
-                parts=tuple(part_from_dict(p) for p in r["parts"]),
-                metadata=r["metadata"],
-                author_id=r["author_id"],
-                created_at=r["created_at"],
-            )
-            for r in await self.rows("artifacts_of", ids=list(node_ids))
-        ]
+        return [_artifact(r) for r in await self.rows("artifacts_of", ids=list(node_ids))]
 
     async def count_artifacts(self, node_id: UUID) -> int:
         row = await self.row("count_artifacts", id=node_id)
@@ -472,4 +503,40 @@ def _blob(row: dict[str, Any]) -> BlobRecord:
         created_by=row["created_by"],
         created_at=row["created_at"],
         touched_at=row["touched_at"],
+    )
+
+
+def _after_at(after: tuple[datetime, UUID] | None) -> dict[str, Any]:
+    """A (created_at, id) key as the page queries' parameters."""
+    return {
+        "after_at": None if after is None else after[0],
+        "after_id": None if after is None else after[1],
+    }
+
+
+def _rate(r: Row) -> Rate:
+    return Rate(
+        org_id=r["org_id"],
+        model=r["model"],
+        input=r["input"],
+        output=r["output"],
+        cache_read=r["cache_read"],
+        cache_write=r["cache_write"],
+        currency=r["currency"],
+        updated_by=r["updated_by"],
+        updated_at=r["updated_at"],
+    )
+
+
+def _artifact(r: Row) -> ArtifactRecord:
+    return ArtifactRecord(
+        id=r["id"],
+        org_id=r["org_id"],
+        node_id=r["node_id"],
+        name=r["name"],
+        description=r["description"],
+        parts=tuple(part_from_dict(p) for p in r["parts"]),
+        metadata=r["metadata"],
+        author_id=r["author_id"],
+        created_at=r["created_at"],
     )

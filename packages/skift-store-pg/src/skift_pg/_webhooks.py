@@ -125,6 +125,19 @@ class PgWebhooksTx:
     async def endpoints(self: _Tx, project_id: UUID | None) -> list[Endpoint]:
         return [endpoint_from_row(r) for r in await self.rows("endpoints", project_id=project_id)]
 
+    async def endpoint_page(
+        self: _Tx,
+        project_id: UUID | None,
+        *,
+        hidden: Collection[UUID],
+        after: UUID | None,
+        limit: int | None,
+    ) -> list[Endpoint]:
+        rows = await self.rows(
+            "endpoint_page", project_id=project_id, hidden=list(hidden), after=after, limit=limit
+        )
+        return [endpoint_from_row(r) for r in rows]
+
     async def update_endpoint(self: _Tx, endpoint: Endpoint) -> None:
         await self.send(
             "update_endpoint",

@@ -61,6 +61,14 @@ ORDER BY kind, model
 -- The organization's rate table.
 SELECT * FROM rates WHERE org_id = %(org)s ORDER BY model
 
+-- name: rate_page
+-- The organization's rates by model, after a model (keyset: reads the primary key from
+-- the model on, only the page's rows; every one when the limit is NULL).
+SELECT * FROM rates
+WHERE org_id = %(org)s AND (%(after)s::text IS NULL OR model > %(after)s::text)
+ORDER BY model
+LIMIT %(limit)s
+
 -- name: upsert_rate
 -- Set a model's rate, replacing the old one.
 INSERT INTO rates (org_id, model, input, output, cache_read, cache_write, currency, updated_by, updated_at)
@@ -106,6 +114,16 @@ VALUES (%(id)s, %(org)s, %(node_id)s, %(name)s, %(description)s, %(parts)s, %(me
 SELECT * FROM artifacts
 WHERE org_id = %(org)s AND node_id = ANY (%(ids)s::uuid[])
 ORDER BY created_at, id
+
+-- name: artifact_page
+-- A node's artifacts by (created_at, id), after a key (keyset: reads artifacts_node from
+-- the key on, only the page's rows; every one when the limit is NULL).
+SELECT * FROM artifacts
+WHERE org_id = %(org)s AND node_id = %(id)s
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (created_at, id) > (%(after_at)s::timestamptz, %(after_id)s::uuid))
+ORDER BY created_at, id
+LIMIT %(limit)s
 
 -- name: count_artifacts
 -- How many artifacts a node has (the artifacts_per_node limit).

@@ -41,6 +41,16 @@ SELECT /*:_comment_columns*/ FROM comments c
 WHERE c.org_id = %(org)s AND c.node_id = ANY (%(ids)s::uuid[])
 ORDER BY c.created_at, c.id
 
+-- name: comment_page
+-- A node's comments by (created_at, id), after a key (keyset: reads comments_node from
+-- the key on, only the page's rows; every one when the limit is NULL).
+SELECT /*:_comment_columns*/ FROM comments c
+WHERE c.org_id = %(org)s AND c.node_id = %(id)s
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (c.created_at, c.id) > (%(after_at)s::timestamptz, %(after_id)s::uuid))
+ORDER BY c.created_at, c.id
+LIMIT %(limit)s
+
 -- name: comment_revisions
 -- The prior bodies of some comments, oldest first.
 SELECT r.comment_id, r.body, r.author_id, r.at FROM comment_revisions r

@@ -805,6 +805,16 @@ WHERE org_id = %(org)s AND id = %(id)s
 -- Every attempt on a node, oldest first.
 SELECT * FROM leases WHERE org_id = %(org)s AND node_id = %(id)s ORDER BY created_at, id
 
+-- name: lease_page
+-- Every attempt on a node by (created_at, id), after a key (keyset: reads leases_page from
+-- the key on, only the page's rows; every one when the limit is NULL).
+SELECT * FROM leases
+WHERE org_id = %(org)s AND node_id = %(id)s
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (created_at, id) > (%(after_at)s::timestamptz, %(after_id)s::uuid))
+ORDER BY created_at, id
+LIMIT %(limit)s
+
 -- name: expired_leases
 -- Unreleased leases whose time ran out, for the sweeper; skips rows a claim holds.
 SELECT * FROM leases
@@ -905,6 +915,16 @@ SELECT * FROM orgs WHERE id = %(id)s
 -- name: list_principals
 -- The organization's principals, by name.
 SELECT * FROM principals WHERE org_id = %(org)s ORDER BY name
+
+-- name: principal_page
+-- The organization's principals by (name, id), after a key (keyset: reads principals_page
+-- from the key on, only the page's rows; every one when the limit is NULL).
+SELECT * FROM principals
+WHERE org_id = %(org)s
+  AND (%(after_name)s::text IS NULL
+       OR (name, id) > (%(after_name)s::text, %(after_id)s::uuid))
+ORDER BY name, id
+LIMIT %(limit)s
 
 -- name: insert_identity
 -- Attach an identity to a principal.

@@ -99,6 +99,17 @@ SELECT * FROM webhook_endpoints
 WHERE org_id = %(org)s AND (%(project_id)s::uuid IS NULL OR project_id = %(project_id)s)
 ORDER BY id
 
+-- name: endpoint_page
+-- A project's endpoints (every project's when the project is NULL) by id, none of the
+-- hidden projects, after an id (keyset: reads webhook_endpoints_page, or the primary key
+-- for every project, from the id on; every one when the limit is NULL).
+SELECT * FROM webhook_endpoints
+WHERE org_id = %(org)s AND (%(project_id)s::uuid IS NULL OR project_id = %(project_id)s)
+  AND project_id <> ALL (%(hidden)s::uuid[])
+  AND (%(after)s::uuid IS NULL OR id > %(after)s::uuid)
+ORDER BY id
+LIMIT %(limit)s
+
 -- name: update_endpoint
 -- Write an endpoint's secret, events and disabled_at.
 UPDATE webhook_endpoints SET secret = %(secret)s, events = %(events)s, disabled_at = %(disabled_at)s
