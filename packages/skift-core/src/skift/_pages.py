@@ -18,7 +18,6 @@ other arguments (another node's comments, other projects' leases: :func:`scoped`
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -77,6 +76,8 @@ def scoped(name: str, *scope: object) -> str:
     ``page_token``, rather than read as a place in a different list."""
     if not scope:
         return name
+    import hashlib  # not at import: a client's start does without it
+
     return f"{name}/{hashlib.sha256(repr(scope).encode()).hexdigest()[:12]}"
 
 
