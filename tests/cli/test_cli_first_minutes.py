@@ -64,6 +64,17 @@ def test_skift_mcp_help_names_skift_mcp(cli: Cli) -> None:
     # skift mcp runs the skift-mcp program: its misuse is the program's, named as skift mcp
     bad = cli.run("mcp", "--no-such-flag", expect=2)
     assert bad.err.startswith("usage: skift mcp ")
+    # whatever the order of the global options (test_cli_surface's lines, as processes)
+    server = "unix:///nonexistent/skift.sock"
+    for line in (
+        ["--json", "mcp", "--no-such-flag"],
+        ["--server", server, "mcp", "--no-such-flag"],
+        ["-p", "x", "--json", "--server", server, "mcp", "--no-such-flag"],
+        ["mcp", "--no-such-flag", "--json"],
+        ["mcp", "--json", "--server", server, "--no-such-flag"],
+    ):
+        bad = cli.run(*line, expect=2)
+        assert "usage: skift mcp " in bad.err, line
     assert "--no-such-flag" in bad.err
 
 
