@@ -619,3 +619,48 @@ async def test_webhook_pages_hold_still_while_webhooks_are_added(sk: skift.Local
         whole,
         elsewhere=lambda t: sk.webhooks(project=other.slug, limit=2, page=t),
     )
+
+
+async def test_edge_pages_hold_still_while_edges_come_and_go(sk: skift.LocalSkift) -> None:
+    """ListEdges pages after the (target, source) references of the last edge sent: edges
+    added before and after the position and removed (one sent, one not yet) between pages
+    move no other; every edge there throughout is sent once, in order."""
+    proj = await sk.create_project("Edges")
+    other = await sk.create_project("Edges elsewhere")
+    await sk.patch(
+        proj.slug,
+        [skift.CreateNode(title="root", alias="root")]
+        + [skift.CreateNode(title=f"leaf {i}", blocked_by=["root"]) for i in range(7)],
+    )
+    await sk.patch(other.slug, [skift.CreateNode(title="far")])
+    root = f"{proj.slug}#1"
+
+    def pair(e: skift.EdgeInfo) -> tuple[str, str]:
+        return (e.source.ref, e.target.ref)
+
+    throughout = [pair(e) for e in await sk.edges([root])]
+    assert len(throughout) == 7
+    sent: list[tuple[str, str]] = []
+
+    async def between(i: int) -> None:
+        got = await sk.patch(proj.slug, [skift.CreateNode(title=f"late {i}")])
+        await sk.patch(proj.slug, [skift.AddEdge(from_=root, to=got.nodes[0].ref)])
+        if i == 0:  # one already sent and one not yet stop being edges
+            later = [p for p in throughout if p not in sent]
+            for src, dst in (sent[0], later[0]):
+                await sk.patch(proj.slug, [skift.RemoveEdge(from_=src, to=dst)])
+            throughout.remove(later[0])
+
+    async def read(size: int, token: str | None) -> skift.Page[skift.EdgeInfo]:
+        page = await sk.edges([root], limit=size, page=token)
+        sent.extend(pair(e) for e in page)
+        return page
+
+    assert_once(await walk(read, pair, sizes=(2, 1, 3), between=between), throughout)
+    whole = [pair(e) for e in await sk.edges([root])]
+    await assert_sized_and_refused(
+        lambda n, t: sk.edges([root], limit=n, page=t),
+        pair,
+        whole,
+        elsewhere=lambda t: sk.edges([f"{other.slug}#1"], limit=2, page=t),
+    )

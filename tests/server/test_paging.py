@@ -226,15 +226,14 @@ async def test_whole_lists_page_by_key_while_they_change(serve: Serve) -> None:
 
 
 def test_the_lists_once_read_whole_page_in_the_core() -> None:
-    """Every paged list but ListEdges (the order of the nodes asked for) and Ready (a
-    queue) pages in the core: its method takes ``limit`` and ``page`` and answers a
+    """Every paged list but Ready (a queue) pages in the core: its method takes ``limit`` and ``page`` and answers a
     ``skift.Page`` (ListNodes a ``skift.ReadyPage``), whose positions the server's token
     carries; ListEvents pages by the oldest event sent."""
     import inspect
     import typing
 
     for op in skift.OPERATIONS:
-        if op.page_key is None or op.rpc in ("ListEdges", "Ready", "ListEvents"):
+        if op.page_key is None or op.rpc in ("Ready", "ListEvents"):
             continue
         fn = getattr(skift.LocalSkift, op.method)
         params = inspect.signature(fn).parameters

@@ -235,9 +235,20 @@ class GraphApi(Session):
             )
         )
 
-    async def edges(self, nodes: Sequence[str], *, project: str | None = None) -> list[EdgeInfo]:
-        """The ``blocks`` edges into and out of these nodes (references or ids), both ends named."""
-        return await self._run(lambda tx, a: edges_around(self.engine, tx, nodes, project))
+    async def edges(
+        self,
+        nodes: Sequence[str],
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[EdgeInfo]:
+        """The ``blocks`` edges into and out of these nodes (references or ids), both ends
+        named, by target then source reference: every one, or ``limit`` of them from
+        ``page`` (a previous page's ``next_page``) on."""
+        return await self._run(
+            lambda tx, a: edges_around(self.engine, tx, nodes, project, limit=limit, page=page)
+        )
 
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation:
         return await self._run(lambda tx, a: self.engine.explain(tx, ref, project))

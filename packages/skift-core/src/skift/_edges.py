@@ -18,6 +18,7 @@ import attrs
 from ._engine import Engine, ref_of
 from ._errors import Invalid, NotFound
 from ._models import Edge, Node, Status
+from ._pages import Page, cut, read_position, scoped
 from ._refs import parse_ulid, ulid_str
 from ._store import Tx
 
@@ -41,7 +42,22 @@ class EdgeInfo:
     kind: str = "blocks"
 
 
-async def edges(e: Engine, tx: Tx, nodes: Sequence[str], project_ref: str | None) -> list[EdgeInfo]:
+async def edges(
+    e: Engine,
+    tx: Tx,
+    nodes: Sequence[str],
+    project_ref: str | None,
+    *,
+    limit: int | None = None,
+    page: str | None = None,
+) -> Page[EdgeInfo]:
+    """The edges around ``nodes``, by their ends' references (target, then source): every
+    one when ``limit`` is None, else ``limit`` of them after ``page`` (keyset: an edge
+    added or removed meanwhile moves no other). The nodes asked about are bounded
+    (:data:`MAX_NODES`), so each page reads their edges and keeps the ones after it."""
+    size = None if limit is None else e.page_size(limit)
+    name = scoped("edges", tuple(nodes), project_ref)
+    after = read_position(name, page, (str, int, str, int, str))
     if len(nodes) > MAX_NODES:
         raise Invalid(
             f"{len(nodes)} nodes asked about; at most {MAX_NODES} at a time",
@@ -100,8 +116,15 @@ async def edges(e: Engine, tx: Tx, nodes: Sequence[str], project_ref: str | None
         EdgeInfo(source=end(edge.from_id), target=end(edge.to_id), kind=edge.kind.value)
         for edge in unique
     ]
-    out.sort(key=lambda x: (_key(x.target.ref), _key(x.source.ref)))
-    return out
+    out.sort(key=_sort_key)
+    if after is not None:
+        out = [x for x in out if _sort_key(x) > after]
+    rows, ends, more = cut(name, out if size is None else out[: size + 1], size, _sort_key)
+    return Page(rows, ends=ends, more=more)
+
+
+def _sort_key(x: EdgeInfo) -> tuple[str, int, str, int, str]:
+    return (*_key(x.target.ref), *_key(x.source.ref), x.kind)
 
 
 def _key(ref: str) -> tuple[str, int]:

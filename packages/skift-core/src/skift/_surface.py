@@ -112,8 +112,13 @@ class Skift(Protocol):
     ) -> ReadyPage: ...
     async def explain(self, ref: str, *, project: str | None = None) -> Explanation: ...
     async def edges(
-        self, nodes: Sequence[str], *, project: str | None = None
-    ) -> list[EdgeInfo]: ...
+        self,
+        nodes: Sequence[str],
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> Page[EdgeInfo]: ...
     async def drop(
         self,
         ref: str,

@@ -143,19 +143,32 @@ class GeneratedCalls(RemoteBase):
         return from_pb(v1.ExplainResponse, skift.Explanation, got)
 
     async def edges(
-        self, nodes: Sequence[str], *, project: str | None = None
-    ) -> list[skift.EdgeInfo]:
+        self,
+        nodes: Sequence[str],
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        page: str | None = None,
+    ) -> skift.Page[skift.EdgeInfo]:
         """The ``blocks`` edges into and out of these nodes (references or ids), both ends
-        named.
+        named, by target then source reference: every one, or ``limit`` of them from ``page`` (a
+        previous page's ``next_page``) on.
         """
         out: list[skift.EdgeInfo] = []
-        token = ""
+        token = page or ""
         while True:
-            req = v1.ListEdgesRequest(nodes=list(nodes), project=project, page_token=token)
+            req = v1.ListEdgesRequest(
+                nodes=list(nodes),
+                project=project,
+                page_size=page_size(None if limit is None else limit - len(out)),
+                page_token=token,
+            )
             got = await self._call("ListEdges", req, v1.ListEdgesResponse)
             out += [from_pb(v1.EdgeInfo, skift.EdgeInfo, x) for x in got.edges]
-            if not (token := got.next_page_token):
-                return out
+            token = got.next_page_token
+            # every item when limit is None; else one page, more where bytes cut it short
+            if not token or (limit is not None and len(out) >= limit):
+                return remote_page(out, token)
 
     async def drop(
         self,

@@ -119,8 +119,10 @@ async def list_nodes(sk: skift.LocalSkift, r: v1.ListNodesRequest) -> v1.ListNod
 
 async def list_edges(sk: skift.LocalSkift, r: v1.ListEdgesRequest) -> v1.ListEdgesResponse:
     token = paging.decode("ListEdges", r)
-    got = [to_pb(v1.EdgeInfo, x) for x in await sk.edges(list(r.nodes), project=r.project)]
-    items, nxt = paging.slice_page("ListEdges", got, token, _size(sk, r.page_size), r)
+    got = await sk.edges(
+        list(r.nodes), project=r.project, limit=_size(sk, r.page_size), page=_at(token)
+    )
+    items, nxt = paging.core_page(got, v1.EdgeInfo, r)
     return v1.ListEdgesResponse(edges=items, next_page_token=nxt)
 
 

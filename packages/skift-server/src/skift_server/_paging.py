@@ -4,8 +4,8 @@ under the smallest default gRPC client limit (4 MiB).
 A page token is opaque to clients: URL-safe base64 of a small JSON document
 naming the RPC that made it, the digest of the request's other arguments, and
 where the list goes on: the core's keyset position (``skift.Page``), but for
-ListEvents (the oldest event sent), ListEdges (the last edge sent) and Ready (the
-engine's page and how many of its nodes were sent). A token handed to another RPC,
+ListEvents (the oldest event sent) and Ready (the engine's page and how many of its
+nodes were sent). A token handed to another RPC,
 made for other arguments, or edited is INVALID_ARGUMENT naming ``page_token``.
 
 Every page is cut by count (``page_size``, checked by the engine's page-size
@@ -160,38 +160,6 @@ def fit(items: Sequence[betterproto2.Message], budget: int = RESPONSE_BUDGET) ->
 def fit_from_end(items: Sequence[betterproto2.Message], budget: int = RESPONSE_BUDGET) -> int:
     """How many of ``items``, from the last, fit in ``budget`` bytes (at least one)."""
     return fit(list(reversed(items)), budget)
-
-
-def item_key(item: betterproto2.Message) -> str:
-    """What names an item of a list across calls: its id (a rate's model, an org's name),
-    else the digest of the item itself (an edge)."""
-    for name in ("id", "model", "name"):
-        value = getattr(item, name, None)
-        if isinstance(value, str) and value:
-            return value
-    return hashlib.sha256(bytes(item)).hexdigest()[:16]
-
-
-def slice_page(
-    rpc: str, items: Sequence[T], token: Token | None, size: int, request: Any
-) -> tuple[list[T], str]:
-    """One page of a list the API returns whole (ListEdges: the edges around the nodes
-    asked for, in their order): the items and the next page's token. The token keeps the
-    last item sent (by its id, else its digest) and the next page goes on after it; if
-    that item is gone, from its position. Every other list pages in the core, by keyset
-    (:func:`core_page`)."""
-    start = token.offset if token else 0
-    if token is not None and token.core is not None:
-        for i, item in enumerate(items):
-            if item_key(item) == token.core:
-                start = i + 1
-                break
-    window = list(items[start : start + size])
-    k = fit(window)
-    end = start + k
-    if end >= len(items) or k == 0:
-        return window[:k], ""
-    return window[:k], encode(Token(rpc, core=item_key(window[k - 1]), offset=end), request)
 
 
 def cut_inputs(

@@ -61,7 +61,7 @@ async def waiting(sk: skift.LocalSkift, me: str, page_token: str | None) -> dict
     """Ready gates for this person: assigned to them, or to any person, with their inputs."""
     page = await sk.ready(assignee_kind="user", limit=GATES_PAGE, page=page_token)
     mine = [n for n in page.nodes if n.assignee in (None, me)]
-    edges = await sk.edges([n.id for n in mine]) if mine else []
+    edges: list[skift.EdgeInfo] = await sk.edges([n.id for n in mine]) if mine else []
 
     async def gate(node: skift.NodeInfo) -> Gate:
         sources = [e.source.ref for e in edges if e.target.ref == node.ref]
@@ -113,7 +113,7 @@ async def project(sk: skift.LocalSkift, slug: str, page_token: str | None) -> di
         sk.get_project(slug), sk.list_nodes(projects=[slug], limit=TREE_PAGE, page=page_token)
     )
     nodes = list(page.nodes)
-    edges = await sk.edges([n.id for n in nodes]) if nodes else []
+    edges: list[skift.EdgeInfo] = await sk.edges([n.id for n in nodes]) if nodes else []
     open_blockers: dict[str, list[skift.EdgeEnd]] = {}
     for e in edges:
         if e.source.status is skift.Status.OPEN:
