@@ -29,7 +29,7 @@ def _ticks(pid: int) -> float:
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _backend_cpu(dsn: str, db: str) -> float:
+async def backend_cpu(dsn: str, db: str) -> float:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as c:
         cur = await c.execute(
             "select pid from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
@@ -85,7 +85,7 @@ async def run(
                 if stmts:
                     async with await psycopg.AsyncConnection.connect(stmts, autocommit=True) as c:
                         await c.execute("select pg_stat_statements_reset()")
-                pg0 = await _backend_cpu(dsn, db)
+                pg0 = await backend_cpu(dsn, db)
                 cpu0, w0 = time.process_time(), time.perf_counter()
                 p = cProfile.Profile(time.thread_time) if prof else None
                 if p:
@@ -95,7 +95,7 @@ async def run(
                     p.disable()
                     p.dump_stats(f"{prof}.{r}")
                 cpu1, w1 = time.process_time(), time.perf_counter()
-                pg1 = await _backend_cpu(dsn, db)
+                pg1 = await backend_cpu(dsn, db)
                 n = per * claimers
                 if stmts:
                     async with await psycopg.AsyncConnection.connect(stmts, autocommit=True) as c:
