@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -61,7 +61,11 @@ _KNOWN_AT_MOST: Final = 4096
 
 def peer_uid(stream: grpclib.server.Stream[Any, Any]) -> int | None:
     """The uid of the process at the other end of a unix socket; None on TCP."""
-    transport = stream.peer._transport  # pyright: ignore[reportPrivateUsage]
+    return uid_of(stream.peer._transport)  # pyright: ignore[reportPrivateUsage]
+
+
+def uid_of(transport: Any) -> int | None:
+    """:func:`peer_uid` of a connection's transport."""
     sock: Any = transport.get_extra_info("socket")
     if sock is None or sock.family != socket.AF_UNIX:
         return None
@@ -70,9 +74,8 @@ def peer_uid(stream: grpclib.server.Stream[Any, Any]) -> int | None:
     return int(uid)
 
 
-def bearer(stream: grpclib.server.Stream[Any, Any]) -> str | None:
+def bearer(md: Mapping[str, Any] | None) -> str | None:
     """The token of an ``authorization: Bearer <token>`` header, if any."""
-    md = stream.metadata
     value = md.get("authorization") if md is not None else None
     if not isinstance(value, str):
         return None
@@ -146,7 +149,13 @@ class Authenticator:
         transactions): a unix or token identity seen before is not looked up now but
         confirmed with the call's first statement (its handle's ``identity_stale`` says
         when that refused it, and the call is authenticated again)."""
-        md = stream.metadata
+        return await self.caller_of(stream.metadata, peer_uid(stream), remembered=remembered)
+
+    async def caller_of(
+        self, md: Mapping[str, Any] | None, uid: int | None, *, remembered: bool = False
+    ) -> skift.LocalSkift:
+        """:meth:`caller` from a call's metadata (grpclib's, or the unary fast path's:
+        ``_fast``) and the unix peer's uid (None on TCP)."""
         headers: dict[str, str] = {}
         if md is not None:
             for key in _TEST_HEADERS:
@@ -160,10 +169,9 @@ class Authenticator:
                     next="Leave those headers out; the transport identifies the caller.",
                 )
             return self._test_caller(headers)
-        uid = peer_uid(stream)
         if uid is not None:
             return await self._once("unix", str(uid), remembered=remembered)
-        token = bearer(stream)
+        token = bearer(md)
         if token is not None:
             if self.oidc is not None and looks_like_jwt(token):
                 found = await self.oidc.verify(token)

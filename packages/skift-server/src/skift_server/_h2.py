@@ -33,11 +33,13 @@ from grpclib.client import Channel
 from grpclib.protocol import H2Protocol
 from h2.connection import _decode_headers  # pyright: ignore[reportPrivateUsage]
 from h2.errors import ErrorCodes
-from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset
+from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset, WindowUpdated
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes
 from h2.stream import StreamClosedBy
 from hyperframe.frame import HeadersFrame, RstStreamFrame
+
+from ._fast import FastConnection, FastRoutes
 
 _log = logging.getLogger("skift_server")
 
@@ -229,6 +231,9 @@ class GuardedH2Protocol(GatheringH2Protocol):
     limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
     share: TurnShare | None = None
     """The listener's (``GuardedServer``); None: one of the connection's own."""
+    fast: FastRoutes | None = None
+    """The unary RPCs answered without grpclib (``_fast``); None: all go to grpclib."""
+    _fast: FastConnection | None
     _state: _State
     _since: float
     _tokens: float
@@ -260,7 +265,17 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._backlog, self._queued = None, False
         if self.share is None:
             self.share = TurnShare(self.limits.busy_frames_per_turn)
+        self._fast = (
+            FastConnection(self.fast, self.connection, self.processor.handler)
+            if self.fast is not None
+            else None
+        )
         self._schedule()
+
+    def _open_streams(self) -> int:
+        """Calls open on this connection: grpclib's streams and the fast path's."""
+        fast = self._fast
+        return len(self.processor.streams) + (len(fast.calls) if fast is not None else 0)
 
     def _schedule(self) -> None:
         lim = self.limits
@@ -274,7 +289,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
         incoming: Any = h2c.incoming_buffer
         if getattr(incoming, "_headers_buffer", None):  # a header block without END_HEADERS
             return _State.HEADERS
-        if self.processor.streams:
+        if self._open_streams():
             return _State.BUSY
         if getattr(incoming, "_data", None):  # part of a frame, no stream open: a request coming
             return _State.HEADERS
@@ -355,7 +370,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
         share = self.share
         assert share is not None
         per_turn = max(1, self.limits.frames_per_turn)
-        light = fresh and len(self.processor.streams) <= LIGHT_STREAMS
+        light = fresh and self._open_streams() <= LIGHT_STREAMS
         allowed = per_turn if light else min(per_turn, share.left)
         cut, frames = self._cut(data, allowed) if allowed > 0 else (0, 0)
         if not light and frames:
@@ -426,15 +441,20 @@ class GuardedH2Protocol(GatheringH2Protocol):
         reset = {e.stream_id for e in events if isinstance(e, StreamReset) and e.remote_reset}
         dropped: set[int] = set()
         requests = False
+        fast = self._fast
         for event in events:
             if isinstance(event, RemoteSettingsChanged):
                 self._preface_done = True
+                if fast is not None:
+                    fast.windows()
             elif isinstance(event, RequestReceived):
                 requests = True
                 if event.stream_id in reset:
                     dropped.add(event.stream_id)
                     continue
                 if not self._admit(event):
+                    continue
+                if fast is not None and fast.request(event):
                     continue
             elif isinstance(event, StreamReset) and event.remote_reset:
                 if not self._may_reset():
@@ -446,6 +466,11 @@ class GuardedH2Protocol(GatheringH2Protocol):
                     return
                 if event.stream_id in dropped:
                     continue
+            if fast is not None and fast.calls:
+                if fast.event(event):
+                    continue
+                if isinstance(event, WindowUpdated) and event.stream_id == 0:
+                    fast.windows()
             self.processor.process(event)
             if self.connection.is_closing():
                 return
@@ -458,6 +483,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
             self._timer = None
         self._queued = False
         self._backlog = None
+        if self._fast is not None:
+            self._fast.cancel_all()
         super().connection_lost(exc)
 
     def _may_reset(self) -> bool:
@@ -478,7 +505,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
         sid = event.stream_id
         h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
         lim = self.limits
-        if len(self.processor.streams) >= lim.max_concurrent_streams:
+        if self._open_streams() >= lim.max_concurrent_streams:
             with contextlib.suppress(Exception):
                 h2c.reset_stream(sid, error_code=ErrorCodes.REFUSED_STREAM)
             return False

@@ -54,6 +54,7 @@ import skift
 
 from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
+from ._fast import FastRoutes
 from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, GuardedH2Protocol, TurnShare
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
@@ -114,6 +115,9 @@ class ServeOptions:
     webhook_retry_schedule: skift.RetrySchedule = skift.DEFAULT_RETRY_SCHEDULE
     webhook_timeout: timedelta = timedelta(seconds=10)
     webhook_workers: int = 8
+    unary_fast_path: bool = True
+    """Unary RPCs answered from the HTTP/2 layer (``_fast``); False: all through grpclib
+    (tests compare the two)."""
 
 
 def split_host_port(value: str) -> tuple[str, int]:
@@ -346,11 +350,13 @@ class SkiftServer:
 
     def _grpc_server(self) -> GuardedServer:
         assert self.service is not None
+        details = ErrorDetailsCodec()
         server = GuardedServer(
             with_reflection([self.service, self.health]),
             limits=self.options.connection_limits,
             codec=StrictCodec(),
-            status_details_codec=ErrorDetailsCodec(),
+            status_details_codec=details,
+            fast=FastRoutes(self.service, details) if self.options.unary_fast_path else None,
         )
         routes: dict[str, Any] = server._mapping  # pyright: ignore[reportPrivateUsage]
         server._mapping = _AnswerUnknown(routes)  # pyright: ignore[reportPrivateUsage]
@@ -640,17 +646,27 @@ class GuardedServer(Server):
     starts at ``unauthenticated_body_bytes``: the service opens it once the call is
     authenticated (``_h2.open_window``)."""
 
-    def __init__(self, handlers: Any, *, limits: ConnectionLimits, **kw: Any) -> None:
+    def __init__(
+        self,
+        handlers: Any,
+        *,
+        limits: ConnectionLimits,
+        fast: FastRoutes | None = None,
+        **kw: Any,
+    ) -> None:
+        """``fast``: the unary RPCs its connections answer without grpclib (``_fast``)."""
         window = max(65535, limits.unauthenticated_body_bytes)  # HTTP/2's least window
         super().__init__(handlers, config=Configuration(http2_stream_window_size=window), **kw)
         self.limits = limits
         self.share = TurnShare(limits.busy_frames_per_turn)
+        self.fast = fast
 
     def _protocol_factory(self) -> Any:
         proto: Any = super()._protocol_factory()
         proto.__class__ = GuardedH2Protocol
         proto.limits = self.limits
         proto.share = self.share
+        proto.fast = self.fast
         return proto
 
     async def start_tcp(self, host: str, port: int, tls: ssl.SSLContext | None) -> None:

@@ -24,7 +24,7 @@ import re
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import grpclib.const
 import grpclib.server
@@ -37,6 +37,7 @@ from . import _admin_rpc, _handlers, _import_wire, _signin_rpc, _webhooks_wire
 from ._auth import Authenticator
 from ._encode import LARGE_REPLIES, encode_off_loop
 from ._errors import describe, invalid, to_grpc
+from ._fast import check_prefix, decode_request, one_message_only
 from ._h2 import open_window
 from ._handlers import Handler
 from ._import_wire import StreamHandler
@@ -44,7 +45,7 @@ from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
 from ._simple import NotSimple, simple_handler
-from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop
+from ._wire import INLINE_BYTES
 
 _log = logging.getLogger("skift_server")
 
@@ -191,19 +192,7 @@ async def _recv(
     if not header:
         return None
     compressed, length = struct.unpack(">BI", header)
-    if compressed:
-        raise invalid(
-            "compressed messages are not supported", next="Send the request uncompressed."
-        )
-    if length > max_bytes:
-        raise to_grpc(
-            skift.LimitExceeded(
-                f"the request message is {length} bytes; this server takes at most {max_bytes}",
-                next="Split the work into smaller requests (a patch into several patches).",
-                limit="max_message_bytes",
-                value=max_bytes,
-            )
-        )
+    check_prefix(compressed, length, max_bytes)
     if before_large is not None and length > INLINE_BYTES:
         await before_large()  # a remembered identity: confirmed before a large body
     open_window(stream, length)  # the caller is authenticated: a large message may come
@@ -213,23 +202,49 @@ async def _recv(
             f"the request message ended after {len(body)} of {length} bytes",
             next="Send the whole message.",
         )
-    try:
-        return await decode_off_loop(cls, body)
-    except TooExpensive as exc:
-        raise to_grpc(
-            skift.LimitExceeded(
-                f"decoding the {length}-byte {cls.__name__} was too expensive: {exc}",
-                next="Send smaller requests (a patch in several), or retry when the server "
-                "is less busy.",
-                limit="decode_seconds",
-                retry_after=1,
-            )
-        ) from None
-    except WireError as exc:
-        raise invalid(
-            f"the request is not a valid {cls.__name__} message: {exc}",
-            next="Encode the request with the skift.v1 proto definitions.",
-        ) from None
+    return await decode_request(cls, body)
+
+
+class UnaryCall(Protocol):
+    """What :meth:`SkiftService.unary` asks of a call's transport."""
+
+    async def caller(self, remembered: bool) -> skift.LocalSkift: ...
+
+    async def receive(self, before_large: Callable[[], Awaitable[None]] | None) -> Any: ...
+
+    async def send(self, reply: Any) -> None: ...
+
+
+class _GrpclibCall:
+    """A unary call over grpclib's server stream."""
+
+    __slots__ = ("name", "request_type", "service", "stream")
+
+    def __init__(
+        self,
+        service: SkiftService,
+        name: str,
+        stream: grpclib.server.Stream[Any, Any],
+        request_type: type[Any],
+    ) -> None:
+        self.service = service
+        self.name = name
+        self.stream = stream
+        self.request_type = request_type
+
+    async def caller(self, remembered: bool) -> skift.LocalSkift:
+        return await self.service.auth.caller(self.stream, remembered=remembered)
+
+    async def receive(self, before_large: Callable[[], Awaitable[None]] | None) -> Any:
+        request = await recv_request(
+            self.stream, self.request_type, self.service.max_message_bytes, before_large
+        )
+        if more_buffered(self.stream):
+            raise one_message_only(self.name)
+        return request
+
+    async def send(self, reply: Any) -> None:
+        await self.stream.send_message(reply)
 
 
 class SkiftService:
@@ -369,6 +384,60 @@ class SkiftService:
         streamed: Callable[[skift.LocalSkift, grpclib.server.Stream[Any, Any]], Awaitable[None]]
         | None = None,
     ) -> None:
+        if streamed is not None:
+            await self.accounted(name, self._streamed(stream, streamed))
+            return
+        assert fn is not None
+        await self.accounted(
+            name,
+            self.unary(name, fn, _GrpclibCall(self, name, stream, request_type)),
+        )
+
+    async def _streamed(
+        self,
+        stream: grpclib.server.Stream[Any, Any],
+        streamed: Callable[[skift.LocalSkift, grpclib.server.Stream[Any, Any]], Awaitable[None]],
+    ) -> None:
+        sk = await self.auth.caller(stream)
+        try:
+            await streamed(sk, stream)
+        except skift.TransientError as exc:
+            raise skift.Unavailable(
+                f"the store stayed busy: {exc}", next="Retry the call."
+            ) from exc
+
+    async def unary(self, name: str, fn: Handler, call: UnaryCall) -> None:
+        """A unary call: the caller from the headers alone (no body read yet), an
+        administrative call authorized, then the one request message read, the handler
+        run and its answer sent (over grpclib's stream, or ``_fast``'s)."""
+        remembered = name in REMEMBERED
+        sk = await call.caller(remembered)
+        action = ADMIN_ACTIONS.get(name)
+        if action is not None:
+            await sk.check_action(action)
+        request = await call.receive(sk.confirm_identity if remembered else None)
+        try:
+            try:
+                reply = await self._call(name, fn, sk, request)
+            except skift.Unauthenticated:
+                if not sk.identity_stale:
+                    raise
+                # the remembered identity changed: nothing was answered or committed;
+                # look it up again (refused there if it was revoked) and run the call
+                sk = await call.caller(False)
+                reply = await self._call(name, fn, sk, request)
+        except skift.TransientError as exc:
+            raise skift.Unavailable(
+                f"the store stayed busy: {exc}", next="Retry with the same request id."
+            ) from exc
+        if name in LARGE_REPLIES:  # a large one is encoded off the loop
+            reply = await encode_off_loop(reply)
+        await call.send(reply)
+        self._count_leases(name, request)
+
+    async def accounted(self, name: str, work: Awaitable[None]) -> None:
+        """Run a call's ``work`` counted (in flight, metrics) and refused while draining;
+        every failure leaves as a :class:`GRPCError` (a SkiftError as its status)."""
         started = time.monotonic()
         code = "OK"
         self._in_flight += 1
@@ -383,51 +452,7 @@ class SkiftService:
                         next="Retry: another server, or this one once it is back, will answer.",
                     )
                 )
-            if streamed is not None:
-                sk = await self.auth.caller(stream)
-                try:
-                    await streamed(sk, stream)
-                except skift.TransientError as exc:
-                    raise skift.Unavailable(
-                        f"the store stayed busy: {exc}", next="Retry the call."
-                    ) from exc
-                return
-            assert fn is not None
-            remembered = name in REMEMBERED
-            # from the headers: no body read yet
-            sk = await self.auth.caller(stream, remembered=remembered)
-            action = ADMIN_ACTIONS.get(name)
-            if action is not None:
-                await sk.check_action(action)
-            request = await recv_request(
-                stream,
-                request_type,
-                self.max_message_bytes,
-                sk.confirm_identity if remembered else None,
-            )
-            if more_buffered(stream):
-                raise invalid(
-                    f"{name} takes one request message; this call sent more",
-                    next="Send exactly one message on a unary call.",
-                )
-            try:
-                try:
-                    reply = await self._call(name, fn, sk, request)
-                except skift.Unauthenticated:
-                    if not sk.identity_stale:
-                        raise
-                    # the remembered identity changed: nothing was answered or committed;
-                    # look it up again (refused there if it was revoked) and run the call
-                    sk = await self.auth.caller(stream)
-                    reply = await self._call(name, fn, sk, request)
-            except skift.TransientError as exc:
-                raise skift.Unavailable(
-                    f"the store stayed busy: {exc}", next="Retry with the same request id."
-                ) from exc
-            if name in LARGE_REPLIES:  # a large one is encoded off the loop
-                reply = await encode_off_loop(reply)
-            await stream.send_message(reply)
-            self._count_leases(name, request)
+            await work
         except skift.SkiftError as exc:
             err = to_grpc(exc)
             code = err.status.name
@@ -447,12 +472,24 @@ class SkiftService:
                 Status.INTERNAL, "internal error in the skift server; see its log"
             ) from None
         finally:
+            if inspect.iscoroutine(work):
+                work.close()  # refused before it ran (draining): never awaited
             self._in_flight -= 1
             if self._in_flight == 0:
                 self._idle.set()
             if self.metrics:
                 self.metrics.in_flight.dec()
                 self.metrics.observe(name, code, time.monotonic() - started)
+
+    def unary_routes(self) -> dict[str, tuple[str, Handler, type[Any]]]:
+        """The unary RPCs by route (``/skift.v1.SkiftService/GetNode``): their name, handler
+        and request type, for the unary fast path (``_fast``)."""
+        out: dict[str, tuple[str, Handler, type[Any]]] = {}
+        for name, op in skift.OPERATIONS_BY_RPC.items():
+            fn = self.handlers.get(name)
+            if op.stream is skift.RpcStream.UNARY and fn is not None:
+                out[f"/{SERVICE}/{name}"] = (name, fn, getattr(v1, f"{name}Request"))
+        return out
 
     def _count_leases(self, name: str, request: Any) -> None:
         if self.metrics is None:

@@ -1,0 +1,536 @@
+"""The unary fast path: skift's unary RPCs answered from the HTTP/2 layer, without grpclib.
+
+grpclib serves a unary call through a stream object, a task-safe buffer, a
+metadata multidict, a deadline wrapper and h2's header encoder (validation,
+HPACK, frame objects) for the answer's HEADERS, DATA and trailers: on a
+GetNode of a few milliseconds that is about a millisecond of the server's CPU.
+Here ``_h2.GuardedH2Protocol`` hands a request for one of
+``SkiftService.unary_routes`` to a :class:`FastCall` as soon as h2 has parsed its
+headers, and the call runs the very same :meth:`SkiftService.unary` (the caller
+from the headers before a byte of the body is decoded, the administrative
+check, the size limits, the one-message rule, the handler, the metrics) with
+the request's bytes taken straight from h2's events and the answer written as
+three prebuilt frames in one write.
+
+What it keeps from grpclib's behaviour, on the wire:
+
+- the answer's headers (``:status 200``, ``content-type: application/grpc+proto``)
+  and trailers (``grpc-status``, ``grpc-message``, ``grpc-status-details-bin``);
+  an error before any message is a trailers-only answer, then RST_STREAM
+  (NO_ERROR) if the client is still sending;
+- ``grpc-timeout``: past it the call is cancelled and answered DEADLINE_EXCEEDED;
+- RST_STREAM from the client, GOAWAY, a connection lost or the server closing:
+  the call is cancelled (its transaction rolled back) and nothing more is written;
+- flow control: the stream's window stays at ``unauthenticated_body_bytes``
+  until the caller is authenticated and the message's length checked; an answer
+  larger than the client's window, a connection whose writes are paused, or an
+  HPACK table size change to announce go through h2's own send path.
+
+A request that is not exactly a gRPC unary call of this service (another method,
+content type, no ``te: trailers``, a malformed ``grpc-timeout``, a closing
+connection) goes to grpclib as before, which answers it as it always has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+from grpclib.metadata import decode_bin_value, decode_timeout, encode_bin_value, encode_grpc_message
+from h2.errors import ErrorCodes
+from h2.events import DataReceived, RequestReceived, StreamEnded, StreamReset, WindowUpdated
+from h2.stream import StreamInputs
+
+import skift
+
+from ._auth import uid_of
+from ._client_h2 import _literal  # pyright: ignore[reportPrivateUsage]
+from ._errors import ErrorDetailsCodec, invalid, to_grpc
+from ._unary import DATA, HEADERS, frame
+from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop
+from ._wirecodec import Encoded
+
+if TYPE_CHECKING:
+    import h2.connection
+
+    from ._handlers import Handler
+    from ._service import SkiftService
+
+_log = logging.getLogger("skift_server")
+
+CONTENT_TYPE: Final = "application/grpc+proto"
+"""The answer's content type, as grpclib writes it."""
+_CONTENT_TYPES: Final = frozenset({"application/grpc", CONTENT_TYPE})
+_END_HEADERS: Final = 0x4
+_END_STREAM: Final = 0x1
+_RESPONSE: Final = b"\x88" + _literal(31, CONTENT_TYPE)
+"""``:status 200`` (the static table's 8th entry) and the content type, never indexed: the
+same bytes on every answer, whatever the encoder's table holds."""
+_OK: Final = _literal("grpc-status", "0")
+_SPECIAL: Final = frozenset({"te", "content-type", "user-agent"})
+"""Headers grpclib's metadata leaves out (with the pseudo-headers and ``grpc-*``)."""
+
+
+class FastRoutes:
+    """The unary RPCs one listener answers on the fast path, and what answers them."""
+
+    __slots__ = ("codec", "routes", "service")
+
+    def __init__(self, service: SkiftService, codec: ErrorDetailsCodec) -> None:
+        self.service = service
+        self.codec = codec
+        self.routes = service.unary_routes()
+
+
+class FastConnection:
+    """One HTTP/2 connection's calls on the fast path (``_h2.GuardedH2Protocol`` hands it
+    the requests and the events of their streams)."""
+
+    __slots__ = ("_conn", "_handler", "_uid", "calls", "fast", "h2c")
+
+    def __init__(self, fast: FastRoutes, conn: Any, handler: Any) -> None:
+        """``conn``: grpclib's ``protocol.Connection``; ``handler``: grpclib's server
+        ``Handler`` of the connection, which holds the calls' tasks so closing the
+        connection or the server cancels them and waits for them, as it does its own."""
+        self.fast = fast
+        self._conn = conn
+        self._handler = handler
+        self.h2c: h2.connection.H2Connection = conn._connection
+        self.calls: dict[int, FastCall] = {}
+        self._uid: int | bool | None = False
+
+    def request(self, event: RequestReceived) -> bool:
+        """Whether the fast path took the request (else it goes to grpclib)."""
+        if self._handler.closing or self.closing():
+            return False
+        call = start(self, self.fast, event)
+        if call is None:
+            return False
+        self.calls[event.stream_id] = call
+        self._handler._tasks[call] = call.task
+        return True
+
+    def event(self, event: Any) -> bool:
+        """Hand ``event`` to the fast call of its stream; whether it had one."""
+        call = self.calls.get(getattr(event, "stream_id", 0))
+        if call is None:
+            return False
+        kind = event.__class__
+        if kind is DataReceived:
+            call.data(event.data, event.flow_controlled_length)
+        elif kind is StreamEnded:
+            call.end()
+        elif kind is StreamReset:
+            call.cancel()
+        elif kind is WindowUpdated:
+            call.window()
+        return True  # anything else on the stream (trailers, priority) means nothing here
+
+    def windows(self) -> None:
+        """The connection's window or the client's settings changed: blocked answers go on."""
+        for call in self.calls.values():
+            call.window()
+
+    def cancel_all(self) -> None:
+        for call in list(self.calls.values()):
+            call.cancel()
+
+    def done(self, call: FastCall) -> None:
+        self.calls.pop(call.sid, None)
+        self._handler._tasks.pop(call, None)
+
+    def write(self, data: bytes) -> None:
+        self._conn._transport.write(data)
+
+    def flush(self) -> None:
+        if not self.closing():
+            self._conn.flush()
+
+    def writable(self) -> bool:
+        return self._conn.write_ready.is_set()
+
+    async def writable_wait(self) -> None:
+        await self._conn.write_ready.wait()
+
+    def closing(self) -> bool:
+        return self._conn.is_closing()
+
+    def peer_uid(self) -> int | None:
+        """The unix peer's uid (None on TCP), asked once: a connection's peer never changes."""
+        if self._uid is False:
+            self._uid = uid_of(self._conn._transport)
+        uid = self._uid
+        return None if isinstance(uid, bool) else uid
+
+
+def start(conn: FastConnection, fast: FastRoutes, event: RequestReceived) -> FastCall | None:
+    """A :class:`FastCall` for ``event`` when it is a plain unary call of the service, else
+    None (grpclib takes it)."""
+    method = path = content_type = te = timeout = None
+    metadata: dict[str, Any] = {}
+    headers: list[tuple[str, str]] = cast(Any, event.headers) or []  # str: grpclib's h2 config
+    for key, value in headers:
+        if key[0] == ":":
+            if key == ":method":
+                method = value
+            elif key == ":path":
+                path = value
+        elif key == "content-type":
+            content_type = value
+        elif key == "te":
+            te = value
+        elif key == "grpc-timeout":
+            if timeout is not None:
+                return None
+            timeout = value
+        elif key.startswith("grpc-") or key in _SPECIAL:
+            continue
+        elif key not in metadata:
+            if key.endswith("-bin"):
+                try:
+                    metadata[key] = decode_bin_value(value.encode("ascii"))
+                except ValueError:
+                    return None
+            else:
+                metadata[key] = value
+    route = fast.routes.get(path) if path else None
+    if route is None or method != "POST" or te != "trailers" or content_type not in _CONTENT_TYPES:
+        return None
+    seconds: float | None = None
+    if timeout is not None:
+        try:
+            seconds = decode_timeout(timeout)
+        except ValueError:
+            return None
+    call = FastCall(conn, fast, event.stream_id, route, metadata)
+    call.begin(seconds)
+    return call
+
+
+class FastCall:
+    """One unary call on the fast path (see the module's docstring)."""
+
+    __slots__ = (
+        "body",
+        "conn",
+        "ended",
+        "expired",
+        "fast",
+        "fn",
+        "metadata",
+        "name",
+        "reading",
+        "request_type",
+        "sid",
+        "stopped",
+        "task",
+        "timer",
+        "unacked",
+        "waiter",
+    )
+
+    def __init__(
+        self,
+        conn: FastConnection,
+        fast: FastRoutes,
+        sid: int,
+        route: tuple[str, Handler, type[Any]],
+        metadata: dict[str, Any],
+    ) -> None:
+        self.conn = conn
+        self.fast = fast
+        self.sid = sid
+        self.name, self.fn, self.request_type = route
+        self.metadata = metadata
+        self.body = bytearray()
+        self.unacked = 0
+        self.ended = False
+        self.stopped = False
+        """Reset, or the connection closing: nothing more is read or written."""
+        self.reading = False
+        """The caller is authenticated and the message's length checked: data is
+        acknowledged as it comes (the client's windows reopen)."""
+        self.expired = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ the connection's side
+
+    def begin(self, timeout: float | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.task = loop.create_task(self._run())
+        if timeout is not None:
+            self.timer = loop.call_later(timeout, self._expire)
+
+    def data(self, data: bytes, flow_controlled_length: int) -> None:
+        if self.stopped:
+            return
+        self.body += data
+        self.unacked += flow_controlled_length
+        if self.reading:
+            self._ack()
+        self._wake()
+
+    def end(self) -> None:
+        self.ended = True
+        self._wake()
+
+    def window(self) -> None:
+        """The client's window grew (or its settings changed): a blocked answer may go on."""
+        self._wake()
+
+    def cancel(self) -> None:
+        """RST_STREAM from the client, or the connection going away."""
+        self.stopped = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    def _expire(self) -> None:
+        self.timer = None
+        if self.task is not None and not self.task.done():
+            self.expired = True
+            self.task.cancel()
+
+    def _wake(self) -> None:
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def _wait(self) -> None:
+        self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self.waiter
+        finally:
+            self.waiter = None
+
+    # ------------------------------------------------------------ the call
+
+    async def _run(self) -> None:
+        service = self.fast.service
+        try:
+            await service.accounted(self.name, service.unary(self.name, self.fn, self))
+        except GRPCError as err:
+            self._fail(err.status, err.message, err.details)
+        except asyncio.CancelledError:
+            if self.expired:
+                self._fail(Status.DEADLINE_EXCEEDED, None, None)
+        except Exception:  # the answer's own writing failed: grpclib's words
+            _log.exception("%s: answering failed", self.name)
+            self._fail(Status.UNKNOWN, "Internal Server Error", None)
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if self.unacked and not self.stopped:
+                self._ack()
+            self.conn.done(self)
+
+    async def caller(self, remembered: bool) -> skift.LocalSkift:
+        return await self.fast.service.auth.caller_of(
+            self.metadata, self.conn.peer_uid(), remembered=remembered
+        )
+
+    async def receive(self, before_large: Callable[[], Awaitable[None]] | None) -> Any:
+        """The request message, read as ``_service.recv_request`` reads grpclib's."""
+        await self._have(5)
+        if len(self.body) < 5:
+            if not self.body:
+                raise invalid(
+                    "the request carries no message", next="Send exactly one request message."
+                )
+            raise invalid(
+                f"the request ended after {len(self.body)} of the 5 bytes its length prefix "
+                "announced",
+                next="Send whole messages: a gRPC message is its 5-byte prefix and that many "
+                "bytes.",
+            )
+        compressed, length = struct.unpack_from(">BI", self.body)
+        check_prefix(compressed, length, self.fast.service.max_message_bytes)
+        if before_large is not None and length > INLINE_BYTES:
+            await before_large()  # a remembered identity: confirmed before a large body
+        self.reading = True  # the caller is authenticated: a large message may come
+        self._open(5 + length)
+        if self.unacked:
+            self._ack()
+        await self._have(5 + length)
+        if len(self.body) < 5 + length:
+            raise invalid(
+                f"the request message ended after {len(self.body) - 5} of {length} bytes",
+                next="Send the whole message.",
+            )
+        if len(self.body) > 5 + length:
+            raise one_message_only(self.name)
+        data = bytes(self.body[5:])
+        self.body = bytearray()
+        return await decode_request(self.request_type, data)
+
+    async def _have(self, size: int) -> None:
+        while len(self.body) < size and not self.ended:
+            if self.stopped:
+                raise asyncio.CancelledError
+            await self._wait()
+
+    def _open(self, size: int) -> None:
+        """Let the client send the rest of a ``size``-byte message on this stream."""
+        h2c: h2.connection.H2Connection = self.conn.h2c
+        with contextlib.suppress(Exception):  # the stream may be closed: nothing to open
+            state = h2c.streams.get(self.sid)
+            if state is None or state.closed:
+                return
+            have = state.inbound_flow_control_window
+            need = size - len(self.body)
+            if need > have:
+                h2c.increment_flow_control_window(
+                    min(need - have, 2**31 - 1 - have), stream_id=self.sid
+                )
+                self.conn.flush()
+
+    def _ack(self) -> None:
+        size, self.unacked = self.unacked, 0
+        with contextlib.suppress(Exception):  # the connection closing: nothing to reopen
+            self.conn.h2c.acknowledge_received_data(size, self.sid)
+            self.conn.flush()
+
+    def _stream(self) -> Any:
+        """h2's stream, when an answer may still be written on it."""
+        if self.stopped or self.conn.closing():
+            return None
+        st = self.conn.h2c.streams.get(self.sid)
+        if st is None or st.closed:
+            return None
+        return st
+
+    async def send(self, reply: Any) -> None:
+        """The answer: HEADERS, the message's DATA and the OK trailers, in one write when the
+        client's window holds it; else through h2's send path, waiting for its window."""
+        data: bytes = reply.data if reply.__class__ is Encoded else bytes(reply)
+        payload = struct.pack(">BI", 0, len(data)) + data
+        st = self._stream()
+        if st is None:
+            raise asyncio.CancelledError
+        h2c: h2.connection.H2Connection = self.conn.h2c
+        n = len(payload)
+        if (
+            self.conn.writable()
+            and n <= h2c.local_flow_control_window(self.sid)
+            and not h2c.encoder.header_table.resized
+        ):
+            size = h2c.max_outbound_frame_size
+            sid = self.sid
+            parts = [frame(HEADERS, _END_HEADERS, sid, _RESPONSE)]
+            if n <= size:
+                parts.append(frame(DATA, 0, sid, payload))
+            else:
+                view = memoryview(payload)
+                parts.extend(
+                    frame(DATA, 0, sid, bytes(view[i : i + size])) for i in range(0, n, size)
+                )
+            parts.append(frame(HEADERS, _END_HEADERS | _END_STREAM, sid, _OK))
+            sm = st.state_machine
+            sm.process_input(StreamInputs.SEND_HEADERS)
+            sm.process_input(StreamInputs.SEND_DATA)
+            st.outbound_flow_control_window -= n
+            h2c.outbound_flow_control_window -= n
+            sm.process_input(StreamInputs.SEND_HEADERS)
+            sm.process_input(StreamInputs.SEND_END_STREAM)
+            self.conn.write(b"".join(parts))
+            return
+        await self._send_slowly(payload)
+
+    async def _send_slowly(self, payload: bytes) -> None:
+        h2c: h2.connection.H2Connection = self.conn.h2c
+        h2c.send_headers(self.sid, [(":status", "200"), ("content-type", CONTENT_TYPE)])
+        self.conn.flush()
+        view = memoryview(payload)
+        while view:
+            await self.conn.writable_wait()
+            if self._stream() is None:
+                raise asyncio.CancelledError
+            window = h2c.local_flow_control_window(self.sid)
+            if window <= 0:
+                await self._wait()
+                continue
+            chunk = view[: min(window, h2c.max_outbound_frame_size)]
+            h2c.send_data(self.sid, chunk.tobytes())
+            self.conn.flush()
+            view = view[len(chunk) :]
+        h2c.send_headers(self.sid, [("grpc-status", "0")], end_stream=True)
+        self.conn.flush()
+
+    def _fail(self, status: Status, message: str | None, details: Any) -> None:
+        """A trailers-only error answer (grpclib's), then RST_STREAM if the client still sends."""
+        if self._stream() is None:
+            return
+        h2c: h2.connection.H2Connection = self.conn.h2c
+        headers = [
+            (":status", "200"),
+            ("content-type", CONTENT_TYPE),
+            ("grpc-status", str(status.value)),
+        ]
+        if message is not None:
+            headers.append(("grpc-message", encode_grpc_message(message)))
+        if details is not None:
+            raw = self.fast.codec.encode(status, message, details)
+            headers.append(("grpc-status-details-bin", encode_bin_value(raw).decode("ascii")))
+        try:
+            st = h2c.streams[self.sid]
+            if st.state_machine.headers_sent:  # an answer had begun: its trailers
+                headers = headers[2:]
+            h2c.send_headers(self.sid, headers, end_stream=True)
+            if not h2c.streams[self.sid].closed:
+                h2c.reset_stream(self.sid, error_code=ErrorCodes.NO_ERROR)
+        except Exception:  # the stream or the connection closed meanwhile
+            _log.debug("could not answer %s", self.name, exc_info=True)
+        self.conn.flush()
+
+
+def one_message_only(name: str) -> GRPCError:
+    return invalid(
+        f"{name} takes one request message; this call sent more",
+        next="Send exactly one message on a unary call.",
+    )
+
+
+def check_prefix(compressed: int, length: int, max_bytes: int) -> None:
+    """A request message's 5-byte prefix: uncompressed, and no larger than the limit."""
+    if compressed:
+        raise invalid(
+            "compressed messages are not supported", next="Send the request uncompressed."
+        )
+    if length > max_bytes:
+        raise to_grpc(
+            skift.LimitExceeded(
+                f"the request message is {length} bytes; this server takes at most {max_bytes}",
+                next="Split the work into smaller requests (a patch into several patches).",
+                limit="max_message_bytes",
+                value=max_bytes,
+            )
+        )
+
+
+async def decode_request(cls: type[Any], body: bytes) -> Any:
+    """A request message decoded strictly (``_wire``), its failures as gRPC statuses."""
+    try:
+        return await decode_off_loop(cls, body)
+    except TooExpensive as exc:
+        raise to_grpc(
+            skift.LimitExceeded(
+                f"decoding the {len(body)}-byte {cls.__name__} was too expensive: {exc}",
+                next="Send smaller requests (a patch in several), or retry when the server "
+                "is less busy.",
+                limit="decode_seconds",
+                retry_after=1,
+            )
+        ) from None
+    except WireError as exc:
+        raise invalid(
+            f"the request is not a valid {cls.__name__} message: {exc}",
+            next="Encode the request with the skift.v1 proto definitions.",
+        ) from None
