@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 from grpclib.metadata import decode_bin_value, decode_timeout, encode_bin_value, encode_grpc_message
+from h2.connection import ConnectionState
 from h2.errors import ErrorCodes
 from h2.events import DataReceived, RequestReceived, StreamEnded, StreamReset, WindowUpdated
 from h2.stream import StreamInputs
@@ -400,9 +401,10 @@ class FastCall:
 
     def _stream(self) -> Any:
         """h2's stream, when an answer may still be written on it."""
-        if self.stopped or self.conn.closing():
-            return None
-        st = self.conn.h2c.streams.get(self.sid)
+        h2c = self.conn.h2c
+        if self.stopped or self.conn.closing() or h2c.state_machine.state is ConnectionState.CLOSED:
+            return None  # reset, or after a GOAWAY (ours or the client's)
+        st = h2c.streams.get(self.sid)
         if st is None or st.closed:
             return None
         return st
