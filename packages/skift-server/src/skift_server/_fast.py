@@ -363,8 +363,10 @@ class FastCall:
         await self._have(5 + length)
         if len(self.body) < 5 + length:
             raise invalid(
-                f"the request message ended after {len(self.body) - 5} of {length} bytes",
-                next="Send the whole message.",
+                f"the request ended after {len(self.body) - 5} of the {length} bytes its length "
+                "prefix announced",
+                next="Send whole messages: a gRPC message is its 5-byte prefix and that many "
+                "bytes.",
             )
         if len(self.body) > 5 + length:
             raise one_message_only(self.name)
