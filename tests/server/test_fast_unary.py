@@ -13,9 +13,9 @@ import asyncio
 import contextlib
 import struct
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import h2.config
 import h2.connection
@@ -108,7 +108,7 @@ class Raw:
     def trailers(self, sid: int) -> dict[str, str] | None:
         for e in self.events:
             if isinstance(e, h2.events.TrailersReceived | h2.events.ResponseReceived):
-                got = dict(e.headers or ())
+                got: dict[str, str] = dict(cast(Any, e.headers) or ())
                 if e.stream_id == sid and "grpc-status" in got:
                     return got
         return None
@@ -134,7 +134,7 @@ def message(msg: Any) -> bytes:
 
 
 @contextlib.asynccontextmanager
-async def served(fast: bool) -> AsyncIterator[tuple[SkiftServer, Path]]:
+async def served(fast: bool) -> AsyncGenerator[tuple[SkiftServer, Path]]:
     folder = Path(tempfile.mkdtemp(prefix="skift-fast-"))
     sock = folder / "s.sock"
     server = SkiftServer(
@@ -228,6 +228,7 @@ async def test_a_body_larger_than_the_unauthenticated_window_is_read(fast: bool)
             got = await raw.answer(sid)
             assert got["grpc-status"] == "0", got
             reply = v1.PatchResponse.parse(raw.data[sid][5:])
+            assert reply.result is not None
             assert len(reply.result.nodes) == 60
         finally:
             await raw.close()

@@ -38,7 +38,7 @@ import contextlib
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
@@ -60,8 +60,22 @@ from ._wirecodec import Encoded
 if TYPE_CHECKING:
     import h2.connection
 
+    from ._auth import Authenticator
     from ._handlers import Handler
-    from ._service import SkiftService
+
+
+class SkiftService(Protocol):
+    """What the fast path uses of ``_service.SkiftService`` (which imports this module)."""
+
+    auth: Authenticator
+    max_message_bytes: int
+
+    def accounted(self, name: str, work: Awaitable[None]) -> Awaitable[None]: ...
+
+    def unary(self, name: str, fn: Handler, call: Any) -> Awaitable[None]: ...
+
+    def unary_routes(self) -> dict[str, tuple[str, Handler, type[Any]]]: ...
+
 
 _log = logging.getLogger("skift_server")
 
