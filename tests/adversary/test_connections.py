@@ -12,6 +12,7 @@ import asyncio
 import time
 
 import h2.errors
+import h2.events
 import hpack
 import httpx
 from adversary_harness import (
@@ -134,3 +135,31 @@ def _refused(frames: list[Frame]) -> int:
         isinstance(f, RstStreamFrame) and f.error_code == h2.errors.ErrorCodes.REFUSED_STREAM
         for f in frames
     )
+
+
+async def test_requests_reset_at_once_leave_the_connection_in_step(target: Target) -> None:
+    """Requests the client resets in the very next frame are taken before h2's streams
+    (issue 29's rapid reset); their header blocks still move HPACK's state (new values
+    indexed, some of them), so the connection's next request is read as sent."""
+    raw = await RawH2().open(target.grpc_port)
+    try:
+        settled = lambda: any(isinstance(e, h2.events.SettingsAcknowledged) for e in raw.events)  # noqa: E731
+        assert await raw.until(settled, 10)  # the server read the preface: resets come after
+        for n in range(60):
+            sid = raw.conn.get_next_available_stream_id()
+            # every third a new entry: the decoder's state moves
+            extra = [("x-n", str(n))] if n % 3 == 0 else []
+            raw.conn.send_headers(sid, grpc_headers("ListProjects", extra=extra))
+            raw.conn.reset_stream(sid)
+        await raw.drain()
+        got = await raw.call(
+            "ListProjects",
+            frame(bytes(v1.ListProjectsRequest())),
+            token=target.bystander_token,
+            extra=[("x-n", "59")],
+        )
+        assert got is not None
+        assert got[0] == "0", got
+        assert raw.goaway() is None
+    finally:
+        await raw.close()

@@ -31,12 +31,13 @@ from typing import Any, Final, Protocol
 import attrs
 from grpclib.client import Channel
 from grpclib.protocol import H2Protocol
-from h2.connection import _decode_headers  # pyright: ignore[reportPrivateUsage]
+from h2.connection import ConnectionState, _decode_headers  # pyright: ignore[reportPrivateUsage]
 from h2.errors import ErrorCodes
 from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset, WindowUpdated
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes
 from h2.stream import StreamClosedBy
+from hpack.table import HeaderTable
 from hyperframe.frame import HeadersFrame, RstStreamFrame
 
 from ._fast import FastConnection, FastRoutes
@@ -104,6 +105,7 @@ _LINGER: Final = 1.0
 """Seconds a connection given GOAWAY stays open, reading and dropping, before it closes."""
 _PREFACE_BYTES: Final = 24
 """The client's connection preface (``PRI * HTTP/2.0...``), before its first frame."""
+_STATIC_ENTRIES: Final = HeaderTable.STATIC_TABLE_LENGTH
 _HPACK_HARD_CAP: Final = 1024 * 1024
 """A header block decoding past this is a connection error (an HPACK bomb); below it
 and above :attr:`ConnectionLimits.max_header_list_bytes` the request is answered with a status."""
@@ -245,6 +247,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
     _head: bytearray
     _backlog: memoryview | None
     _queued: bool
+    _seen: list[tuple[int, int, int, int, int, bool]]
+    _block_open: bool
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -263,6 +267,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._timer = None
         self._skip, self._head = _PREFACE_BYTES, bytearray()
         self._backlog, self._queued = None, False
+        self._seen = []
+        self._block_open = False
         if self.share is None:
             self.share = TurnShare(self.limits.busy_frames_per_turn)
         self._fast = (
@@ -408,8 +414,12 @@ class GuardedH2Protocol(GatheringH2Protocol):
     def _cut(self, data: memoryview, budget: int) -> tuple[int, int]:
         """How many bytes of ``data`` hold at most ``budget`` frames (their headers read
         here, 9 bytes each: the length says where the next one starts), and how many
-        frames begin in them."""
+        frames begin in them. Each frame whose 9-byte header lies whole in ``data`` is
+        noted in :attr:`_seen` (where it starts, its type, flags, stream and length) for
+        :meth:`_handle`."""
         i, n, frames = 0, len(data), 0
+        seen = self._seen
+        seen.clear()
         while i < n:
             if self._skip:
                 step = min(self._skip, n - i)
@@ -420,17 +430,107 @@ class GuardedH2Protocol(GatheringH2Protocol):
                 if frames >= budget:
                     return i, frames
                 frames += 1
+                if i + 9 <= n:  # the whole header here: read at once
+                    head = data[i : i + 9]
+                    length = int.from_bytes(head[:3], "big")
+                    sid = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+                    seen.append((i, head[3], head[4], sid, length, self._block_open))
+                    self._block_open = _block_open_after(head[3], head[4], self._block_open)
+                    self._skip = length
+                    i += 9
+                    continue
             step = min(9 - len(self._head), n - i)
             self._head += data[i : i + step]
             i += step
             if len(self._head) == 9:
-                self._skip = int.from_bytes(self._head[:3], "big")
+                head = bytes(self._head)
+                self._skip = int.from_bytes(head[:3], "big")
+                self._block_open = _block_open_after(head[3], head[4], self._block_open)
                 self._head.clear()
         return n, frames
 
     def _handle(self, data: bytes) -> None:
+        """Hand ``data`` (what :meth:`_cut` just read) to h2, except a request the client
+        resets in the very next frame (the CVE-2023-44487 pattern): that pair is taken
+        here (:meth:`_reset_at_once`), never reaching h2's stream machinery or grpclib."""
+        seen = self._seen
+        if not self._preface_done or len(seen) < 2:
+            self._feed(data)
+            return
+        fed = 0
+        n = len(data)
+        k = 0
+        while k < len(seen) - 1:
+            start, ftype, flags, sid, length, block_open = seen[k]
+            end = start + 9 + length
+            nxt = seen[k + 1]
+            if (
+                ftype == _HEADERS
+                and flags & ~_END_FLAGS == 0
+                and flags & _END_HEADERS
+                and not block_open
+                and nxt[0] == end
+                and nxt[1] == _RST_STREAM
+                and nxt[3] == sid
+                and nxt[4] == 4
+                and end + 13 <= n
+            ):
+                if start > fed:
+                    self._feed(data[fed:start])
+                    if self._closing or self.connection.is_closing():
+                        return
+                if not self._reset_at_once(sid, data[start + 9 : end]):
+                    self._feed(data[start : end + 13])  # h2 decides (and answers)
+                if self._closing or self.connection.is_closing():
+                    return
+                fed = end + 13
+                k += 2
+                continue
+            k += 1
+        if fed < n:
+            self._feed(data[fed:])
+        if fed and not self._closing:
+            self.connection.flush()
+            self._track(True)
+
+    def _reset_at_once(self, sid: int, block: bytes) -> bool:
+        """A request (stream ``sid``, header block ``block``) reset by the client in its
+        next frame, taken without h2's stream machinery: its header block decoded (kept
+        in step with the client's HPACK state; a block of indexed fields alone changes
+        nothing and is only checked), the stream noted closed, the reset counted. False:
+        not a new stream in order on an open connection; h2 is to handle it."""
+        h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
+        incoming: Any = h2c.incoming_buffer
+        if (
+            sid % 2 == 0
+            or sid <= h2c.highest_inbound_stream_id
+            or sid in h2c.streams
+            or h2c.state_machine.state is ConnectionState.CLOSED
+            or getattr(incoming, "_data", None)
+            or getattr(incoming, "_headers_buffer", None)
+        ):
+            return False
+        decoder = h2c.decoder
+        if not _indexed_only(block, len(decoder.header_table.dynamic_entries)):
+            try:
+                decoder.decode(block, raw=True)
+            except Exception:  # HPACK's state is lost: a connection error, as h2 makes it
+                _log.debug("HTTP/2 header block not decodable", exc_info=True)
+                self._goaway(ErrorCodes.COMPRESSION_ERROR, "header block not decodable")
+                return True
+        h2c.highest_inbound_stream_id = sid
+        h2c._closed_streams[sid] = StreamClosedBy.RECV_RST_STREAM  # pyright: ignore[reportPrivateUsage]
+        if not self._may_reset():
+            _log.warning(
+                "closing a connection that resets streams too fast (rapid reset)",
+                extra={"fields": {"peer": _peer(self.connection)}},
+            )
+            self._goaway(ErrorCodes.ENHANCE_YOUR_CALM, "too many stream resets")
+        return True
+
+    def _feed(self, data: bytes | memoryview) -> None:
         try:
-            events = self.connection.feed(data)
+            events = self.connection.feed(bytes(data))
         except ProtocolError:
             _log.debug("HTTP/2 protocol error", exc_info=True)
             self._linger("Protocol error")  # with the GOAWAY h2 prepared
@@ -530,6 +630,50 @@ class GuardedH2Protocol(GatheringH2Protocol):
                     h2c.reset_stream(sid, error_code=ErrorCodes.NO_ERROR)
             return False
         return True
+
+
+_HEADERS: Final = 0x1
+_RST_STREAM: Final = 0x3
+_CONTINUATION: Final = 0x9
+_END_STREAM: Final = 0x1
+_END_HEADERS: Final = 0x4
+_END_FLAGS: Final = _END_STREAM | _END_HEADERS
+
+
+def _block_open_after(ftype: int, flags: int, was_open: bool) -> bool:
+    """Whether a header block is still open (CONTINUATION frames to come) after a frame."""
+    if ftype in (_HEADERS, _CONTINUATION):
+        return not flags & _END_HEADERS
+    return was_open
+
+
+def _indexed_only(block: bytes, dynamic: int) -> bool:
+    """Whether an HPACK header block is indexed fields alone, each naming an entry the
+    tables hold (``dynamic``: entries in the dynamic table): decoding it changes no state."""
+    i, n = 0, len(block)
+    if not n:
+        return False
+    top = _STATIC_ENTRIES + dynamic
+    while i < n:
+        b = block[i]
+        i += 1
+        if not b & 0x80:
+            return False
+        index = b & 0x7F
+        if index == 0x7F:
+            shift = 0
+            while True:
+                if i >= n or shift > 21:
+                    return False
+                c = block[i]
+                i += 1
+                index += (c & 0x7F) << shift
+                shift += 7
+                if not c & 0x80:
+                    break
+        if index == 0 or index > top:
+            return False
+    return True
 
 
 def _refuse_streams_past(h2c: Any, limit: int) -> None:
