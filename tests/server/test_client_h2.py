@@ -304,3 +304,52 @@ def test_a_transport_of_another_loop_is_taken_as_it_is() -> None:
     assert not isinstance(transport, asyncio.BaseTransport)
     Connection("localhost", ErrorDetailsCodec()).connection_made(transport)  # type: ignore[arg-type]
     assert bytes(transport.out).startswith(PREFACE)
+
+
+async def test_calls_at_once_share_the_connections_being_opened() -> None:
+    """Many calls at once on a new handle wait for the connection being opened rather than
+    each opening one (an agent's 1,200 concurrent calls opened ~800 connections)."""
+    from skift_server._client_base import Shared
+
+    opened: list[Any] = []
+
+    class Opened:
+        closed = False
+
+    async def open_lean() -> Any:
+        await asyncio.sleep(0.01)
+        conn = Opened()
+        opened.append(conn)
+        return conn
+
+    shared = Shared(make=lambda: None, size=2, metadata={})  # pyright: ignore[reportArgumentType]
+    shared.open_lean = open_lean
+    got = await asyncio.gather(*(shared.lean() for _ in range(200)))
+    assert len(opened) == 2
+    assert {id(c) for c in got} == {id(c) for c in opened}
+    # a slot whose connection closed is opened again, once
+    opened[0].closed = True
+    again = await asyncio.gather(*(shared.lean() for _ in range(50)))
+    assert len(opened) == 3
+    assert len({id(c) for c in again}) == 2
+
+
+async def test_a_failed_opening_fails_its_waiters_and_is_tried_again() -> None:
+    from skift_server._client_base import Shared
+
+    tries: list[int] = []
+
+    async def open_lean() -> Any:
+        tries.append(1)
+        await asyncio.sleep(0.01)
+        if len(tries) == 1:
+            raise ConnectionRefusedError("not yet")
+        return object()
+
+    shared = Shared(make=lambda: None, size=1, metadata={})  # pyright: ignore[reportArgumentType]
+    shared.open_lean = open_lean
+    got = await asyncio.gather(*(shared.lean() for _ in range(20)), return_exceptions=True)
+    assert all(isinstance(g, ConnectionRefusedError) for g in got)
+    assert len(tries) == 1
+    assert await shared.lean() is not None
+    assert len(tries) == 2

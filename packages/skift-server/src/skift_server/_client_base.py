@@ -100,10 +100,16 @@ class Shared:
     (TLS)."""
     leans: list[LeanConnection | None] = attrs.field(factory=lambda: list[LeanConnection | None]())
     lean_rr: itertools.count[int] = attrs.field(factory=itertools.count)
+    opening: dict[int, asyncio.Task[LeanConnection]] = attrs.field(
+        factory=lambda: dict[int, "asyncio.Task[LeanConnection]"]()
+    )
+    """The slots whose connection is being opened: calls made meanwhile wait for it."""
 
     async def lean(self) -> LeanConnection | None:
         """The next lean connection (round robin over ``size``), opened on first use and
-        again after it closed; None without :attr:`open_lean`."""
+        again after it closed; None without :attr:`open_lean`. Calls that find a slot's
+        connection opening wait for that one: many calls at once open ``size``
+        connections, not one each."""
         if self.open_lean is None:
             return None
         if not self.leans:
@@ -111,13 +117,23 @@ class Shared:
         i = next(self.lean_rr) % self.size
         conn = self.leans[i]
         if conn is None or conn.closed:
-            opened = await self.open_lean()
-            conn = self.leans[i]
-            if conn is not None and not conn.closed:  # another call opened it meanwhile
-                opened.close()
-                return conn
-            self.leans[i] = conn = opened
+            task = self.opening.get(i)
+            if task is None:
+                task = self.opening[i] = asyncio.ensure_future(self._open_lean(i, self.open_lean))
+                # read here too, so a failure no caller waited for is not logged as unread
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            # shielded: a caller cancelled while it opens leaves it opening for the others
+            conn = await asyncio.shield(task)
         return conn
+
+    async def _open_lean(
+        self, i: int, open_lean: Callable[[], Awaitable[LeanConnection]]
+    ) -> LeanConnection:
+        try:
+            self.leans[i] = conn = await open_lean()
+            return conn
+        finally:
+            self.opening.pop(i, None)
 
     def channel(self) -> Channel:
         if not self.channels:
