@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from badrequest import problems
 from grpclib.client import Channel
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
@@ -160,7 +161,7 @@ def _cases() -> list[tuple[str, str, Any, type[Any], str]]:
         ("ref", "GetNode", v1.GetNodeRequest(ref="not a ref!"), v1.GetNodeResponse, "ref"),
         ("#1 alone", "GetNode", v1.GetNodeRequest(ref="#1"), v1.GetNodeResponse, "project"),
         ("filter.status", "Ready", v1.ReadyRequest(filter=v1.NodeFilter(status=v1.NodeStatus.OPEN)), v1.ReadyResponse, "filter.status"),
-        ("title", "Patch", v1.PatchRequest(project="w", ops=[create, untitled]), v1.PatchResponse, "ops[1].title"),
+        ("title", "Patch", v1.PatchRequest(project="w", ops=[create, untitled]), v1.PatchResponse, "ops[1].create_node.title"),
         ("no ops", "Patch", v1.PatchRequest(project="w"), v1.PatchResponse, "ops"),
         ("slug", "CreateProject", v1.CreateProjectRequest(title="x", slug="Not A Slug"), v1.CreateProjectResponse, "slug"),
         ("enum", "CreateProject", v1.CreateProjectRequest(title="x", priority=99), v1.CreateProjectResponse, "priority"),
@@ -169,7 +170,9 @@ def _cases() -> list[tuple[str, str, Any, type[Any], str]]:
 
 async def test_bad_request_names_the_field(serve: Serve) -> None:
     """BadRequest's field path, for each bad argument the issue listed (and a few more): the
-    field as the proto spells it, never empty; the message names no CLI flag or Python repr."""
+    field as the proto spells it, a path the request message has (a patch operation's field
+    through the oneof member set: ops[1].create_node.title), never empty; the message names
+    no CLI flag or Python repr."""
     server = await serve("--memory")
     sock = str(server.socket)
     assert await _ok(sock, "CreateProject", v1.CreateProjectRequest(title="W"))
@@ -181,6 +184,7 @@ async def test_bad_request_names_the_field(serve: Serve) -> None:
         text = err.message or ""
         if err.status is not Status.INVALID_ARGUMENT or got != field:
             wrong.append(f"{name}: {err.status.name} field={got!r}, want {field!r}: {text}")
+        wrong.extend(f"{name}: {p}" for p in problems(type(request), err.details))
         if re.search(r"--[a-z]|Priority\.|\d:\d\d:\d\d|'skift ", text):
             wrong.append(f"{name}: CLI words or a Python repr: {text}")
     assert not wrong, "\n".join(wrong)

@@ -114,7 +114,7 @@ class WorkApi(GraphApi):
         project: str | None = None,
         request_id: str | None = None,
     ) -> PatchResult:
-        parts = tuple(artifacts_as_artifact(x) for x in artifacts)
+        parts = tuple(artifacts_as_artifact(x, f"artifacts[{i}]") for i, x in enumerate(artifacts))
         return await self._node_patch(
             ref,
             project,

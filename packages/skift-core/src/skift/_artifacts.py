@@ -359,15 +359,15 @@ async def artifact_infos(tx: Tx, records: Sequence[ArtifactRecord]) -> list[Arti
     return out
 
 
-def as_artifact(value: Artifact | Mapping[str, Any]) -> Artifact:
-    """An Artifact, from itself or its JSON form (checked like a patch operation's field)."""
+def as_artifact(value: Artifact | Mapping[str, Any], field: str = "artifact") -> Artifact:
+    """An Artifact, from itself or its JSON form (checked like a patch operation's field;
+    a refusal names the path from ``field``: ``artifacts[1].parts[0].type``)."""
     if isinstance(value, Artifact):
         return value
-    from ._ops import AttachArtifact, parse_op
+    from ._ops import parse_value
 
-    op = parse_op({"op": "attach_artifact", "node": "-", "artifact": value})
-    assert isinstance(op, AttachArtifact)
-    return op.artifact
+    got: Artifact = parse_value(value, Artifact, field)
+    return got
 
 
 def check_upload(data: bytes, media_type: str, digest: str | None, limits: Limits) -> BlobInfo:

@@ -66,13 +66,18 @@ async def edges(
         )
     ids: set[UUID] = set()
     by_id: dict[UUID, Node] = {}
-    for ref in nodes:
+    for i, ref in enumerate(nodes):
         ident = parse_ulid(ref.strip())
         if ident is not None:
             ids.add(ident)
-        else:
+            continue
+        try:
             node = await e.node_in(tx, ref, project_ref)
-            by_id[node.id] = node
+        except Invalid as exc:
+            if exc.details.get("field") == "ref":
+                exc.details["field"] = f"nodes[{i}]"  # the argument at fault: which node
+            raise
+        by_id[node.id] = node
     hidden = await e.hidden(tx)
     if ids - by_id.keys():
         found = await tx.nodes_by_id(ids - by_id.keys())

@@ -60,13 +60,15 @@ def _bad_text(value: str) -> str | None:
     return None
 
 
-def check_text(value: str, field: str) -> str:
-    """``value`` unchanged, or :class:`~skift.Invalid` naming ``field``."""
+def check_text(value: str, field: str, what: str = "") -> str:
+    """``value`` unchanged, or :class:`~skift.Invalid` naming ``field`` (worded ``what``:
+    a key of a map names the map)."""
     why = _bad_text(value)
     if why is not None:
+        what = what or field
         raise Invalid(
-            f"{field} {why}",
-            next=f"Remove the control character or undecodable bytes from {field} and send it again.",
+            f"{what} {why}",
+            next=f"Remove the control character or undecodable bytes from {what} and send it again.",
             field=field,
         )
     return value
@@ -110,7 +112,7 @@ def check_value(value: object, field: str, limits: Limits | None, depth: int = 0
     if isinstance(value, Mapping):
         for k, v in cast("Mapping[object, object]", value).items():
             key = str(k)
-            check_text(key, f"a key of {field}")
+            check_text(key, field, f"a key of {field}")
             check_value(v, f"{field}.{key}", limits, depth + 1)
     elif isinstance(value, list | tuple | set | frozenset):
         for i, v in enumerate(cast("Collection[object]", value)):

@@ -371,6 +371,19 @@ def parse_op(doc: object, index: int = 0) -> Op:
     return op
 
 
+def parse_value(value: object, tp: Any, field: str) -> Any:
+    """A value of an operation field's type from its JSON form, given outside a patch (a
+    Complete's artifacts): :class:`Invalid` naming the path from ``field``."""
+    try:
+        return _structure(value, tp, field)
+    except _FieldError as exc:
+        raise Invalid(
+            f"{exc.path}: {exc.problem}",
+            next=f"Fix {field} and send it again; see 'Patch documents' in docs/concepts.md.",
+            field=exc.path,
+        ) from None
+
+
 def parse_ops(docs: object) -> list[Op]:
     if isinstance(docs, str | bytes) or not isinstance(docs, Sequence):
         raise Invalid("ops must be a list of operations", next="Give 'ops' as a list.", field="ops")

@@ -224,6 +224,7 @@ class Principals(Context):
                 f"{p.name} is {'an' if p.kind is PrincipalKind.AGENT else 'a'} {p.kind.value}: "
                 "only a person is an admin",
                 next="Grant the role to a person; an agent asks a person through a gate.",
+                field="principal",
             )
         if p.admin:
             raise Refused(f"{p.name} is an admin already", next="Nothing to do.")
@@ -283,6 +284,7 @@ class Principals(Context):
                 f"identity scheme {scheme!r} is not invited: only an OIDC identity is",
                 next="Invite an OIDC identity (issuer|subject); a uid is bound by an administrator "
                 "of the server, and a token is minted for the principal instead.",
+                field="scheme",
             )
         clean = check_oidc(value)
         p = await self._principal(tx, principal)

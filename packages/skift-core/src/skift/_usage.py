@@ -85,29 +85,37 @@ _MODEL_CHARS = 200
 # ------------------------------------------------------------------ values
 
 
-def money(value: object, what: str) -> Decimal:
-    """A non-negative, finite amount of money from a Decimal, int, float or string."""
+def money(value: object, what: str, field: str) -> Decimal:
+    """A non-negative, finite amount of money from a Decimal, int, float or string
+    (``what`` words it in a refusal, ``field`` names the argument)."""
     if isinstance(value, bool):
-        raise Invalid(f"{what} {value!r} is not an amount", next="Give a number such as 12.50.")
+        raise Invalid(
+            f"{what} {value!r} is not an amount", next="Give a number such as 12.50.", field=field
+        )
     try:
         amount = value if isinstance(value, Decimal) else Decimal(str(value).strip())
     except InvalidOperation:
         raise Invalid(
-            f"{what} {value!r} is not an amount", next="Give a number such as 12.50."
+            f"{what} {value!r} is not an amount", next="Give a number such as 12.50.", field=field
         ) from None
     if not amount.is_finite() or amount < 0:
-        raise Invalid(f"{what} {value!r} must be zero or more", next="Give a number such as 12.50.")
+        raise Invalid(
+            f"{what} {value!r} must be zero or more",
+            next="Give a number such as 12.50.",
+            field=field,
+        )
     if amount > MAX_MONEY:
         raise Invalid(
             f"{what} {shown(value)} is over {MAX_MONEY:,}",
             next="Give an amount in the currency's units, such as 12.50.",
+            field=field,
         )
     return amount
 
 
-def optional_money(value: object, what: str) -> Decimal | None:
+def optional_money(value: object, what: str, field: str) -> Decimal | None:
     """``None`` for unset; an empty string also means "clear" to the caller, handled there."""
-    return None if value is None else money(value, what)
+    return None if value is None else money(value, what, field)
 
 
 def _tokens(name: str, value: object) -> int:
@@ -409,7 +417,7 @@ async def set_rate(
             next="Use a code such as USD or EUR.",
             field="currency",
         )
-    amounts = {k: money(v, f"the {k.replace('_', '-')} rate") for k, v in prices.items()}
+    amounts = {k: money(v, f"the {k.replace('_', '-')} rate", k) for k, v in prices.items()}
     others = [r for r in await tx.rates() if r.model != name and r.currency != cur]
     if others:
         raise Refused(
@@ -456,7 +464,7 @@ def _money_change(value: object, what: str) -> tuple[bool, Decimal | None]:
         return False, None
     if isinstance(value, str) and not value.strip():
         return True, None
-    return True, money(value, what)
+    return True, money(value, what, what)
 
 
 async def set_budget(

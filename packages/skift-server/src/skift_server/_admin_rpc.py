@@ -16,9 +16,11 @@ async def set_policy(sk: skift.LocalSkift, r: v1.SetPolicyRequest) -> v1.SetPoli
     modules = [(m.name, m.source) for m in r.modules]
     names = [n for n, _ in modules]
     if len(set(names)) != len(names):  # a dict would quietly keep the last of two
-        dup = next(n for n in names if names.count(n) > 1)
+        again = next(i for i, n in enumerate(names) if n in names[:i])
         raise skift.Invalid(
-            f"two policy modules are named {dup!r}", next="Give each module its own name."
+            f"two policy modules are named {names[again]!r}",
+            next="Give each module its own name.",
+            field=f"modules[{again}].name",
         )
     got = await sk.set_policy(dict(modules), reason=r.reason)
     return v1.SetPolicyResponse(policy=to_pb(v1.OrgPolicy, got))

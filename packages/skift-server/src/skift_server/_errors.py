@@ -41,6 +41,7 @@ from grpclib.exceptions import GRPCError
 import skift
 
 from ._convert import from_struct, jsonable, to_struct
+from ._fieldpath import proto_path
 from ._proto.google.protobuf import Any as AnyPb
 from ._proto.google.rpc import BadRequest, BadRequestFieldViolation, ErrorInfo, RetryInfo
 from ._proto.google.rpc import Status as StatusPb
@@ -139,19 +140,16 @@ def _text(value: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
 
 
-WIRE_FIELDS: Final[dict[str, str]] = {"cursor": "page_token"}
-"""A field the API names otherwise than the proto: the change stream's cursor travels as the
-lists' ``page_token``. BadRequest names the proto's field."""
-
-
-def _field_path(details: dict[str, Any]) -> str:
+def field_path(
+    details: dict[str, Any], request_type: type[Any] | None = None, request: Any = None
+) -> str:
+    """The path into the request BadRequest names for an error with ``details``: the core's
+    ``field`` (under ``ops[index]`` for a patch operation's), as the proto spells it
+    (``_fieldpath``)."""
     field = str(details.get("field", "") or "")
-    field = WIRE_FIELDS.get(field, field)
-    if field.startswith("ops["):  # already the path into the request
-        return field
-    if "index" in details and isinstance(details["index"], int):
-        return f"ops[{details['index']}]" + (f".{field}" if field else "")
-    return field
+    if not field.startswith("ops[") and isinstance(details.get("index"), int):
+        field = f"ops[{details['index']}]" + (f".{field}" if field else "")
+    return proto_path(request_type, request, field)
 
 
 def message_of(exc: skift.SkiftError) -> str:
@@ -159,8 +157,9 @@ def message_of(exc: skift.SkiftError) -> str:
     return f"{exc.message}{SEPARATOR}{exc.next}" if exc.next else exc.message
 
 
-def details_of(exc: skift.SkiftError) -> list[betterproto2.Message]:
-    """The detail messages of ``exc``, in the order the module docstring gives."""
+def details_of(exc: skift.SkiftError, field: str | None = None) -> list[betterproto2.Message]:
+    """The detail messages of ``exc``, in the order the module docstring gives (``field``:
+    BadRequest's path into the request, when the caller worded it; else from the details)."""
     rule = rule_of(exc)
     cls = _class_name(exc)
     metadata = {"error_class": cls, "code": exc.code}
@@ -179,7 +178,9 @@ def details_of(exc: skift.SkiftError) -> list[betterproto2.Message]:
     ]
     if rule.status is Status.INVALID_ARGUMENT:
         violation = BadRequestFieldViolation(
-            field=_field_path(exc.details), description=exc.message, reason=rule.reason
+            field=field_path(exc.details) if field is None else field,
+            description=exc.message,
+            reason=rule.reason,
         )
         out.append(BadRequest(field_violations=[violation]))
     if rule.status is Status.UNAVAILABLE or "retry_after" in exc.details:
@@ -204,12 +205,19 @@ class _Details(list[betterproto2.Message]):
 _made: dict[tuple[Any, ...], tuple[Status, str, _Details]] = {}
 
 
-def to_grpc(exc: skift.SkiftError) -> GRPCError:
-    """The GRPCError a handler raises for ``exc``. The same refusal again (class, message,
+def to_grpc(
+    exc: skift.SkiftError, request_type: type[Any] | None = None, request: Any = None
+) -> GRPCError:
+    """The GRPCError a handler raises for ``exc`` (refusing ``request``, a ``request_type``:
+    BadRequest names the field as a path into it). The same refusal again (class, message,
     next move and details alike: a thousand calls past one cap) reuses what the first made,
     its details' encoding included."""
+    field = None
+    if request_type is not None and status_of(exc) is Status.INVALID_ARGUMENT:
+        field = field_path(exc.details, request_type, request)
     try:
         key: tuple[Any, ...] | None = (
+            field,
             type(exc),
             exc.code,
             exc.message,
@@ -220,7 +228,7 @@ def to_grpc(exc: skift.SkiftError) -> GRPCError:
         key = None
     made = _made.get(key) if key is not None else None
     if made is None:
-        made = (status_of(exc), message_of(exc), _Details(details_of(exc)))
+        made = (status_of(exc), message_of(exc), _Details(details_of(exc, field)))
         if key is not None:
             if len(_made) >= _MADE_AT_MOST:
                 _made.pop(next(iter(_made)))

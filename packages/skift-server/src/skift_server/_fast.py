@@ -54,7 +54,7 @@ from ._auth import uid_of
 from ._client_h2 import _literal  # pyright: ignore[reportPrivateUsage]
 from ._errors import ErrorDetailsCodec, invalid, to_grpc
 from ._unary import DATA, HEADERS, frame
-from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop
+from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop, first_field
 from ._wirecodec import Encoded
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class SkiftService(Protocol):
     auth: Authenticator
     max_message_bytes: int
 
-    def accounted(self, name: str, work: Awaitable[None]) -> Awaitable[None]: ...
+    def accounted(self, name: str, work: Awaitable[None], call: Any = None) -> Awaitable[None]: ...
 
     def unary(self, name: str, fn: Handler, call: Any) -> Awaitable[None]: ...
 
@@ -241,6 +241,7 @@ class FastCall:
         "metadata",
         "name",
         "reading",
+        "request",
         "request_type",
         "sid",
         "stopped",
@@ -262,6 +263,8 @@ class FastCall:
         self.fast = fast
         self.sid = sid
         self.name, self.fn, self.request_type = route
+        self.request: Any = None
+        """The request, once read (a refusal's BadRequest names a field path into it)."""
         self.metadata = metadata
         self.body = bytearray()
         self.unacked = 0
@@ -330,7 +333,7 @@ class FastCall:
     async def _run(self) -> None:
         service = self.fast.service
         try:
-            await service.accounted(self.name, service.unary(self.name, self.fn, self))
+            await service.accounted(self.name, service.unary(self.name, self.fn, self), self)
         except GRPCError as err:
             self._fail(err.status, err.message, err.details)
         except asyncio.CancelledError:
@@ -358,16 +361,19 @@ class FastCall:
         if len(self.body) < 5:
             if not self.body:
                 raise invalid(
-                    "the request carries no message", next="Send exactly one request message."
+                    "the request carries no message",
+                    next="Send exactly one request message.",
+                    field=first_field(self.request_type),
                 )
             raise invalid(
                 f"the request ended after {len(self.body)} of the 5 bytes its length prefix "
                 "announced",
                 next="Send whole messages: a gRPC message is its 5-byte prefix and that many "
                 "bytes.",
+                field=first_field(self.request_type),
             )
         compressed, length = struct.unpack_from(">BI", self.body)
-        check_prefix(compressed, length, self.fast.service.max_message_bytes)
+        check_prefix(compressed, length, self.fast.service.max_message_bytes, self.request_type)
         if before_large is not None and length > INLINE_BYTES:
             await before_large()  # a remembered identity: confirmed before a large body
         self.reading = True  # the caller is authenticated: a large message may come
@@ -381,12 +387,14 @@ class FastCall:
                 "prefix announced",
                 next="Send whole messages: a gRPC message is its 5-byte prefix and that many "
                 "bytes.",
+                field=first_field(self.request_type),
             )
         if len(self.body) > 5 + length:
-            raise one_message_only(self.name)
+            raise one_message_only(self.name, self.request_type)
         data = bytes(self.body[5:])
         self.body = bytearray()
-        return await decode_request(self.request_type, data)
+        self.request = await decode_request(self.request_type, data)
+        return self.request
 
     async def _have(self, size: int) -> None:
         while len(self.body) < size and not self.ended:
@@ -509,18 +517,21 @@ class FastCall:
         self.conn.flush()
 
 
-def one_message_only(name: str) -> GRPCError:
+def one_message_only(name: str, cls: type[Any]) -> GRPCError:
     return invalid(
         f"{name} takes one request message; this call sent more",
         next="Send exactly one message on a unary call.",
+        field=first_field(cls),
     )
 
 
-def check_prefix(compressed: int, length: int, max_bytes: int) -> None:
+def check_prefix(compressed: int, length: int, max_bytes: int, cls: type[Any]) -> None:
     """A request message's 5-byte prefix: uncompressed, and no larger than the limit."""
     if compressed:
         raise invalid(
-            "compressed messages are not supported", next="Send the request uncompressed."
+            "compressed messages are not supported",
+            next="Send the request uncompressed.",
+            field=first_field(cls),
         )
     if length > max_bytes:
         raise to_grpc(
@@ -551,4 +562,5 @@ async def decode_request(cls: type[Any], body: bytes) -> Any:
         raise invalid(
             f"the request is not a valid {cls.__name__} message: {exc}",
             next="Encode the request with the skift.v1 proto definitions.",
+            field=exc.field,
         ) from None

@@ -45,7 +45,7 @@ from ._metrics import Metrics
 from ._proto.skift import v1
 from ._signin_rpc import mint_signin_code
 from ._simple import NotSimple, simple_handler
-from ._wire import INLINE_BYTES
+from ._wire import INLINE_BYTES, first_field
 
 _log = logging.getLogger("skift_server")
 
@@ -145,7 +145,11 @@ async def recv_request(
     """
     got = await _recv(stream, cls, max_bytes, before_large)
     if got is None:
-        raise invalid("the request carries no message", next="Send exactly one request message.")
+        raise invalid(
+            "the request carries no message",
+            next="Send exactly one request message.",
+            field=first_field(cls),
+        )
     return got
 
 
@@ -192,7 +196,7 @@ async def _recv(
     if not header:
         return None
     compressed, length = struct.unpack(">BI", header)
-    check_prefix(compressed, length, max_bytes)
+    check_prefix(compressed, length, max_bytes, cls)
     if before_large is not None and length > INLINE_BYTES:
         await before_large()  # a remembered identity: confirmed before a large body
     open_window(stream, length)  # the caller is authenticated: a large message may come
@@ -201,12 +205,17 @@ async def _recv(
         raise invalid(
             f"the request message ended after {len(body)} of {length} bytes",
             next="Send the whole message.",
+            field=first_field(cls),
         )
     return await decode_request(cls, body)
 
 
 class UnaryCall(Protocol):
-    """What :meth:`SkiftService.unary` asks of a call's transport."""
+    """What :meth:`SkiftService.unary` asks of a call's transport: its request's type and,
+    once read, the request (a refusal's BadRequest names the field as a path into it)."""
+
+    request_type: type[Any]
+    request: Any
 
     async def caller(self, remembered: bool) -> skift.LocalSkift: ...
 
@@ -218,7 +227,7 @@ class UnaryCall(Protocol):
 class _GrpclibCall:
     """A unary call over grpclib's server stream."""
 
-    __slots__ = ("name", "request_type", "service", "stream")
+    __slots__ = ("name", "request", "request_type", "service", "stream")
 
     def __init__(
         self,
@@ -231,6 +240,7 @@ class _GrpclibCall:
         self.name = name
         self.stream = stream
         self.request_type = request_type
+        self.request: Any = None
 
     async def caller(self, remembered: bool) -> skift.LocalSkift:
         return await self.service.auth.caller(self.stream, remembered=remembered)
@@ -240,7 +250,8 @@ class _GrpclibCall:
             self.stream, self.request_type, self.service.max_message_bytes, before_large
         )
         if more_buffered(self.stream):
-            raise one_message_only(self.name)
+            raise one_message_only(self.name, self.request_type)
+        self.request = request
         return request
 
     async def send(self, reply: Any) -> None:
@@ -390,7 +401,8 @@ class SkiftService:
         assert fn is not None
         await self.accounted(
             name,
-            self.unary(name, fn, _GrpclibCall(self, name, stream, request_type)),
+            self.unary(name, fn, call := _GrpclibCall(self, name, stream, request_type)),
+            call,
         )
 
     async def _streamed(
@@ -435,9 +447,12 @@ class SkiftService:
         await call.send(reply)
         self._count_leases(name, request)
 
-    async def accounted(self, name: str, work: Awaitable[None]) -> None:
+    async def accounted(
+        self, name: str, work: Awaitable[None], call: UnaryCall | None = None
+    ) -> None:
         """Run a call's ``work`` counted (in flight, metrics) and refused while draining;
-        every failure leaves as a :class:`GRPCError` (a SkiftError as its status)."""
+        every failure leaves as a :class:`GRPCError` (a SkiftError as its status; for a
+        unary ``call``, BadRequest names the field as a path into its request)."""
         started = time.monotonic()
         code = "OK"
         self._in_flight += 1
@@ -454,7 +469,9 @@ class SkiftService:
                 )
             await work
         except skift.SkiftError as exc:
-            err = to_grpc(exc)
+            err = (
+                to_grpc(exc, call.request_type, call.request) if call is not None else to_grpc(exc)
+            )
             code = err.status.name
             if _log.isEnabledFor(logging.DEBUG):
                 _log.debug("%s refused: %s", name, describe(exc))

@@ -28,11 +28,10 @@ import time
 from typing import Any, Final, TypeVar
 
 import betterproto2
-from grpclib.const import Status
 from grpclib.encoding.proto import ProtoCodec
-from grpclib.exceptions import GRPCError
 
 from . import _upbcodec
+from ._errors import invalid
 from ._wirecodec import Encoded
 
 T = TypeVar("T", bound=betterproto2.Message)
@@ -78,7 +77,15 @@ _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 class WireError(ValueError):
-    """The bytes are not a valid encoding of the expected message."""
+    """The bytes are not a valid encoding of the expected message. ``field`` is the path
+    into the request (as BadRequest names it) of the field whose bytes are wrong: the
+    deepest known field the walk was in (``ops[1].create_node.title``, ``filter.status``);
+    bytes that belong to no known field at the top (a field number 0, a truncated key)
+    name the last field read before them, or the message's first field when none was."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class TooExpensive(Exception):
@@ -106,7 +113,7 @@ def decode_strictly(cls: type[T], data: bytes, *, deadline: float | None = None)
     try:
         return cls.parse(data)
     except Exception as exc:  # the walk above should make this unreachable
-        raise WireError(f"cannot parse {cls.__name__}: {exc}") from None
+        raise WireError(f"cannot parse {cls.__name__}: {exc}", first_field(cls)) from None
 
 
 async def decode_off_loop(cls: type[T], data: bytes, *, budget: float = DECODE_BUDGET) -> T:
@@ -144,19 +151,20 @@ class _Clock:
             raise TooExpensive("its fields took longer than the budget to check")
 
 
-def _varint(buf: memoryview, pos: int, path: str) -> tuple[int, int]:
+def _varint(buf: memoryview, pos: int, path: str, field: str) -> tuple[int, int]:
+    """A varint at ``pos`` (``path`` words where it is, ``field`` is what BadRequest names)."""
     result = 0
     for shift in range(0, 70, 7):
         if pos >= len(buf):
-            raise WireError(f"{path or 'message'}: truncated varint")
+            raise WireError(f"{path or 'message'}: truncated varint", field)
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
             if result >= 1 << 64:
-                raise WireError(f"{path or 'message'}: varint out of range")
+                raise WireError(f"{path or 'message'}: varint out of range", field)
             return result, pos
-    raise WireError(f"{path or 'message'}: varint longer than 10 bytes")
+    raise WireError(f"{path or 'message'}: varint longer than 10 bytes", field)
 
 
 def _fields(cls: type[betterproto2.Message]) -> dict[int, tuple[str, betterproto2.FieldMetadata]]:
@@ -178,24 +186,58 @@ def _sub_cls(
     return sub
 
 
-def _check(
-    cls: type[betterproto2.Message], buf: memoryview, depth: int, path: str, clock: _Clock
-) -> None:
-    if depth > MAX_DEPTH:
-        raise WireError(f"{path}: nested deeper than {MAX_DEPTH}")
+def first_field(cls: type[betterproto2.Message]) -> str:
+    """The field a decoder reads first (the lowest number): what BadRequest names for bytes
+    that break before any field of the request could be read."""
     table = _fields(cls)
+    return table[min(table)][0] if table else ""
+
+
+def _check(
+    cls: type[betterproto2.Message],
+    buf: memoryview,
+    depth: int,
+    path: str,
+    clock: _Clock,
+    *,
+    entry: bool = False,
+) -> None:
+    """Walk one message at ``path`` (a map's ``entry``: its key and value are named by the
+    map field's path)."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"{path}: nested deeper than {MAX_DEPTH}", path)
+    table = _fields(cls)
+    seen: dict[int, int] = {}  # elements of each repeated field so far: their index
+    here = path  # the field BadRequest names for bytes that belong to no known field
     pos = 0
     while pos < len(buf):
         clock.tick()
-        key, pos = _varint(buf, pos, path)
+        key, pos = _varint(buf, pos, path, here or first_field(cls))
         number, wire = key >> 3, key & 7
         if number == 0 or number >= 1 << 29:
-            raise WireError(f"{path or cls.__name__}: invalid field number {number}")
+            raise WireError(
+                f"{path or cls.__name__}: invalid field number {number}", here or first_field(cls)
+            )
         known = table.get(number)
-        where = f"{path}.{known[0]}" if known else f"{path}.#{number}"
-        where = where.lstrip(".")
+        if known is None:
+            where = f"{path}.#{number}".lstrip(".")
+            field = here or first_field(cls)
+        elif entry:
+            where = field = path
+        else:
+            name, meta = known
+            step = name
+            if meta.repeated and meta.proto_type != betterproto2.TYPE_MAP:
+                packed = wire == _LEN and meta.proto_type not in _NESTED | _TEXT
+                if not packed:  # one element: its index (a packed run: the field as a whole)
+                    index = seen.get(number, 0)
+                    seen[number] = index + 1
+                    step = f"{name}[{index}]"
+            where = field = f"{path}.{step}".lstrip(".")
+            if not path:
+                here = field
         if wire == _VARINT:
-            _, pos = _varint(buf, pos, where)
+            _, pos = _varint(buf, pos, where, field)
             payload = None
         elif wire == _FIXED64:
             pos += 8
@@ -204,19 +246,23 @@ def _check(
             pos += 4
             payload = None
         elif wire == _LEN:
-            length, pos = _varint(buf, pos, where)
+            length, pos = _varint(buf, pos, where, field)
             if pos + length > len(buf):
-                raise WireError(f"{where}: length {length} runs past the end of the message")
+                raise WireError(f"{where}: length {length} runs past the end of the message", field)
             payload = buf[pos : pos + length]
             pos += length
         else:
-            raise WireError(f"{where}: unsupported wire type {wire}")
+            raise WireError(f"{where}: unsupported wire type {wire}", field)
         if pos > len(buf):
-            raise WireError(f"{where}: truncated")
+            raise WireError(f"{where}: truncated", field)
         if known is None:
             continue  # an unknown field from a newer client: skipped, as protobuf does
         name, meta = known
-        _check_field(cls, name, meta, wire, payload, depth, where, clock)
+        _check_field(cls, name, meta, wire, payload, depth, field, clock)
+
+
+_NESTED: Final = frozenset({betterproto2.TYPE_MESSAGE, betterproto2.TYPE_MAP})
+_TEXT: Final = frozenset({betterproto2.TYPE_STRING, betterproto2.TYPE_BYTES})
 
 
 def _check_field(
@@ -239,25 +285,28 @@ def _check_field(
         if wire == _LEN and meta.repeated and payload is not None:
             _check_packed(payload, want, where)
             return
-        raise WireError(f"{where}: wrong wire type {wire} for a {ptype} field")
+        raise WireError(f"{where}: wrong wire type {wire} for a {ptype} field", where)
     if wire != _LEN or payload is None:
-        raise WireError(f"{where}: wrong wire type {wire} for a {ptype} field")
+        raise WireError(f"{where}: wrong wire type {wire} for a {ptype} field", where)
     if ptype == betterproto2.TYPE_STRING:
         try:
             bytes(payload).decode("utf-8")
         except UnicodeDecodeError:
-            raise WireError(f"{where}: not valid UTF-8") from None
-    elif ptype in (betterproto2.TYPE_MESSAGE, betterproto2.TYPE_MAP):
-        _check(_sub_cls(cls, name, meta), payload, depth + 1, where, clock)
+            raise WireError(f"{where}: not valid UTF-8", where) from None
+    elif ptype in _NESTED:
+        sub = _sub_cls(cls, name, meta)
+        _check(sub, payload, depth + 1, where, clock, entry=ptype == betterproto2.TYPE_MAP)
 
 
 def _check_packed(payload: memoryview, wire: int, where: str) -> None:
     if wire == _VARINT:
         pos = 0
         while pos < len(payload):
-            _, pos = _varint(payload, pos, where)
+            _, pos = _varint(payload, pos, where, where)
     elif len(payload) % (4 if wire == _FIXED32 else 8):
-        raise WireError(f"{where}: packed field length is not a multiple of its element size")
+        raise WireError(
+            f"{where}: packed field length is not a multiple of its element size", where
+        )
 
 
 class StrictCodec(ProtoCodec):
@@ -276,6 +325,6 @@ class StrictCodec(ProtoCodec):
         try:
             return decode(message_type, data)
         except WireError as exc:
-            raise GRPCError(
-                Status.INVALID_ARGUMENT, f"not a valid {message_type.__name__} message: {exc}"
+            raise invalid(
+                f"not a valid {message_type.__name__} message: {exc}", field=exc.field
             ) from None
