@@ -14,7 +14,8 @@ Fixtures:
 
 - ``pg_server_dsn`` (session): DSN of a maintenance database on the server.
 - ``pg_template`` (session): name of the migrated template database.
-- ``pg_dsn`` (function): DSN of a fresh, migrated database for one test.
+- ``pg_dsn`` (function): DSN of a fresh, migrated database for one test (made
+  ahead and dropped behind on a thread of its own: ``pg_fresh_databases``).
 - ``pg_session_databases`` (session): makes fresh migrated databases that live
   until the session ends (the shared servers of the remote contract suite).
 - ``pgbouncer`` (session): the distribution's PgBouncer in transaction mode in front
@@ -28,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import concurrent.futures
+import contextlib
 import os
 import secrets
 import shutil
@@ -56,7 +59,14 @@ if "SKIFT_BLOB_DIR" not in os.environ:
     atexit.register(shutil.rmtree, _blobs, ignore_errors=True)
 
 PG_FIXTURES = frozenset(
-    {"pg_server_dsn", "pg_template", "pg_dsn", "pg_session_databases", "pgbouncer"}
+    {
+        "pg_server_dsn",
+        "pg_template",
+        "pg_dsn",
+        "pg_fresh_databases",
+        "pg_session_databases",
+        "pgbouncer",
+    }
 )
 
 # `skift serve` records its socket under $XDG_STATE_HOME (skift_server._paths):
@@ -157,15 +167,75 @@ def pg_template(pg_server_dsn: str) -> Iterator[str]:
         _drop_database(pg_server_dsn, name)
 
 
+class FreshDatabases:
+    """Fresh copies of the template, made ahead of the tests and dropped behind them.
+
+    Copying the template and dropping a used copy cost PostgreSQL a few hundred
+    milliseconds each (seconds on a busy machine), mostly waiting on the disk, once
+    per test that asks for ``pg_dsn``. A few threads of their own do both, several
+    at once: they keep up to :data:`AHEAD` copies made before they are asked for
+    (fewer while few were asked for: one test alone makes one more), and drop a
+    copy once its test is done, while the next tests run. Each test still gets a
+    database no other test touched; a copy is handed out once. A drop that failed
+    fails the session.
+    """
+
+    AHEAD = 6
+    WORKERS = 6
+
+    def __init__(self, server_dsn: str, template: str) -> None:
+        self.server_dsn = server_dsn
+        self.template = template
+        self.taken = 0
+        self._worker = concurrent.futures.ThreadPoolExecutor(
+            self.WORKERS, thread_name_prefix="pg-fresh"
+        )
+        self._ahead: collections.deque[concurrent.futures.Future[str]] = collections.deque()
+        self._drops: list[concurrent.futures.Future[None]] = []
+
+    def _make(self) -> str:
+        name = f"skift_t_{secrets.token_hex(6)}"
+        _create_database(self.server_dsn, name, template=self.template)
+        return name
+
+    def take(self) -> str:
+        """The name of a fresh database, now this caller's alone."""
+        self.taken += 1
+        while len(self._ahead) < min(self.AHEAD, self.taken) + 1:
+            self._ahead.append(self._worker.submit(self._make))
+        return self._ahead.popleft().result()
+
+    def give_back(self, name: str) -> None:
+        """Drop ``name``, on the threads."""
+        self._drops = [d for d in self._drops if not d.done() or d.exception() is not None]
+        self._drops.append(self._worker.submit(_drop_database, self.server_dsn, name))
+
+    def close(self) -> None:
+        for made in self._ahead:
+            with contextlib.suppress(Exception):
+                self.give_back(made.result())
+        self._worker.shutdown(wait=True)
+        failed = [d.exception() for d in self._drops if d.exception() is not None]
+        assert not failed, f"dropping a test's database failed: {failed}"
+
+
+@pytest.fixture(scope="session")
+def pg_fresh_databases(pg_server_dsn: str, pg_template: str) -> Iterator[FreshDatabases]:
+    fresh = FreshDatabases(pg_server_dsn, pg_template)
+    try:
+        yield fresh
+    finally:
+        fresh.close()
+
+
 @pytest.fixture
-def pg_dsn(pg_server_dsn: str, pg_template: str) -> Iterator[str]:
+def pg_dsn(pg_server_dsn: str, pg_fresh_databases: FreshDatabases) -> Iterator[str]:
     """DSN of a fresh database with the schema applied, dropped after the test."""
-    name = f"skift_t_{secrets.token_hex(6)}"
-    _create_database(pg_server_dsn, name, template=pg_template)
+    name = pg_fresh_databases.take()
     try:
         yield _with_dbname(pg_server_dsn, name)
     finally:
-        _drop_database(pg_server_dsn, name)
+        pg_fresh_databases.give_back(name)
 
 
 @pytest.fixture
