@@ -41,7 +41,7 @@ async def test_health_and_metrics(serve: Serve) -> None:
     """gRPC health says SERVING; /healthz and /readyz answer 200; /metrics counts calls by
     method and outcome, leases taken, and the pool."""
     port = free_port()
-    server = await serve("--memory", "--metrics", f"127.0.0.1:{port}", "--test-hooks")
+    server = await serve("--memory", "--metrics", f"127.0.0.1:{port}", "--test-hooks", fork=False)
     channel = Channel(path=str(server.socket))
     try:
         health = HealthStub(channel)
@@ -73,7 +73,7 @@ async def test_health_and_metrics(serve: Serve) -> None:
 async def test_sigterm_under_load_loses_nothing_committed(serve: Serve, pg_dsn: str) -> None:
     """SIGTERM while clients are patching: every acknowledged patch is there in full, every
     patch is either all there or not there at all, and the server exits 0 after draining."""
-    server = await serve("--dsn", pg_dsn, "--test-hooks", "--drain-timeout", "20")
+    server = await serve("--dsn", pg_dsn, "--test-hooks", "--drain-timeout", "20", fork=False)
     async with skift_server.connect(server.url, principal=skift.User("ada"), attempts=1) as sk:
         await sk.create_project("Load")
     acked: set[str] = set()
@@ -122,7 +122,7 @@ async def test_sigterm_under_load_loses_nothing_committed(serve: Serve, pg_dsn: 
 async def test_drain_refuses_new_calls_and_wakes_long_polls(serve: Serve) -> None:
     """A long poll waiting when SIGTERM arrives is woken with Unavailable (not held until the
     drain timeout); new calls are refused as Unavailable while the server drains."""
-    server = await serve("--memory", "--test-hooks")
+    server = await serve("--memory", "--test-hooks", fork=False)
     async with skift_server.connect(server.url, principal=skift.Agent("bot"), attempts=1) as bot:
         waiting = asyncio.create_task(bot.claim_next(wait=timedelta(seconds=1.5)))
         await asyncio.sleep(0.4)
@@ -139,8 +139,8 @@ async def test_drain_refuses_new_calls_and_wakes_long_polls(serve: Serve) -> Non
 async def test_two_servers_one_database_no_double_claims(serve: Serve, pg_dsn: str) -> None:
     """Two `skift serve` processes over one database, twelve agents spread over both, racing
     for 120 nodes until none is left: every node claimed exactly once."""
-    first = await serve("--dsn", pg_dsn, "--test-hooks")
-    second = await serve("--dsn", pg_dsn, "--test-hooks")
+    first = await serve("--dsn", pg_dsn, "--test-hooks", fork=False)
+    second = await serve("--dsn", pg_dsn, "--test-hooks", fork=False)
     async with skift_server.connect(first.url, principal=skift.User("ada")) as sk:
         await sk.create_project("Race")
         for start in range(0, 120, 40):
@@ -175,11 +175,11 @@ async def test_embedded_default_keeps_data_across_restart(serve: Serve) -> None:
     parent.chmod(0o755)  # noqa: ASYNC240
     data_dir = parent / "pg"
     try:
-        server = await serve("--data-dir", str(data_dir), "--test-hooks")
+        server = await serve("--data-dir", str(data_dir), "--test-hooks", fork=False)
         async with skift_server.connect(server.url, principal=skift.User("ada")) as sk:
             await sk.create_project("Kept")
         assert await server.stop() == 0
-        again = await serve("--data-dir", str(data_dir), "--test-hooks")
+        again = await serve("--data-dir", str(data_dir), "--test-hooks", fork=False)
         async with skift_server.connect(again.url, principal=skift.User("ada")) as sk:
             assert [p.slug for p in await sk.list_projects()] == ["kept"]
         assert await again.stop() == 0
@@ -191,7 +191,7 @@ async def test_sigterm_ends_twenty_long_polls_at_once(serve: Serve) -> None:
     """Twenty long polls (ten ClaimNext and ten WatchEvents, each waiting up to a minute)
     are all answered Unavailable as soon as SIGTERM arrives, and the server exits 0: none is
     held for the 30-second drain timeout."""
-    server = await serve("--memory", "--test-hooks", "--drain-timeout", "30")
+    server = await serve("--memory", "--test-hooks", "--drain-timeout", "30", fork=False)
     async with skift_server.connect(server.url, principal=skift.User("ada"), attempts=1) as sk:
         await sk.create_project("Quiet")
         wait = timedelta(seconds=60)

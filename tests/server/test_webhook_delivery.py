@@ -46,7 +46,7 @@ async def ada(pg_dsn: str) -> AsyncIterator[skift.LocalSkift]:
 
 
 async def _start(serve: Serve, dsn: str, *flags: str) -> ServerProcess:
-    return await serve("--dsn", dsn, *flags, fork=True)
+    return await serve("--dsn", dsn, *flags)
 
 
 async def _all_ids(sk: skift.LocalSkift, after: str | None, project: str) -> list[str]:
