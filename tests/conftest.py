@@ -109,6 +109,13 @@ def _create_database(server_dsn: str, name: str, template: str | None = None) ->
         query = sql.SQL("{} TEMPLATE {}").format(query, sql.Identifier(template))
     with _admin(server_dsn) as conn:
         conn.execute(query)
+        # A commit does not wait for its WAL to reach the disk (the embedded cluster's
+        # fast mode does the same): what a crash of the server could lose, no test here
+        # asks of it (tests/faults kill a cluster of their own, which keeps waiting).
+        # Everything else about a commit, what other sessions see and when, is unchanged.
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(sql.Identifier(name))
+        )
 
 
 def _drop_database(server_dsn: str, name: str) -> None:
