@@ -211,17 +211,9 @@ FROM picked x JOIN projects p ON p.org_id = x.org_id AND p.id = x.project_id
 -- with the clock, restricted projects, policy digest and caps as `get_cursor` has them.
 -- Planned for each call's values (an optional filter); take_next_ready_any, for a filter
 -- of nothing, is prepared.
-WITH /*:_take_cursor*/, first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_take_ready*/ AND /*:_take_after*/
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_take_ready*/ AND /*:_take_upto*/
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), /*:_take_picked*/
+WITH /*:_take_cursor*/, /*:_take_turns*/
+AND /*:_filter*/ AND /*:_take_ready*/
+/*:_take_lock*/
 
 -- name: take_next_ready_any
 -- take_next_ready for an agent's filter of nothing (every project, kind, label and
@@ -232,33 +224,15 @@ LIMIT 1 FOR UPDATE OF n SKIP LOCKED
 -- it 300x dearer than a plan made for the values and planned every call again (3.4 ms of
 -- planning a claim against 0.6 ms of execution). The kind is skift.BOOKKEEPING_KIND
 -- (_tx_graph checks it).
-WITH /*:_take_cursor*/, first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND n.assignee_kind IS DISTINCT FROM 'user'
-AND /*:_take_any*/ AND /*:_take_after*/
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND n.assignee_kind IS DISTINCT FROM 'user'
-AND /*:_take_any*/ AND /*:_take_upto*/
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), /*:_take_picked*/
+WITH /*:_take_cursor*/, /*:_take_turns*/
+AND n.assignee_kind IS DISTINCT FROM 'user' AND /*:_take_any*/
+/*:_take_lock*/
 
 -- name: take_next_ready_any_person
 -- take_next_ready_any for a person's filter of nothing: gates too.
-WITH /*:_take_cursor*/, first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND /*:_take_any*/ AND /*:_take_after*/
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE n.org_id = %(org)s AND /*:_take_any*/ AND /*:_take_upto*/
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), /*:_take_picked*/
+WITH /*:_take_cursor*/, /*:_take_turns*/
+AND /*:_take_any*/
+/*:_take_lock*/
 
 -- name: _take_any
 -- take_next_ready_any's condition but the assignee's: not bookkeeping, and ready.
@@ -278,21 +252,34 @@ SELECT c.project_id AS after, c.now FROM c
 WHERE c.restricted = '[]'::jsonb AND c.policy_digest = '' AND NOT c.has_caps
 )
 
--- name: _take_after
--- take_next_ready's first range: the projects after the cursor (all when there is none).
-n.project_id > coalesce((SELECT after FROM ok), '00000000-0000-0000-0000-000000000000')
-
--- name: _take_upto
--- take_next_ready's wrapped range: the projects up to the cursor.
-n.project_id <= (SELECT after FROM ok)
-
--- name: _take_picked
--- take_next_ready's pick (the first range's node, else the wrapped range's) and its row.
+-- name: _take_turns
+-- take_next_ready's walk, opening the CTE `picked`: the projects in turn order (ascending
+-- id after the caller's rotation cursor, all when there is none, then wrapping around to
+-- those up to it: each range an ordered walk of the primary key, the second read only when
+-- the first has no ready node), and for each, by LATERAL, its nodes_open_order index walked
+-- to the first ready node, locked, skipping rows other claimers hold (the outer LIMIT 1
+-- stops at the first project that has one). The readiness is spliced once, not once per
+-- range as before: a new connection plans the statement in about half the time. The
+-- caller's conditions on n follow, then _take_lock.
 picked AS (
-SELECT * FROM first
+SELECT x.* FROM (
+(SELECT p.* FROM projects p WHERE p.org_id = %(org)s AND p.archived_at IS NULL
+AND EXISTS (SELECT 1 FROM ok)
+AND p.id > coalesce((SELECT after FROM ok), '00000000-0000-0000-0000-000000000000')
+ORDER BY p.org_id, p.id)
 UNION ALL
-SELECT * FROM wrapped WHERE NOT EXISTS (SELECT 1 FROM first)
-LIMIT 1
+(SELECT p.* FROM projects p WHERE p.org_id = %(org)s AND p.archived_at IS NULL
+AND p.id <= (SELECT after FROM ok)
+ORDER BY p.org_id, p.id)
+) p CROSS JOIN LATERAL (
+SELECT n.* FROM nodes n WHERE n.org_id = %(org)s AND n.project_id = p.id
+
+-- name: _take_lock
+-- take_next_ready's end: the walk's order and lock (closing _take_turns), and its row:
+-- the picked node with its project (p_*), the cursor, the clock and the rest of c.
+ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+) x LIMIT 1
 )
 SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
 p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
@@ -306,7 +293,7 @@ FROM c LEFT JOIN (picked x JOIN projects p ON p.org_id = x.org_id AND p.id = x.p
 -- name: _take_ready
 -- _ready_unheld and not held, the live lease judged by the clock of ok, and only when ok
 -- has its row (take_next_ready). The values of ok are scalar subqueries, each worked out
--- once: the walk of nodes_open_order starts after the cursor, as lock_next_ready's.
+-- once.
 EXISTS (SELECT 1 FROM ok) AND n.status = 'open' AND p.archived_at IS NULL
 AND NOT /*:_blocked*/ AND NOT /*:_open_children*/
 AND NOT EXISTS (SELECT 1 FROM leases l
