@@ -61,8 +61,8 @@ EXISTS (
 -- caller may not read (%(hidden)s, the policy's read decision; usually empty).
 -- %(skip)s is the bookkeeping kind Ready and ClaimNext leave out, else ''
 -- (no node's kind: an empty kind is stored as task). The parameters' names are
--- short because lock_next_ready splices this twice and must stay under
--- psycopg's 4,096 bytes for caching a query's parsed form.
+-- short: the claim's statements splice it among several fragments (psycopg caches
+-- the parsed form of every named query whatever its length, see skift_pg._tx).
 n.org_id = %(org)s
 AND (cardinality(%(projects)s::uuid[]) = 0 OR n.project_id = ANY (%(projects)s::uuid[]))
 AND (cardinality(%(kinds)s::text[]) = 0 OR n.kind = ANY (%(kinds)s::text[]))
@@ -168,30 +168,29 @@ SELECT count(*) AS n FROM (
 -- name: lock_next_ready
 -- ClaimNext's take: the top ready node (priority, age, number) of the first
 -- project after the rotation cursor that has one, wrapping around to the
--- projects up to the cursor; locked, skipping rows other claimers hold. Each
--- range is its own LIMIT 1 walk of the nodes_open_order index (no window
--- function, so FOR UPDATE is allowed, and the walk stops at the first ready
--- row); the wrapped range runs only when the first finds nothing, all in one
--- statement and one round trip. The node's project comes along (p_*) so the
--- claim needs no second read of it. (Kept under psycopg's 4,096-byte limit
--- for caching a query's parsed form: past it, every call re-parses the SQL.)
-WITH first AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
-AND (%(after)s::uuid IS NULL OR n.project_id > %(after)s::uuid)
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), wrapped AS (
-SELECT n.* FROM nodes n JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-WHERE /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
-AND %(after)s::uuid IS NOT NULL AND n.project_id <= %(after)s::uuid
-ORDER BY n.project_id, n.priority, n.created_at, n.number
-LIMIT 1 FOR UPDATE OF n SKIP LOCKED
-), picked AS (
-SELECT * FROM first
+-- projects up to the cursor; locked, skipping rows other claimers hold. The
+-- projects in turn order are two ordered walks of their primary key (the
+-- wrapped range read only when the first has no ready node), and for each, by
+-- LATERAL, a LIMIT 1 walk of its nodes_open_order index (no window function,
+-- so FOR UPDATE is allowed, and the walk stops at the first ready row): the
+-- readiness is spliced once, so planning it, which happens on every call, costs
+-- about a third of what the two ranges' splices cost. The node's project comes
+-- along (p_*) so the claim needs no second read of it.
+WITH picked AS (
+SELECT x.* FROM (
+(SELECT p.* FROM projects p WHERE p.org_id = %(org)s AND p.archived_at IS NULL
+AND (%(after)s::uuid IS NULL OR p.id > %(after)s::uuid)
+ORDER BY p.org_id, p.id)
 UNION ALL
-SELECT * FROM wrapped WHERE NOT EXISTS (SELECT 1 FROM first)
-LIMIT 1
+(SELECT p.* FROM projects p WHERE p.org_id = %(org)s AND p.archived_at IS NULL
+AND %(after)s::uuid IS NOT NULL AND p.id <= %(after)s::uuid
+ORDER BY p.org_id, p.id)
+) p CROSS JOIN LATERAL (
+SELECT n.* FROM nodes n
+WHERE n.project_id = p.id AND /*:_filter*/ AND /*:_ready_unheld*/ AND NOT /*:_held_one*/
+ORDER BY n.org_id, n.project_id, n.priority, n.created_at, n.number
+LIMIT 1 FOR UPDATE OF n SKIP LOCKED
+) x LIMIT 1
 )
 SELECT x.*, p.slug AS p_slug, p.title AS p_title, p.node_counter AS p_node_counter,
        p.priority AS p_priority, p.vcs_url AS p_vcs_url, p.archived_at AS p_archived_at,
