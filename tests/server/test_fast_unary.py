@@ -25,6 +25,7 @@ import pytest
 from grpclib.const import Status
 from grpclib.metadata import decode_bin_value
 
+import skift
 from skift_server._errors import ErrorDetailsCodec
 from skift_server._proto.skift import v1
 from skift_server._server import ServeOptions, SkiftServer
@@ -134,12 +135,15 @@ def message(msg: Any) -> bytes:
 
 
 @contextlib.asynccontextmanager
-async def served(fast: bool) -> AsyncGenerator[tuple[SkiftServer, Path]]:
+async def served(
+    fast: bool, limits: skift.Limits = skift.DEFAULT_LIMITS
+) -> AsyncGenerator[tuple[SkiftServer, Path]]:
     folder = Path(tempfile.mkdtemp(prefix="skift-fast-"))
     sock = folder / "s.sock"
     server = SkiftServer(
         ServeOptions(
             memory=True,
+            limits=limits,
             socket=sock,
             sweep_every=0,
             probe_every=0,
@@ -264,6 +268,56 @@ async def test_a_reset_cancels_the_call(fast: bool) -> None:
             sid = raw.start("ListProjects")
             await raw.send(sid, message(v1.ListProjectsRequest(page_size=5)))
             assert (await raw.answer(sid))["grpc-status"] == "0"
+        finally:
+            await raw.close()
+
+
+async def test_a_long_poll_past_the_cap_is_refused_as_its_call_would_be(fast: bool) -> None:
+    """Past ``long_polls_per_principal`` a long poll is RESOURCE_EXHAUSTED with its limit and
+    RetryInfo, whether the fast path answers it before any task (its caller's identity
+    remembered) or the call does; one without a wait is served as ever."""
+    async with served(fast, skift.Limits(long_polls_per_principal=2)) as (server, sock):
+        await server.base.create_project("Empty")
+        raw = await Raw().open(sock)
+        try:
+            waiting = []
+            for _ in range(2):
+                sid = raw.start("ClaimNext")
+                await raw.send(sid, message(v1.ClaimNextRequest(wait=skift_duration(30))))
+                waiting.append(sid)
+            await wait_for(lambda: server.service is not None and server.service.in_flight == 2)
+            answers = []
+            for method, request in [
+                ("ClaimNext", v1.ClaimNextRequest(wait=skift_duration(30))),
+                ("WatchEvents", v1.WatchEventsRequest(wait=skift_duration(30))),
+            ]:
+                sid = raw.start(method)
+                await raw.send(sid, message(request))
+                answers.append((sid, await raw.answer(sid)))
+            for sid, got in answers:
+                assert got["grpc-status"] == "8", got  # RESOURCE_EXHAUSTED
+                assert "already has 2 calls waiting" in got["grpc-message"]
+                raw_details = decode_bin_value(got["grpc-status-details-bin"].encode())
+                assert b"long_polls_per_principal" in raw_details
+                details = ErrorDetailsCodec().decode(
+                    Status.RESOURCE_EXHAUSTED, got["grpc-message"], raw_details
+                )
+                assert any(isinstance(d, v1.Error) for d in details)
+                assert any(d.__class__.__name__ == "RetryInfo" for d in details)
+                assert sid not in raw.data  # trailers only
+            # without a wait: not a long poll, answered (nothing to claim) while two wait
+            sid = raw.start("WatchEvents")
+            await raw.send(sid, message(v1.WatchEventsRequest()))
+            assert (await raw.answer(sid))["grpc-status"] == "0"
+            assert server.service is not None and server.service.in_flight == 2
+            for sid in waiting:
+                raw.conn.reset_stream(sid)
+            raw.flush()
+            await wait_for(lambda: server.service is not None and server.service.in_flight == 0)
+            # under the cap again: a long poll waits
+            sid = raw.start("WatchEvents", [("grpc-timeout", "300m")])
+            await raw.send(sid, message(v1.WatchEventsRequest(wait=skift_duration(30))))
+            assert (await raw.answer(sid))["grpc-status"] in ("0", "4")
         finally:
             await raw.close()
 

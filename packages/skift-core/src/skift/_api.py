@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -26,7 +26,7 @@ from ._api_import import ImportApi
 from ._api_work import WorkApi
 from ._blobs import FileBlobStore
 from ._engine import Actor, token_digest
-from ._errors import Conflict, Invalid, NotFound, Unauthenticated
+from ._errors import Conflict, Invalid, LimitExceeded, NotFound, Unauthenticated
 from ._inputs import check_inputs
 from ._intent import intent
 from ._limits import DEFAULT_LIMITS, Limits
@@ -58,6 +58,7 @@ from ._principal_spec import User as User
 from ._principals import check_oidc, check_uid
 from ._refs import ulid_str
 from ._secrets import redact_dsn
+from ._session import refusal_past_cap
 from ._signin import (
     SESSION_TTL,
     SIGNIN_CODE_TTL,
@@ -180,6 +181,24 @@ class LocalSkift(WorkApi, ContentApi, ImportApi):
         handle = self._handle_of(principal, scheme, org_name)
         handle._credential = (scheme, lookup, expires_at)
         return handle
+
+    def long_poll_refusal(
+        self, scheme: str, value: str, wait: timedelta | None
+    ) -> LimitExceeded | None:
+        """For a transport that answers early: whether a long poll (ClaimNext or WatchEvents
+        given ``wait``) of the principal a unix or token identity named when this handle last
+        looked it up would be refused now, past its ``long_polls_per_principal``, and the
+        :class:`LimitExceeded` its call would raise (the same object each time for one
+        principal: nothing is raised or counted here). None: it would not be, or the identity
+        is not remembered: the call decides as it always does. No statement, no task: a
+        flood of long polls past the cap is refused at the cost of this question."""
+        if not wait or scheme not in _REMEMBERED:
+            return None
+        lookup = token_digest(value) if scheme == IdentityScheme.TOKEN.value else value
+        known = self._identities.get((scheme, lookup))
+        if known is None:
+            return None
+        return refusal_past_cap(self.store, self.engine.limits, known, wait)
 
     def _handle_of(self, principal: Principal, scheme: str, org_name: str) -> LocalSkift:
         return LocalSkift(

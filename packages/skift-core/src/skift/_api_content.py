@@ -504,4 +504,4 @@ class ContentApi(GraphApi):
                 if page.events or remaining <= 0:
                     return page
                 cursor = page.cursor  # what the filters left out is not read again
-                await poll.wait(org_id, min(remaining, 1.0))
+                await poll.wait(org_id, remaining)

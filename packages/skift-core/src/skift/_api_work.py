@@ -97,7 +97,7 @@ class WorkApi(GraphApi):
                     remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
                     if remaining <= 0:
                         raise
-                    await poll.wait(org_id, min(remaining, 1.0))
+                    await poll.wait(org_id, remaining)
 
     async def heartbeat(
         self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None

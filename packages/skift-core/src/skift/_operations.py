@@ -274,6 +274,11 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
         None,
         local="a transport's own step: a remembered identity confirmed before a large body",
     ),
+    Op(
+        "long_poll_refusal",
+        None,
+        local="a transport's own step: a long poll past its principal's cap answered early",
+    ),
     Op("bootstrap_owner", None, local="the server's start-up names its owner, in process"),
     Op("check_action", None, local="the server's edge check; remote callers are checked by it"),
     Op("session", None, local="the board's sign-in session, served by the server's HTTP side"),

@@ -28,6 +28,12 @@ from ._store import WAITING, Store, TransientError, Tx
 
 T = TypeVar("T")
 
+POLL_EVERY = 1.0
+"""Seconds a waiting call (ClaimNext, WatchEvents) waits between reads, on average, when
+nothing wakes it (:meth:`LongPoll.wait`)."""
+POLL_JITTER = (0.5, 1.5)
+"""Each such wait is ``POLL_EVERY`` times a factor drawn from this range."""
+
 _LONG_POLLS: weakref.WeakKeyDictionary[Store, dict[UUID, int]] = weakref.WeakKeyDictionary()
 """Long polls waiting, by principal, per store (so per server process)."""
 
@@ -221,22 +227,22 @@ class LongPoll:
         counts = _LONG_POLLS.setdefault(s.store, {})
         cap = s.engine.limits.long_polls_per_principal
         if counts.get(who, 0) >= cap:
-            raise LimitExceeded(
-                f"{actor.principal.name} already has {cap} calls waiting (ClaimNext or "
-                "WatchEvents with a wait); a server takes at most that many per principal",
-                next="Let one of them return, or call without a wait; retry in a second.",
-                limit="long_polls_per_principal",
-                value=cap,
-                retry_after=1,
-            )
+            raise _past_cap(actor.principal.name, cap)
         counts[who] = counts.get(who, 0) + 1
         self._who = who
         self._token = WAITING.set(True)
 
-    async def wait(self, org_id: UUID, seconds: float) -> None:
-        """Wait up to ``seconds`` for a change in the organization, then re-check the
-        caller's identity (:meth:`Session._recheck`)."""
+    async def wait(self, org_id: UUID, remaining: float) -> None:
+        """Wait for a change in the organization, at most ``remaining`` seconds and at most
+        :data:`POLL_EVERY` (jittered), then re-check the caller's identity
+        (:meth:`Session._recheck`); the caller reads again. The store's wake-up is the fast
+        path; this poll is the correctness path (a wake-up lost, a pooler without LISTEN).
+        Each wait is drawn afresh between half and one and a half times ``POLL_EVERY``, so
+        waiters that started together (a principal's 32 long polls at once) do not all
+        re-read in the same instant, once a second, ahead of every other caller."""
         s = self._session
+        low, high = POLL_JITTER
+        seconds = min(remaining, POLL_EVERY * random.uniform(low, high))
         await s.store.wait_for_change(org_id, timedelta(seconds=seconds))
         await s._recheck()  # pyright: ignore[reportPrivateUsage]
 
@@ -256,6 +262,44 @@ class LongPoll:
             counts[who] = left
         else:
             counts.pop(who, None)
+
+
+def _past_cap(name: str, cap: int) -> LimitExceeded:
+    """What a long poll past its principal's ``long_polls_per_principal`` is refused with."""
+    return LimitExceeded(
+        f"{name} already has {cap} calls waiting (ClaimNext or "
+        "WatchEvents with a wait); a server takes at most that many per principal",
+        next="Let one of them return, or call without a wait; retry in a second.",
+        limit="long_polls_per_principal",
+        value=cap,
+        retry_after=1,
+    )
+
+
+_PAST_CAP: dict[tuple[str, int], LimitExceeded] = {}
+_PAST_CAP_AT_MOST = 1024
+
+
+def refusal_past_cap(
+    store: Store, limits: Limits, principal: Principal, wait: timedelta | None
+) -> LimitExceeded | None:
+    """Whether a call of ``principal`` that waits ``wait`` (ClaimNext, WatchEvents) would be
+    refused now by :meth:`LongPoll.start`, and with what: the same :class:`LimitExceeded`
+    object for the same principal and cap each time, never raised here (a flood of refusals
+    makes no exception object each). None: it would not be (or it does not wait)."""
+    if not wait:  # the API's methods wait only when given a wait
+        return None
+    counts = _LONG_POLLS.get(store)
+    cap = limits.long_polls_per_principal
+    if counts is None or counts.get(principal.id, 0) < cap:
+        return None
+    key = (principal.name, cap)
+    found = _PAST_CAP.get(key)
+    if found is None:
+        if len(_PAST_CAP) >= _PAST_CAP_AT_MOST:
+            _PAST_CAP.clear()
+        found = _PAST_CAP[key] = _past_cap(principal.name, cap)
+    return found
 
 
 def no_delegation(on_behalf_of: str | None) -> None:

@@ -142,6 +142,22 @@ class Authenticator:
             self._known.add((scheme, value))
         return handle
 
+    def remembered(self, md: Mapping[str, Any] | None, uid: int | None) -> tuple[str, str] | None:
+        """The unix or token identity a call's transport facts present, when it was looked up
+        before: the one :meth:`caller_of` with ``remembered`` would start from without a
+        lookup. None (test metadata, an OIDC token, no credentials, an identity not seen
+        yet): :meth:`caller_of` decides."""
+        if md is not None and any(key in md for key in _TEST_HEADERS):
+            return None
+        if uid is not None:
+            key = ("unix", str(uid))
+        else:
+            token = bearer(md)
+            if token is None or (self.oidc is not None and looks_like_jwt(token)):
+                return None
+            key = ("token", token)
+        return key if key in self._known else None
+
     async def caller(
         self, stream: grpclib.server.Stream[Any, Any], *, remembered: bool = False
     ) -> skift.LocalSkift:

@@ -302,12 +302,25 @@ class ErrorDetailsCodec(StatusDetailsCodecBase):
         return bytes(StatusPb(code=status.value, message=message or "", details=packed))
 
     def decode(self, status: Status, message: str | None, data: bytes) -> Any:
+        """The details of a failed call (a client's). The same details again (a thousand
+        calls refused past one cap) are decoded once: the messages are shared, to be read."""
+        found = _decoded.get(data)
+        if found is not None:
+            return list(found)
         try:
             pb = StatusPb.parse(data)
-            return [_BY_URL[d.type_url].parse(d.value) for d in pb.details if d.type_url in _BY_URL]
+            got = [_BY_URL[d.type_url].parse(d.value) for d in pb.details if d.type_url in _BY_URL]
         except Exception:  # a foreign or damaged trailer: the status code still stands
             _log.debug("undecodable grpc-status-details-bin", exc_info=True)
             return []
+        if len(_decoded) >= _DECODED_AT_MOST:
+            _decoded.clear()
+        _decoded[data] = tuple(got)
+        return got
+
+
+_decoded: dict[bytes, tuple[Any, ...]] = {}
+_DECODED_AT_MOST: Final = 256
 
 
 def describe(exc: skift.SkiftError) -> str:

@@ -54,7 +54,7 @@ from ._auth import uid_of
 from ._client_h2 import _literal  # pyright: ignore[reportPrivateUsage]
 from ._errors import ErrorDetailsCodec, invalid, to_grpc
 from ._unary import DATA, HEADERS, frame
-from ._wire import INLINE_BYTES, TooExpensive, WireError, decode_off_loop, first_field
+from ._wire import INLINE_BYTES, TooExpensive, WireError, decode, decode_off_loop, first_field
 from ._wirecodec import Encoded
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 
     from ._auth import Authenticator
     from ._handlers import Handler
+    from ._metrics import Metrics
 
 
 class SkiftService(Protocol):
@@ -69,6 +70,8 @@ class SkiftService(Protocol):
 
     auth: Authenticator
     max_message_bytes: int
+    draining: bool
+    metrics: Metrics | None
 
     def accounted(self, name: str, work: Awaitable[None], call: Any = None) -> Awaitable[None]: ...
 
@@ -90,17 +93,49 @@ same bytes on every answer, whatever the encoder's table holds."""
 _OK: Final = _literal("grpc-status", "0")
 _SPECIAL: Final = frozenset({"te", "content-type", "user-agent"})
 """Headers grpclib's metadata leaves out (with the pseudo-headers and ``grpc-*``)."""
+_LONG_POLLS: Final = frozenset(
+    rpc for rpc, op in skift.OPERATIONS_BY_RPC.items() if op.long_poll and op.rpc is not None
+)
+"""RPCs that may wait (ClaimNext, WatchEvents): their request is read whole before a task
+is made for it, and a long poll past its principal's cap answered at once
+(:meth:`FastCall.refuse_early`)."""
+_EARLY_BYTES: Final = 4096
+"""A long poll's request larger than this gets its task as its bytes come (the request of a
+flood's long poll is a few dozen bytes)."""
+_REFUSALS_AT_MOST: Final = 1024
 
 
 class FastRoutes:
     """The unary RPCs one listener answers on the fast path, and what answers them."""
 
-    __slots__ = ("codec", "routes", "service")
+    __slots__ = ("_refusals", "codec", "routes", "service")
 
     def __init__(self, service: SkiftService, codec: ErrorDetailsCodec) -> None:
         self.service = service
         self.codec = codec
         self.routes = service.unary_routes()
+        self._refusals: dict[skift.LimitExceeded, bytes] = {}
+
+    def refusal_block(self, exc: skift.LimitExceeded) -> bytes:
+        """The header block of the trailers-only answer refusing a call with ``exc`` (the
+        headers :meth:`FastCall._fail` sends, each a literal never indexed: the same bytes
+        whatever the connection's HPACK table holds), made once per refusal object."""
+        block = self._refusals.get(exc)
+        if block is None:
+            err = to_grpc(exc)
+            parts = [_RESPONSE, _literal("grpc-status", str(err.status.value))]
+            if err.message is not None:
+                parts.append(_literal("grpc-message", encode_grpc_message(err.message)))
+            if err.details is not None:
+                raw = self.codec.encode(err.status, err.message, err.details)
+                parts.append(
+                    _literal("grpc-status-details-bin", encode_bin_value(raw).decode("ascii"))
+                )
+            block = b"".join(parts)
+            if len(self._refusals) >= _REFUSALS_AT_MOST:
+                self._refusals.clear()
+            self._refusals[exc] = block
+        return block
 
 
 class FastConnection:
@@ -128,7 +163,6 @@ class FastConnection:
         if call is None:
             return False
         self.calls[event.stream_id] = call
-        self._handler._tasks[call] = call.task
         return True
 
     def event(self, event: Any) -> bool:
@@ -139,8 +173,12 @@ class FastConnection:
         kind = event.__class__
         if kind is DataReceived:
             call.data(event.data, event.flow_controlled_length)
+            if call.task is None and len(call.body) > _EARLY_BYTES:
+                call.begin()
         elif kind is StreamEnded:
             call.end()
+            if call.task is None and not call.stopped and not call.refuse_early():
+                call.begin()
         elif kind is StreamReset:
             call.cancel()
         elif kind is WindowUpdated:
@@ -159,6 +197,10 @@ class FastConnection:
     def done(self, call: FastCall) -> None:
         self.calls.pop(call.sid, None)
         self._handler._tasks.pop(call, None)
+
+    def track(self, call: FastCall, task: asyncio.Task[None]) -> None:
+        """The call's task, held by grpclib's handler (closing cancels and awaits it)."""
+        self._handler._tasks[call] = task
 
     def write(self, data: bytes) -> None:
         self._conn._transport.write(data)
@@ -223,8 +265,10 @@ def start(conn: FastConnection, fast: FastRoutes, event: RequestReceived) -> Fas
             seconds = decode_timeout(timeout)
         except ValueError:
             return None
-    call = FastCall(conn, fast, event.stream_id, route, metadata)
-    call.begin(seconds)
+    call = FastCall(conn, fast, event.stream_id, route, metadata, seconds)
+    if call.name not in _LONG_POLLS:
+        call.begin()
+    # else: its task once its request is read (FastConnection.event), unless refused at once
     return call
 
 
@@ -243,6 +287,7 @@ class FastCall:
         "reading",
         "request",
         "request_type",
+        "seconds",
         "sid",
         "stopped",
         "task",
@@ -258,7 +303,9 @@ class FastCall:
         sid: int,
         route: tuple[str, Handler, type[Any]],
         metadata: dict[str, Any],
+        seconds: float | None = None,
     ) -> None:
+        """``seconds``: the call's ``grpc-timeout`` (None: none)."""
         self.conn = conn
         self.fast = fast
         self.sid = sid
@@ -278,14 +325,62 @@ class FastCall:
         self.waiter: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
+        self.seconds = seconds
 
     # ------------------------------------------------------------ the connection's side
 
-    def begin(self, timeout: float | None) -> None:
+    def begin(self) -> None:
         loop = asyncio.get_running_loop()
-        self.task = loop.create_task(self._run())
-        if timeout is not None:
-            self.timer = loop.call_later(timeout, self._expire)
+        self.task = task = loop.create_task(self._run())
+        self.conn.track(self, task)
+        if self.seconds is not None:
+            self.timer = loop.call_later(self.seconds, self._expire)
+
+    def refuse_early(self) -> bool:
+        """A long poll whose request is read whole, past its principal's cap: answered now,
+        with no task, handler or statement, as its call would be answered (the same
+        RESOURCE_EXHAUSTED, limit and retry); whether it was. skift-core decides
+        (``LocalSkift.long_poll_refusal``) for the identity its caller presented when that is
+        one the server remembers; anything else (no wait, not past the cap, an identity not
+        seen yet, a request not plainly well formed, a server draining) is the call's to
+        answer as always."""
+        service = self.fast.service
+        body = self.body
+        if service.draining or len(body) < 5 or body[0] != 0:
+            return False
+        if int.from_bytes(body[1:5], "big") != len(body) - 5:
+            return False
+        who = service.auth.remembered(self.metadata, self.conn.peer_uid())
+        if who is None:
+            return False
+        try:
+            request = decode(self.request_type, bytes(body[5:]))
+        except Exception:  # the call reads it again and names what is wrong
+            return False
+        refusal = service.auth.base.long_poll_refusal(who[0], who[1], request.wait)
+        if refusal is None:
+            return False
+        block = self.fast.refusal_block(refusal)
+        h2c: h2.connection.H2Connection = self.conn.h2c
+        st = self._stream()
+        if (
+            st is None
+            or not self.conn.writable()
+            or h2c.encoder.header_table.resized
+            or len(block) > h2c.max_outbound_frame_size
+        ):
+            return False
+        sm = st.state_machine
+        sm.process_input(StreamInputs.SEND_HEADERS)
+        sm.process_input(StreamInputs.SEND_END_STREAM)
+        self.conn.write(frame(HEADERS, _END_HEADERS | _END_STREAM, self.sid, block))
+        if self.unacked:
+            self._ack()
+        self.conn.done(self)
+        metrics = service.metrics
+        if metrics is not None:
+            metrics.observe(self.name, "RESOURCE_EXHAUSTED", 0.0)
+        return True
 
     def data(self, data: bytes, flow_controlled_length: int) -> None:
         if self.stopped:
@@ -307,7 +402,11 @@ class FastCall:
     def cancel(self) -> None:
         """RST_STREAM from the client, or the connection going away."""
         self.stopped = True
-        if self.task is not None and not self.task.done():
+        if self.task is None:  # a long poll whose request was still coming: no task yet
+            if self.unacked:
+                self._ack()
+            self.conn.done(self)
+        elif not self.task.done():
             self.task.cancel()
 
     def _expire(self) -> None:
