@@ -69,6 +69,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "(default: 100000 quick, 1000000,10000000 full)",
     )
     p.add_argument(
+        "--attacks",
+        help="the adversary scenario's attacks, comma-separated words each matching an "
+        "attack's name (case-insensitive: 'flood' is the long-poll flood, 'reset' the rapid "
+        "reset); default: every attack",
+    )
+    p.add_argument(
         "--out", type=Path, help="JSON output (default: bench/results/<mode>-latest.json)"
     )
     return p.parse_args(argv)
@@ -219,7 +225,8 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
         from . import _adversary
 
         _log("adversary: a bystander's reads, quiet and under each attack")
-        results += await _adversary.scenario(srv, smoke=args.smoke)
+        picked = tuple(w for w in (args.attacks or "").split(",") if w.strip())
+        results += await _adversary.scenario(srv, smoke=args.smoke, attacks=picked)
     if "limits" in only:
         from . import _limits
 

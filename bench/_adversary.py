@@ -35,6 +35,28 @@ WINDOW = 6.0
 ROUNDS = 3
 
 
+ALIASES = {"flood": "WatchEvents", "reset": "rapid reset", "patch": "Patch with no token"}
+"""Short words for ``--attacks`` (any other word is matched against the attacks' names)."""
+
+
+def pick(
+    attacks: list[tuple[str, Callable[[], Awaitable[Any]]]], words: tuple[str, ...]
+) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
+    """The attacks whose name holds one of ``words`` (case-insensitive; :data:`ALIASES`
+    first); every attack when ``words`` is empty. A word matching none is an error."""
+    if not words:
+        return attacks
+    out: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+    for word in words:
+        key = ALIASES.get(word.strip().lower(), word.strip()).lower()
+        found = [a for a in attacks if key in a[0].lower() and a not in out]
+        if not found and not any(key in a[0].lower() for a in out):
+            names = "; ".join(name for name, _ in attacks)
+            raise SystemExit(f"--attacks: {word!r} names no attack (of: {names})")
+        out += found
+    return out
+
+
 def _attacks(t: Any) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
     preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
     open_block = b"\x00\x00\x01\x01\x00\x00\x00\x00\x01\x82"
@@ -111,29 +133,32 @@ def _row(case: str, runs: list[ah.Stats], quiet: list[ah.Stats], extra: dict[str
     return Result("adversary", case, metrics, "bystander ListProjects; goal p95 within 2x quiet")
 
 
-async def scenario(srv: Server, *, smoke: bool = False, rounds: int = ROUNDS) -> list[Result]:
-    """``rounds`` rounds, each a quiet window then an attack window for every attack;
-    ``smoke``: one short round with the first attack only (tests the harness)."""
+async def scenario(
+    srv: Server, *, smoke: bool = False, rounds: int = ROUNDS, attacks: tuple[str, ...] = ()
+) -> list[Result]:
+    """``rounds`` rounds, each a quiet window then an attack window for every attack (those
+    ``attacks`` names, :func:`pick`; ``--attacks flood``); ``smoke``: one short round with
+    the first attack only (tests the harness)."""
     async with scratch(srv, "adversary") as dsn:
         t = await ah.start_target(dsn)
         try:
             seconds = 2.0 if smoke else WINDOW
-            attacks = _attacks(t)[: 1 if smoke else None]
-            quiet: dict[str, list[ah.Stats]] = {name: [] for name, _ in attacks}
-            runs: dict[str, list[ah.Stats]] = {name: [] for name, _ in attacks}
-            repeats: dict[str, list[int]] = {name: [] for name, _ in attacks}
+            chosen = pick(_attacks(t), attacks)[: 1 if smoke else None]
+            quiet: dict[str, list[ah.Stats]] = {name: [] for name, _ in chosen}
+            runs: dict[str, list[ah.Stats]] = {name: [] for name, _ in chosen}
+            repeats: dict[str, list[int]] = {name: [] for name, _ in chosen}
             shown: dict[str, str] = {}
             for _ in range(1 if smoke else rounds):
-                for name, attack in attacks:
+                for name, attack in chosen:
                     quiet[name].append(await _quiet(t, seconds))
                     got, n, stats = await _sustained(t, attack, seconds)
                     runs[name].append(stats)
                     repeats[name].append(n)
                     answer = {k: v for k, v in dict(got).items() if k != "a_reply"} if got else {}
                     shown[name] = str(answer)[:200]
-            every_quiet = [q for name, _ in attacks for q in quiet[name]]
+            every_quiet = [q for name, _ in chosen for q in quiet[name]]
             results = [_row("quiet", every_quiet, every_quiet, {})]
-            for name, _ in attacks:
+            for name, _ in chosen:
                 extra = {
                     "quiet_p95_ms": round(_pooled(quiet[name]).p95 * 1000, 1),
                     "attacks_per_window": repeats[name],

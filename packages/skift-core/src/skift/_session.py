@@ -75,6 +75,9 @@ class Session:
         self._remembered: tuple[str, str, Principal] | None = None
         self._remembered_by: dict[tuple[str, str], Principal] | None = None  # the base's memory
         self.identity_stale = False
+        # set when a waiting call wakes: its next transaction re-checks the identity
+        # (_rechecked) with its first statement
+        self._recheck_due = False
         """The remembered identity no longer named its principal as it was (revoked, moved
         or its role changed): the call was refused, and the transport looks it up again."""
 
@@ -91,24 +94,33 @@ class Session:
         if self._owns:
             await self.store.close()
 
-    async def _recheck(self) -> None:
-        """Refuse a waiting call whose identity was revoked or expired since it began."""
+    def _recheck(self) -> None:
+        """A waiting call woke: refuse it now if its credential expired meanwhile, and have
+        its next transaction (the read it makes before it answers) confirm with its first
+        statement that the identity still names its principal (:meth:`_rechecked`): no
+        round trip of its own (a principal's 32 waiting calls re-read at once otherwise
+        cost twice the statements)."""
         if self._credential is None or self._actor is None:
             return
-        scheme, lookup, expires_at = self._credential
+        scheme, _, expires_at = self._credential
         if expires_at is not None and expires_at <= datetime.now(UTC):
             raise Unauthenticated(
                 f"the {scheme} credential of this call expired at {expires_at.isoformat()} "
                 "while it waited",
                 next="Get a fresh token from your identity provider and call again.",
             )
-        principal = await self.store.principal_by_identity(scheme, lookup)
+        self._recheck_due = True
+
+    def _rechecked(self, principal: Principal | None) -> None:
+        """Judge a woken call's identity by who holds it now (``Tx.expect_identity``)."""
+        assert self._credential is not None and self._actor is not None
         if principal is None or principal.id != self._actor.id:
             raise Unauthenticated(
-                f"the {scheme} credential of this call was revoked while it waited",
+                f"the {self._credential[0]} credential of this call was revoked while it waited",
                 next="Ask an admin of skift for a new credential.",
                 move={"do": "get_token"},
             )
+        self._recheck_due = False
 
     def _confirm(self, found: Principal | None) -> None:
         """Judge a remembered identity by who holds it now: the same principal, role and
@@ -175,6 +187,9 @@ class Session:
                     if self._remembered is not None:
                         scheme, lookup, _ = self._remembered
                         await tx.expect_identity(scheme, lookup, self._confirm)
+                    elif self._recheck_due and self._credential is not None:
+                        scheme, lookup, _ = self._credential
+                        await tx.expect_identity(scheme, lookup, self._rechecked)
                     self.engine.reading_as(tx, actor)  # reads follow this principal's policy
                     return await fn(tx, actor)
             except Refused:
@@ -235,7 +250,8 @@ class LongPoll:
     async def wait(self, org_id: UUID, remaining: float) -> None:
         """Wait for a change in the organization, at most ``remaining`` seconds and at most
         :data:`POLL_EVERY` (jittered), then re-check the caller's identity
-        (:meth:`Session._recheck`); the caller reads again. The store's wake-up is the fast
+        (:meth:`Session._recheck`: its expiry now, its holder with the first statement of the
+        read the caller makes next, before it answers). The store's wake-up is the fast
         path; this poll is the correctness path (a wake-up lost, a pooler without LISTEN).
         Each wait is drawn afresh between half and one and a half times ``POLL_EVERY``, so
         waiters that started together (a principal's 32 long polls at once) do not all
@@ -244,7 +260,7 @@ class LongPoll:
         low, high = POLL_JITTER
         seconds = min(remaining, POLL_EVERY * random.uniform(low, high))
         await s.store.wait_for_change(org_id, timedelta(seconds=seconds))
-        await s._recheck()  # pyright: ignore[reportPrivateUsage]
+        s._recheck()  # pyright: ignore[reportPrivateUsage]
 
     def done(self) -> None:
         """The call returned: it no longer counts."""

@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
         "--listen-dsn",
         help="a direct connection to PostgreSQL for LISTEN (the ClaimNext wake-up) when --dsn "
         "is a pooler in transaction mode such as PgBouncer; default: --dsn (behind a "
-        "pooler without it, waits poll once a second)",
+        "pooler without it, waits poll about once a second)",
     )
     p.add_argument("--data-dir", type=Path, help="the embedded cluster's directory (without --dsn)")
     p.add_argument(

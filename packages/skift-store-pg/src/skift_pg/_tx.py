@@ -391,8 +391,8 @@ class TxBase:
         transaction: a transaction that NOTIFYs holds a database-wide lock from its
         pre-commit through its WAL flush, and every committing claimer queued on it. It
         commits without waiting for its WAL flush (queries/graph.sql, ``wake``). A crash
-        between the two loses only the wake-up: a waiting ClaimNext polls at least once a
-        second (``WorkApi.claim_next``), so a waiter is late, never stuck.
+        between the two loses only the wake-up: a waiting ClaimNext polls at least every 1.5
+        seconds (``LongPoll.wait``), so a waiter is late, never stuck.
         """
         await self._conn.confirm_identity()  # no read came back yet: it costs a round trip
         if self._fingerprint is not None:  # reserved ahead, and no response saved
