@@ -309,7 +309,8 @@ async def test_a_long_poll_past_the_cap_is_refused_as_its_call_would_be(fast: bo
             sid = raw.start("WatchEvents")
             await raw.send(sid, message(v1.WatchEventsRequest()))
             assert (await raw.answer(sid))["grpc-status"] == "0"
-            assert server.service is not None and server.service.in_flight == 2
+            assert server.service is not None
+            assert server.service.in_flight == 2
             for sid in waiting:
                 raw.conn.reset_stream(sid)
             raw.flush()

@@ -113,7 +113,8 @@ class Session:
 
     def _rechecked(self, principal: Principal | None) -> None:
         """Judge a woken call's identity by who holds it now (``Tx.expect_identity``)."""
-        assert self._credential is not None and self._actor is not None
+        assert self._credential is not None
+        assert self._actor is not None
         if principal is None or principal.id != self._actor.id:
             raise Unauthenticated(
                 f"the {self._credential[0]} credential of this call was revoked while it waited",
