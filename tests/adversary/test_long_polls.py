@@ -24,13 +24,21 @@ import skift
 from skift_server._errors import details_of
 from skift_server._proto.google.rpc import RetryInfo
 
+FLOOD_P95 = 2.5
+"""Seconds: the bystander's p95 bound during the flood. The flood's 1,200 calls and their
+refusals take the two cores from everyone for its first and last moments (100-800 ms calls
+on a busy machine, with no stall of the server's loop), so the suite's 1 s bound failed
+there in earlier CI runs on a loaded machine. What this test is for still fails well above it: long polls
+that hold pooled connections while they wait leave the bystander waiting the pool's 5 s and
+answered UNAVAILABLE (issue 29), a refusal any status fails on."""
+
 
 async def test_a_flood_of_long_polls_is_capped_and_the_bystander_served(target: Target) -> None:
     got, stats = await while_watched(target, lambda: long_poll_flood(target))
     capped = got["RESOURCE_EXHAUSTED long_polls_per_principal"]
     assert capped >= (WATCHES + CLAIMS) // 2, got
     assert set(got) <= {"RESOURCE_EXHAUSTED long_polls_per_principal", "waited", "answered"}, got
-    assert_unharmed(stats)
+    assert_unharmed(stats, p95=FLOOD_P95)
 
 
 def test_the_refusal_carries_retry_info() -> None:
