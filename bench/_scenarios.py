@@ -260,8 +260,10 @@ async def graph_scenarios(
 
             # the same page through gRPC, and one node read both ways
             if cfg.grpc:
-                async with _server(dsn) as (remote, url):
-                    samples = await timed(lambda: user.ready(limit=50), cfg.grpc_iters)
+                async with _server(dsn) as (remote, url), await _same_principal(dsn, remote) as me:
+                    # like for like: in process as the principal the socket names (the
+                    # server's owner), so both sides read as one principal, one cursor
+                    samples = await timed(lambda: me.ready(limit=50), cfg.grpc_iters)
                     local = summary(samples)
                     samples = await timed(lambda: remote.ready(limit=50), cfg.grpc_iters)
                     rem = summary(samples)
@@ -270,14 +272,14 @@ async def graph_scenarios(
                             "ready",
                             f"{label} unfiltered via gRPC",
                             {**rem, "in_process_p50_ms": local["p50_ms"]},
-                            "user principal, unix socket, server in another process",
+                            "the server's owner both ways: unix socket, server in another process",
                         )
                     )
                     if size == cfg.sizes[0] and cfg.cli:
                         out += await asyncio.to_thread(cli_startup, url)
                     if size == cfg.sizes[0]:
                         ref = "p0001#1"
-                        lg = summary(await timed(lambda: user.get(ref), cfg.grpc_iters))
+                        lg = summary(await timed(lambda: me.get(ref), cfg.grpc_iters))
                         rg = summary(await timed(lambda: remote.get(ref), cfg.grpc_iters))
                         out.append(
                             Result(
@@ -289,13 +291,19 @@ async def graph_scenarios(
                                     "grpc_p95_ms": rg["p95_ms"],
                                     "overhead_ms": round(rg["p50_ms"] - lg["p50_ms"], 3),
                                 },
-                                "round trip through skift-serve vs in-process",
+                                "round trip through skift-serve vs in-process, the server's owner both ways",
                             )
                         )
 
             if size == cfg.explain_at:
                 extra["plans"] = await _plans(dsn, agent, ready_cases(g)["one project"])
     return out, extra
+
+
+async def _same_principal(dsn: str, remote: Any) -> skift.LocalSkift:
+    """An in-process handle acting as the principal ``remote``'s calls act as."""
+    me = await remote.whoami()
+    return _client(dsn, skift.PrincipalSpec(me.principal, skift.PrincipalKind(me.kind)))
 
 
 async def _plans(
