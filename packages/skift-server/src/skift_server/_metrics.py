@@ -82,6 +82,9 @@ class Metrics:
             registry=r,
         )
         self.in_flight = Gauge("skift_rpc_in_flight", "gRPC calls being handled", registry=r)
+        # each call's children, looked up once: labels() validates and locks on every call
+        self._counted: dict[tuple[str, str], Any] = {}
+        self._timed: dict[str, Any] = {}
         self.claims = Counter("skift_claims", "leases taken through this server", registry=r)
         self.expiries = Counter(
             "skift_lease_expiries", "expired leases recorded by this server's sweeper", registry=r
@@ -149,8 +152,14 @@ class Metrics:
         self.webhook_oldest_pending.set(oldest)
 
     def observe(self, method: str, code: str, seconds: float) -> None:
-        self.requests.labels(method=method, code=code).inc()
-        self.latency.labels(method=method).observe(seconds)
+        counted = self._counted.get((method, code))
+        if counted is None:
+            counted = self._counted[method, code] = self.requests.labels(method=method, code=code)
+        timed = self._timed.get(method)
+        if timed is None:
+            timed = self._timed[method] = self.latency.labels(method=method)
+        counted.inc()
+        timed.observe(seconds)
 
     def lease_taken(self) -> None:
         self.claims.inc()
