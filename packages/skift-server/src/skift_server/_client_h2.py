@@ -133,6 +133,19 @@ def header_block(
     )
 
 
+ANSWER_HEADERS: Final = b"\x88" + _literal(31, "application/grpc+proto")
+"""The header block ``skift serve`` starts an answer with (``_fast``): ``:status 200`` from
+the static table and the content type as a literal never indexed."""
+ANSWER_OK: Final = _literal("grpc-status", "0")
+"""The trailers of an answer that succeeded, as ``skift serve`` writes them."""
+_KNOWN_BLOCKS: Final[dict[bytes, list[tuple[str, str]]]] = {
+    ANSWER_HEADERS: [(":status", "200"), ("content-type", "application/grpc+proto")],
+    ANSWER_OK: [("grpc-status", "0")],
+}
+"""Header blocks read without HPACK's decoder: they name only the static table and literals
+never indexed, so they mean the same whatever the dynamic table holds and leave it as it is."""
+
+
 class _Call:
     """One call's answer as it arrives."""
 
@@ -405,12 +418,20 @@ class Connection(asyncio.Protocol):
         assert self._block is not None
         _, end, raw = self._block
         self._block = None
-        # every block is decoded, a call's or not: HPACK's table follows the server's
-        headers = self._decoder.decode(bytes(raw), raw=False)
-        call = self._calls.get(sid)
-        if call is None:
-            return
-        call.blocks.append([(str(k), str(v)) for k, v in headers])
+        block = bytes(raw)
+        known = _KNOWN_BLOCKS.get(block)
+        if known is not None:  # the fast path's answer: nothing to decode, the table unchanged
+            call = self._calls.get(sid)
+            if call is None:
+                return
+            call.blocks.append(known)
+        else:
+            # every other block is decoded, a call's or not: HPACK's table follows the server's
+            headers = self._decoder.decode(block, raw=False)
+            call = self._calls.get(sid)
+            if call is None:
+                return
+            call.blocks.append([(str(k), str(v)) for k, v in headers])
         if end:
             self._end(sid)
 

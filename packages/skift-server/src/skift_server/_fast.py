@@ -51,7 +51,7 @@ from h2.stream import StreamInputs
 import skift
 
 from ._auth import uid_of
-from ._client_h2 import _literal  # pyright: ignore[reportPrivateUsage]
+from ._client_h2 import ANSWER_HEADERS, ANSWER_OK, _literal  # pyright: ignore[reportPrivateUsage]
 from ._errors import ErrorDetailsCodec, invalid, to_grpc
 from ._unary import DATA, HEADERS, frame
 from ._wire import INLINE_BYTES, TooExpensive, WireError, decode, decode_off_loop, first_field
@@ -87,10 +87,11 @@ CONTENT_TYPE: Final = "application/grpc+proto"
 _CONTENT_TYPES: Final = frozenset({"application/grpc", CONTENT_TYPE})
 _END_HEADERS: Final = 0x4
 _END_STREAM: Final = 0x1
-_RESPONSE: Final = b"\x88" + _literal(31, CONTENT_TYPE)
+_RESPONSE: Final = ANSWER_HEADERS
 """``:status 200`` (the static table's 8th entry) and the content type, never indexed: the
-same bytes on every answer, whatever the encoder's table holds."""
-_OK: Final = _literal("grpc-status", "0")
+same bytes on every answer, whatever the encoder's table holds (the remote client reads
+them without HPACK's decoder)."""
+_OK: Final = ANSWER_OK
 _SPECIAL: Final = frozenset({"te", "content-type", "user-agent"})
 """Headers grpclib's metadata leaves out (with the pseudo-headers and ``grpc-*``)."""
 _LONG_POLLS: Final = frozenset(
