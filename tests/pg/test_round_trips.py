@@ -20,7 +20,7 @@ import pytest
 import skift
 from skift_pg import PgStore
 from skift_pg._queries import queries  # pyright: ignore[reportPrivateUsage]
-from skift_pg._tx import REPLAN_AT  # pyright: ignore[reportPrivateUsage]
+from skift_pg._tx import REPLAN_AT, replans_at  # pyright: ignore[reportPrivateUsage]
 
 
 def _load_trace() -> ModuleType:
@@ -132,12 +132,31 @@ async def test_a_claim_of_any_work_is_planned_once_per_connection(
     for _ in range(12):  # past PostgreSQL's plans for the values (five, again after ANALYZE)
         c = await agent.claim_next()
         await agent.complete(c.node.ref, lease=c.lease.id)
+    # and clear of the connection's next re-plan (replans_at): one pair (the take prepared
+    # again if a re-plan came just before), then the 5 below: its next 12 transactions
+    while _replan_within(await _transactions(store), 12):
+        c = await agent.claim_next()
+        await agent.complete(c.node.ref, lease=c.lease.id)
+    c = await agent.claim_next()
+    await agent.complete(c.node.ref, lease=c.lease.id)
     before = await _take_plans(store)
     for _ in range(5):
         c = await agent.claim_next()
         await agent.complete(c.node.ref, lease=c.lease.id)
     generic, custom = (a - b for a, b in zip(await _take_plans(store), before, strict=True))
     assert (generic, custom) == (5, 0)
+
+
+def _replan_within(done: int, more: int) -> bool:
+    """Whether a connection that has counted ``done`` transactions re-plans in its next
+    ``more``."""
+    return any(replans_at(done + k) for k in range(1, more + 1))
+
+
+async def _transactions(store: PgStore) -> int:
+    """The transactions the store's one connection has counted (PgConn.count_transaction)."""
+    async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
+        return conn._transactions  # pyright: ignore[reportPrivateUsage]
 
 
 async def _take_plans(store: PgStore) -> tuple[int, int]:
@@ -245,3 +264,12 @@ async def test_a_read_with_optional_filters_is_planned_for_its_values(pg_dsn: st
         assert record.rstrip().endswith(" 0"), record[-200:]  # no parameter types
     # and everything else went with parameters, prepared
     assert any(re.search(r"\$\d", ln) for ln in parses)
+
+
+def test_a_connection_plans_again_at_each_doubling() -> None:
+    """A connection's statements are planned again at its 12th transaction and each
+    doubling (24th, 48th, ...): a generic plan made while the leases, events and requests
+    tables were nearly empty scanned them whole as they grew, and a new database's claim
+    slowed by half within seconds (issue 31)."""
+    at = [n for n in range(1, 400) if replans_at(n)]
+    assert at == [REPLAN_AT * 2**k for k in range(len(at))] == [12, 24, 48, 96, 192, 384]

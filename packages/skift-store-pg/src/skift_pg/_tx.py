@@ -51,7 +51,19 @@ new database the leases, events and requests tables are empty then (after a VACU
 PostgreSQL believes): their scans were planned as sequential and stayed so while the tables
 filled, until autovacuum's next ANALYZE (never, where it is off). Planned again here, about
 six claims in, each statement sees the sizes PostgreSQL's default would have shown its
-sixth call. Two plans per statement and connection instead of six."""
+sixth call; and again at each doubling of the count (the 24th, 48th, 96th, ...): a table that
+grows between two ANALYZEs (a new database's first minute, where a claim's leases, events and
+requests went from nothing to thousands of rows and their scans stayed sequential, the claim
+slowing by half within seconds) is planned by its size at most twice as stale, for one plan
+per statement per doubling."""
+
+
+def replans_at(transaction: int) -> bool:
+    """Whether a connection plans its statements again at its ``transaction``-th transaction
+    (counting from 1): the ``REPLAN_AT``-th, then the 24th, 48th, 96th, ..."""
+    rounds, rest = divmod(transaction, REPLAN_AT)
+    return rest == 0 and rounds > 0 and rounds & (rounds - 1) == 0
+
 
 NO_CAPS: Final = ("no_caps",)
 """The read-ahead key of "no node carries a cap" (get_cursor brings it along)."""
@@ -182,10 +194,11 @@ class PgConn(psycopg.AsyncConnection[Row]):
     _transactions: int = 0
 
     async def count_transaction(self) -> None:
-        """Count a transaction about to start; at the ``REPLAN_AT``-th, forget every prepared
-        statement so that each is planned once more (:data:`REPLAN_AT`)."""
+        """Count a transaction about to start; at the ``REPLAN_AT``-th and each doubling of
+        that count, forget every prepared statement so that each is planned once more
+        (:data:`REPLAN_AT`)."""
         self._transactions += 1
-        if self._transactions == REPLAN_AT:
+        if replans_at(self._transactions):
             await self.execute(b"DEALLOCATE ALL", prepare=False)
 
     def defer(self, name: str, params: Row) -> None:
