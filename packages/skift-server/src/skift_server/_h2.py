@@ -143,7 +143,7 @@ class ConnectionLimits:
     more (a socket read is up to 256 KiB: thousands of small frames) is handled over several
     turns, the connection's reading paused meanwhile, so the other connections are served
     in between."""
-    busy_frames_per_turn: int = 16
+    busy_frames_per_turn: int = 4
     """HTTP/2 frames that the busy connections (those with frames waiting, or more than
     :data:`LIGHT_STREAMS` streams open) share in one turn of the event loop, taken in turn
     (``frames_per_turn`` each at most); a connection with few streams open and nothing
