@@ -116,7 +116,7 @@ if TYPE_CHECKING:
     from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
     from ._refs import format_ref, new_id, parse_node_ref, parse_ulid, slugify, ulid_str
     from ._retention import prune
-    from ._seal import CursorSeal, cursor_seal
+    from ._seal import CursorSeal, cursor_seal, load_cursor_cipher
     from ._signin import (
         BoardSession,
         SessionInfo,
@@ -264,6 +264,7 @@ _LAZY: dict[str, str] = {
     "OrgCreated": "_orgs",
     "CursorSeal": "_seal",
     "cursor_seal": "_seal",
+    "load_cursor_cipher": "_seal",
     "OrgInfo": "_orgs",
     "OrgPolicy": "_policy_records",
     "PolicyModule": "_policy_records",
@@ -570,6 +571,7 @@ __all__ = [
     "filter_from",
     "format_ref",
     "from_json",
+    "load_cursor_cipher",
     "new_id",
     "op_to_dict",
     "open",

@@ -72,6 +72,31 @@ class CursorSeal:
             raise bad from None
 
 
+_SEALS: dict[tuple[bytes, UUID], CursorSeal] = {}
+_SEALS_AT_MOST = 4096
+
+
+def seal_for(key: bytes, org_id: UUID) -> CursorSeal:
+    """The seal of ``org_id``'s cursors under ``key``, made once: every read of the change
+    stream seals cursors, and making a seal derives its MAC key and sets up the cipher."""
+    found = _SEALS.get((key, org_id))
+    if found is None:
+        if len(_SEALS) >= _SEALS_AT_MOST:
+            _SEALS.clear()
+        found = _SEALS[key, org_id] = CursorSeal(key, org_id)
+    return found
+
+
+def load_cursor_cipher() -> None:
+    """Import the cipher the seals use now. A server calls it as it starts (``skift serve``):
+    made on first use, the import (about 0.1 s) held the server's event loop, and every
+    caller's call with it, under the first WatchEvents after a start."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    del InvalidTag, AESGCM
+
+
 def new_key() -> bytes:
     """A fresh 256-bit key."""
     return secrets.token_bytes(32)
@@ -79,4 +104,4 @@ def new_key() -> bytes:
 
 async def cursor_seal(store: Store, org_id: UUID) -> CursorSeal:
     """The seal of an organization's cursors, from outside a transaction (a webhook worker)."""
-    return CursorSeal(await store.secret(SECRET_NAME), org_id)
+    return seal_for(await store.secret(SECRET_NAME), org_id)

@@ -38,7 +38,7 @@ import attrs
 
 from ._errors import CursorExpired, Invalid
 from ._refs import parse_ulid, ulid_str
-from ._seal import SECRET_NAME, CursorSeal
+from ._seal import SECRET_NAME, CursorSeal, seal_for
 from ._store import EventBatch, EventPosition, Tx
 from ._views import EventInfo, EventPage
 
@@ -60,7 +60,7 @@ _BAD_CURSOR_NEXT = (
 
 async def seal_of(tx: Tx) -> CursorSeal:
     """What seals the cursors of the transaction's organization."""
-    return CursorSeal(await tx.secret(SECRET_NAME), tx.org_id)
+    return seal_for(await tx.secret(SECRET_NAME), tx.org_id)
 
 
 def encode(pos: EventPosition, at: datetime, seal: CursorSeal) -> str:

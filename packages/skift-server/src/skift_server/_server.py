@@ -194,6 +194,8 @@ class SkiftServer:
 
     async def _start(self, o: ServeOptions) -> None:
         await self._open_store()
+        # what the first WatchEvents would otherwise import on the event loop
+        await asyncio.to_thread(skift.load_cursor_cipher)
         self.metrics = Metrics(pool_stats_of(self.base.store))
         oidc: OidcVerifier | None = None
         if o.oidc_issuer or o.oidc_audience or o.oidc_jwks:
