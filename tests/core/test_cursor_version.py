@@ -37,3 +37,20 @@ def test_a_malformed_v1_cursor_is_still_just_not_a_cursor() -> None:
     seal = CursorSeal(new_key(), uuid.uuid4())
     with pytest.raises(skift.Invalid, match="is not a skift event cursor"):
         decode(seal.seal("v1.x.y.z"), seal)
+
+
+def test_a_seal_is_made_once_per_key_and_organization() -> None:
+    """Every read of the change stream seals cursors: its organization's seal is made once
+    (its MAC key derived, its cipher set up), and one organization's never opens another's
+    cursors."""
+    from skift._seal import seal_for
+
+    key, org, other = new_key(), uuid.uuid4(), uuid.uuid4()
+    assert seal_for(key, org) is seal_for(key, org)
+    assert seal_for(key, other) is not seal_for(key, org)
+    pos = EventPosition(seq=7, id=uuid.uuid4())
+    at = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    text = encode(pos, at, seal_for(key, org))
+    assert decode(text, CursorSeal(key, org)) == (pos, at)
+    with pytest.raises(skift.Invalid):
+        decode(text, seal_for(key, other))
