@@ -270,6 +270,7 @@ class ReadyEnds(Sequence[str]):
 
     def __init__(self, digest: str, sent: Mapping[UUID, ReadyKey], nodes: Sequence[Node]):
         self._digest, self._sent, self._nodes = digest, sent, nodes
+        self._made: dict[int, str] = {}  # the positions made: the page's last is asked twice
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -281,12 +282,15 @@ class ReadyEnds(Sequence[str]):
     def __getitem__(self, i: int | slice) -> str | Sequence[str]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        last = self._nodes[i]
-        keys = dict(self._sent)
-        for n in self._nodes[: range(len(self))[i] + 1]:
-            keys[n.project_id] = readiness.project_order_key(n)
-        flat = [part for pid in sorted(keys) for part in (pid, *keys[pid])]
-        return position("ready", self._digest, last.project_id, *flat)
+        i = range(len(self))[i]
+        made = self._made.get(i)
+        if made is None:
+            keys = dict(self._sent)
+            for n in self._nodes[: i + 1]:
+                keys[n.project_id] = readiness.project_order_key(n)
+            flat = [part for pid in sorted(keys) for part in (pid, *keys[pid])]
+            made = self._made[i] = position("ready", self._digest, self._nodes[i].project_id, *flat)
+        return made
 
 
 _Step = tuple[int, bool]  # Explain's doom walk: a node to walk, and whether it is a blocker
