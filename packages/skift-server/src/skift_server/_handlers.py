@@ -24,6 +24,7 @@ from ._convert import enum_word
 from ._convert_graph import filter_kwargs
 from ._convert_ops import op_doc
 from ._convert_types import to_pb
+from ._convert_wire import encoded
 from ._proto.skift import v1
 
 Handler = Callable[[skift.LocalSkift, Any], Awaitable[betterproto2.Message]]
@@ -52,7 +53,7 @@ async def list_projects(sk: skift.LocalSkift, r: v1.ListProjectsRequest) -> v1.L
     got = await sk.list_projects(
         archived=r.show_archived, limit=_size(sk, r.page_size), page=token.core if token else None
     )
-    items = paging.encoded(to_pb(v1.Project, p) for p in got)
+    items = encoded(v1.Project, got)
     k = paging.fit(items)
     return v1.ListProjectsResponse(projects=items[:k], next_page_token=paging.next_token(got, k, r))
 
@@ -82,7 +83,7 @@ async def _node_page(
     a page cut by bytes goes on from the engine's position after the last node sent)."""
     token = paging.decode(rpc, r)
     page = await read(r.page_size or None, token.core if token else None)
-    nodes = paging.encoded(to_pb(v1.Node, n) for n in page.nodes)
+    nodes = encoded(v1.Node, page.nodes)
     k = paging.fit(nodes)
     more = k < len(nodes) or page.next_page is not None
     nxt = paging.encode(paging.Token(rpc, core=page.ends[k - 1]), r) if more and k else ""
@@ -283,7 +284,7 @@ async def search(sk: skift.LocalSkift, r: v1.SearchRequest) -> v1.SearchResponse
         limit=_size(sk, r.page_size or 20),
         page=token.core if token else None,
     )
-    hits = paging.encoded(to_pb(v1.SearchHit, h) for h in got)
+    hits = encoded(v1.SearchHit, got)
     k = paging.fit(hits)
     return v1.SearchResponse(hits=hits[:k], next_page_token=paging.next_token(got, k, r))
 

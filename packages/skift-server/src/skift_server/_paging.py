@@ -127,9 +127,9 @@ def next_token(page: skift.Page[Any], sent: int, request: Any) -> str:
 def core_page(page: skift.Page[Any], message: type[T], request: Any) -> tuple[list[T], str]:
     """A core keyset page on the wire: its items as ``message`` (encoded once), as many as
     fit the byte budget, and the next_page_token after the last one sent."""
-    from ._convert_types import to_pb
+    from ._convert_wire import encoded as views
 
-    items = encoded(to_pb(message, x) for x in page)
+    items = cast(list[T], views(message, page))
     k = fit(items)
     return items[:k], next_token(page, k, request)
 

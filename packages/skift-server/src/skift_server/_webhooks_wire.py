@@ -7,7 +7,7 @@ from __future__ import annotations
 import skift
 
 from . import _paging as paging
-from ._convert_types import to_pb
+from ._convert_wire import encoded
 from ._proto.skift import v1
 
 # ------------------------------------------------------------------ handlers
@@ -37,7 +37,7 @@ async def list_webhook_deliveries(
         limit=_size(sk, r.page_size),
         page=token.core if token else None,
     )
-    items = paging.encoded(to_pb(v1.WebhookDelivery, d) for d in got)
+    items = encoded(v1.WebhookDelivery, got)
     k = paging.fit(items)
     return v1.ListWebhookDeliveriesResponse(
         deliveries=items[:k], next_page_token=paging.next_token(got, k, r)

@@ -286,43 +286,77 @@ def _encode(msg: Any) -> bytes:
     out: list[bytes] = []
     for f in plan.fields:
         value = d[f.name]
-        if value is None:
-            continue
-        kind = f.kind
-        if f.repeated:
-            if not value:
-                continue
-            if kind == TYPE_MESSAGE:
-                key = f.key
-                for item in value:
-                    out.append(_len_delim(key, _message_bytes(f, item)))
-            elif kind in _PACKED:
-                out.append(_len_delim(f.key, b"".join(_scalar(kind, item) for item in value)))
-            else:  # strings, bytes
-                key = f.key
-                for item in value:
-                    out.append(_len_delim(key, _scalar(kind, item)))
-            continue
-        if kind == TYPE_MESSAGE:
-            out.append(_len_delim(f.key, _message_bytes(f, value)))
-            continue
-        if kind == TYPE_MAP:
-            if not value:
-                continue
-            km, vm = f.map_meta
-            for k, v in value.items():
-                sk = betterproto2._serialize_single(1, km.proto_type, k)  # pyright: ignore[reportPrivateUsage]
-                sv = betterproto2._serialize_single(2, vm.proto_type, v, unwrap=vm.unwrap)  # pyright: ignore[reportPrivateUsage]
-                out.append(_len_delim(f.key, sk + sv))
-            continue
-        if not f.presence and value == f.default:
-            continue
-        if f.wire == _LEN:
-            out.append(_len_delim(f.key, _scalar(kind, value)))
-        else:
-            out.append(f.key + _scalar(kind, value))
+        if value is not None:
+            _put(out, f, value)
     out.append(msg._unknown_fields)
     return b"".join(out)
+
+
+def _put(out: list[bytes], f: _Field, value: Any) -> None:
+    """Field ``f`` holding ``value`` (not None), appended to ``out`` as ``_encode`` sends it."""
+    kind = f.kind
+    if f.repeated:
+        if not value:
+            return
+        if kind == TYPE_MESSAGE:
+            key = f.key
+            for item in value:
+                out.append(_len_delim(key, _message_bytes(f, item)))
+        elif kind in _PACKED:
+            out.append(_len_delim(f.key, b"".join(_scalar(kind, item) for item in value)))
+        else:  # strings, bytes
+            key = f.key
+            for item in value:
+                out.append(_len_delim(key, _scalar(kind, item)))
+        return
+    if kind == TYPE_MESSAGE:
+        out.append(_len_delim(f.key, _message_bytes(f, value)))
+        return
+    if kind == TYPE_MAP:
+        if not value:
+            return
+        km, vm = f.map_meta
+        for k, v in value.items():
+            sk = betterproto2._serialize_single(1, km.proto_type, k)  # pyright: ignore[reportPrivateUsage]
+            sv = betterproto2._serialize_single(2, vm.proto_type, v, unwrap=vm.unwrap)  # pyright: ignore[reportPrivateUsage]
+            out.append(_len_delim(f.key, sk + sv))
+        return
+    if not f.presence and value == f.default:
+        return
+    if f.wire == _LEN:
+        out.append(_len_delim(f.key, _scalar(kind, value)))
+    else:
+        out.append(f.key + _scalar(kind, value))
+
+
+def field_bytes(message: type[Any], name: str) -> Callable[[Any], bytes]:
+    """The function that encodes field ``name`` of ``message`` holding a value as the
+    message's own encoding sends it (b"" for what it leaves out: None, a default)."""
+    f = next(f for f in _plan(message).fields if f.name == name)
+
+    def encode(value: Any) -> bytes:
+        if value is None:
+            return b""
+        out: list[bytes] = []
+        _put(out, f, value)
+        return b"".join(out)
+
+    return encode
+
+
+def field_key(message: type[Any], name: str) -> bytes:
+    """The tag ``message`` sends field ``name`` under (its packed key for a packed list)."""
+    return next(f for f in _plan(message).fields if f.name == name).key
+
+
+def varint(value: int) -> bytes:
+    """``value`` as a protobuf varint (a negative one in ten bytes, as int64 is sent)."""
+    return _varint(value)
+
+
+def field_order(message: type[Any]) -> list[str]:
+    """The fields of ``message`` in the order its encoding sends them."""
+    return [f.name for f in _plan(message).fields]
 
 
 def _fast_bytes(self: Any) -> bytes:
