@@ -337,7 +337,10 @@ def _answer(
             ((name, (fm, wire)),) = out.items()
             if name not in attrs.fields_dict(returns) and not fm.repeated:
                 return call + f"return from_pb({_wire(wire)}, {_view(returns)}, got.{name})\n"
-        return call + f"return from_pb({_wire(response)}, {_view(returns)}, got)\n"
+        # the response is the view: read straight from the reply's bytes (_convert_wire)
+        head, last = call.rstrip("\n").rsplit("\n", 1)
+        last = "return " + last.removeprefix("got = ").removesuffix(")")
+        return f"{head}\n{last}, view={_view(returns)})\n"
     if len(out) == 1:
         (name,) = out
         return call + f"return got.{name}\n"

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, overload
 
 import attrs
 import betterproto2
@@ -32,7 +32,8 @@ import skift
 from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._client_h2 import Connection as LeanConnection
 from ._convert import page_size as page_size  # the client mixins' import
-from ._convert_types import to_pb
+from ._convert_types import from_pb, to_pb
+from ._convert_wire import read_view
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
 from ._paths import check_socket_owner, starting_pid
@@ -263,6 +264,7 @@ class RemoteBase:
             md[CLOCK_OFFSET] = repr(self._shared.clock_offset.total_seconds())
         return md
 
+    @overload
     async def _call(
         self,
         method: str,
@@ -270,8 +272,30 @@ class RemoteBase:
         reply: type[T],
         *,
         timeout: float | None = None,
-    ) -> T:
+    ) -> T: ...
+    @overload
+    async def _call(
+        self,
+        method: str,
+        request: betterproto2.Message,
+        reply: type[T],
+        *,
+        view: type[V],
+        timeout: float | None = None,
+    ) -> V: ...
+    async def _call(
+        self,
+        method: str,
+        request: betterproto2.Message,
+        reply: type[T],
+        *,
+        view: type[Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """One unary call with a deadline, retried when that cannot do anything twice.
+
+        With ``view``, the answer is that view of the reply (``from_pb(reply, view, ...)``),
+        read straight from the bytes where it can be (``_convert_wire.read_view``).
 
         A call that is safe to retry (``skift.OPERATIONS`` says so of its RPC: a read, a
         write carrying a request id made before the first attempt, or one idempotent by
@@ -293,7 +317,7 @@ class RemoteBase:
         attempt = 0
         while True:
             try:
-                got = await self._lean_call(route, request, reply, timeout or self.timeout)
+                got = await self._lean_call(route, request, reply, timeout or self.timeout, view)
                 if got is None:
                     channel = self._shared.channel()
                     # the base stub: the generated SkiftServiceStub only adds a method per RPC,
@@ -302,6 +326,8 @@ class RemoteBase:
                     got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
                         route, request, reply, timeout=timeout or self.timeout
                     )
+                    if view is not None:
+                        got = from_pb(reply, view, got)
                 self._shared.reached = True
                 return got
             except GRPCError as exc:
@@ -340,8 +366,13 @@ class RemoteBase:
             await asyncio.sleep(delay)
 
     async def _lean_call(
-        self, route: str, request: betterproto2.Message, reply: type[T], timeout: float
-    ) -> T | None:
+        self,
+        route: str,
+        request: betterproto2.Message,
+        reply: type[T],
+        timeout: float,
+        view: type[Any] | None = None,
+    ) -> Any:
         """The call over a lean connection (``_client_h2``), or None where it leaves the call
         to grpclib's channel (TLS, a large request, the server's stream limit)."""
         if self._shared.open_lean is None:
@@ -356,7 +387,7 @@ class RemoteBase:
                 )
             except Unsupported:
                 return None
-        return reply.FromString(data)
+        return reply.FromString(data) if view is None else read_view(reply, view, data)
 
 
 def remote_page(items: list[V], token: str) -> skift.Page[V]:

@@ -107,8 +107,7 @@ class GeneratedCalls(RemoteBase):
 
     async def resolve(self, ref: str, *, project: str | None = None) -> skift.Resolved:
         req = v1.ResolveNodeRequest(ref=ref, project=project)
-        got = await self._call("ResolveNode", req, v1.ResolveNodeResponse)
-        return from_pb(v1.ResolveNodeResponse, skift.Resolved, got)
+        return await self._call("ResolveNode", req, v1.ResolveNodeResponse, view=skift.Resolved)
 
     async def ready(
         self, *, limit: int | None = None, page: str | None = None, **filters: Any
@@ -116,8 +115,7 @@ class GeneratedCalls(RemoteBase):
         req = v1.ReadyRequest(
             page_size=page_size(limit), page_token=page or "", filter=filter_of(filters)
         )
-        got = await self._call("Ready", req, v1.ReadyResponse)
-        return from_pb(v1.ReadyResponse, skift.ReadyPage, got)
+        return await self._call("Ready", req, v1.ReadyResponse, view=skift.ReadyPage)
 
     async def list_nodes(
         self,
@@ -134,13 +132,11 @@ class GeneratedCalls(RemoteBase):
             attributed=attributed,
             filter=filter_of(filters),
         )
-        got = await self._call("ListNodes", req, v1.ListNodesResponse)
-        return from_pb(v1.ListNodesResponse, skift.ReadyPage, got)
+        return await self._call("ListNodes", req, v1.ListNodesResponse, view=skift.ReadyPage)
 
     async def explain(self, ref: str, *, project: str | None = None) -> skift.Explanation:
         req = v1.ExplainRequest(ref=ref, project=project)
-        got = await self._call("Explain", req, v1.ExplainResponse)
-        return from_pb(v1.ExplainResponse, skift.Explanation, got)
+        return await self._call("Explain", req, v1.ExplainResponse, view=skift.Explanation)
 
     async def edges(
         self,
@@ -403,8 +399,7 @@ class GeneratedCalls(RemoteBase):
         secret is in the result and nowhere else.
         """
         req = v1.CreateTokenRequest(principal=principal)
-        got = await self._call("CreateToken", req, v1.CreateTokenResponse)
-        return from_pb(v1.CreateTokenResponse, skift.TokenInfo, got)
+        return await self._call("CreateToken", req, v1.CreateTokenResponse, view=skift.TokenInfo)
 
     async def revoke_token(self, token_id: str) -> None:
         req = v1.RevokeTokenRequest(token_id=token_id)
@@ -413,8 +408,9 @@ class GeneratedCalls(RemoteBase):
     async def mint_signin_code(self) -> skift.SigninCode:
         """A one-time code that signs the caller in to the web board (ten minutes, one use)."""
         req = v1.MintSigninCodeRequest()
-        got = await self._call("MintSigninCode", req, v1.MintSigninCodeResponse)
-        return from_pb(v1.MintSigninCodeResponse, skift.SigninCode, got)
+        return await self._call(
+            "MintSigninCode", req, v1.MintSigninCodeResponse, view=skift.SigninCode
+        )
 
     async def board_sessions(self, principal: str | None = None) -> list[skift.SessionInfo]:
         """The live board sessions of the caller (or, an admin's call, of ``principal``), oldest
@@ -606,8 +602,7 @@ class GeneratedCalls(RemoteBase):
         status``).
         """
         req = v1.WhoAmIRequest()
-        got = await self._call("WhoAmI", req, v1.WhoAmIResponse)
-        return from_pb(v1.WhoAmIResponse, skift.WhoAmI, got)
+        return await self._call("WhoAmI", req, v1.WhoAmIResponse, view=skift.WhoAmI)
 
     async def policy(self) -> skift.OrgPolicy:
         """The organization's own Rego modules, layered on the server's base policy (none: the
@@ -630,8 +625,7 @@ class GeneratedCalls(RemoteBase):
         the unix ``uid`` when given, and a bearer token for them, shown once.
         """
         req = v1.CreateOrgRequest(name=name, admin=admin, uid=uid)
-        got = await self._call("CreateOrg", req, v1.CreateOrgResponse)
-        return from_pb(v1.CreateOrgResponse, skift.OrgCreated, got)
+        return await self._call("CreateOrg", req, v1.CreateOrgResponse, view=skift.OrgCreated)
 
     async def list_orgs(
         self, *, limit: int | None = None, page: str | None = None
@@ -723,8 +717,7 @@ class GeneratedCalls(RemoteBase):
         The result's ``secret`` signs every delivery; it is shown this once.
         """
         req = v1.AddWebhookRequest(project=project, url=url, events=list(events or ()))
-        got = await self._call("AddWebhook", req, v1.AddWebhookResponse)
-        return from_pb(v1.AddWebhookResponse, skift.WebhookInfo, got)
+        return await self._call("AddWebhook", req, v1.AddWebhookResponse, view=skift.WebhookInfo)
 
     async def webhooks(
         self, *, project: str | None = None, limit: int | None = None, page: str | None = None
@@ -750,8 +743,9 @@ class GeneratedCalls(RemoteBase):
     async def rotate_webhook_secret(self, webhook: str) -> skift.WebhookInfo:
         """A new secret for an endpoint (in the result, this once); the old one stops at once."""
         req = v1.RotateWebhookSecretRequest(webhook=webhook)
-        got = await self._call("RotateWebhookSecret", req, v1.RotateWebhookSecretResponse)
-        return from_pb(v1.RotateWebhookSecretResponse, skift.WebhookInfo, got)
+        return await self._call(
+            "RotateWebhookSecret", req, v1.RotateWebhookSecretResponse, view=skift.WebhookInfo
+        )
 
     async def disable_webhook(self, webhook: str) -> skift.WebhookInfo:
         """Send an endpoint nothing until it is enabled; what commits meanwhile waits for it."""

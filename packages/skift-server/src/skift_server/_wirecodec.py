@@ -533,3 +533,10 @@ def uninstall() -> None:
     Message.__bytes__ = _ORIGINAL_BYTES  # type: ignore[method-assign]
     Message.parse = classmethod(_ORIGINAL_PARSE)  # type: ignore[method-assign, assignment]
     Message._type_hints = classmethod(_ORIGINAL_HINTS)  # type: ignore[method-assign, assignment]  # pyright: ignore[reportPrivateUsage]
+
+
+Fallback = _Fallback
+"""Raised by a reader that meets what it leaves to the general decoder (``_convert_wire``)."""
+
+read_varint = _read_varint
+"""The varint at ``buf[i:]`` and the index after it (:class:`Fallback` past 64 bits)."""
