@@ -19,6 +19,13 @@ from skift_server._convert_types import decoder, encoder, to_pb
 from skift_server._convert_wire import encoded, read_view, wire_decoder, wire_encoder
 from skift_server._proto.skift import v1
 
+EVERY_VIEW = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+"""Hypothesis' settings for the tests over every view an operation returns."""
+
 
 @pytest.mark.parametrize(
     ("view", "message"), PAIRS, ids=[f"{v.__name__}-{m.__name__}" for v, m in PAIRS]
@@ -27,11 +34,7 @@ def test_every_view_encodes_to_the_converters_bytes(view: type[Any], message: ty
     enc = encoder(view, message)
     wire = wire_encoder(view, message)
 
-    @settings(
-        max_examples=60,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    @EVERY_VIEW
     @given(views(view, message))
     def same(value: Any) -> None:
         assert wire(value) == bytes(enc(value))
@@ -145,11 +148,7 @@ def test_every_view_reads_as_the_converter_decodes(view: type[Any], message: typ
     enc = encoder(view, message)
     reader = wire_decoder(message, view)
 
-    @settings(
-        max_examples=60,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    @EVERY_VIEW
     @given(views(view, message))
     def same(value: Any) -> None:
         data = bytes(enc(value))
