@@ -2,7 +2,7 @@
 the codec of ``_wirecodec`` written as one function per pair, with no message in between.
 
 A Ready page of 50 nodes made 50 ``v1.Node`` objects (``to_pb``) only to encode each at
-once (``_paging.encoded``): ~1 ms of the server's CPU per page. :func:`wire_encoder` reads
+once (as ``_wirecodec.Encoded`` stand-ins): ~1 ms of the server's CPU per page. :func:`wire_encoder` reads
 the same pair the same way (``_convert_types``: the view's attrs fields and types, the
 message's fields, the registered hooks) and writes a function that appends each field's
 bytes as ``_wirecodec`` would send the message the converter makes: the same fields in
@@ -167,8 +167,10 @@ def _field(
 
 
 def encoded(message: type[betterproto2.Message], views: Iterable[Any]) -> list[Any]:
-    """``views`` each encoded as ``message``, as ``_wirecodec.Encoded`` stand-ins (see
-    ``_paging.encoded``)."""
+    """``views`` each encoded once as ``message``, as stand-ins (``_wirecodec.Encoded``)
+    that ``_paging.fit`` measures and a response encodes by copying their bytes: a page's
+    items are encoded once, not once to measure and again to send. Use them only as a
+    response's items."""
     Encoded = wc.Encoded
     return [Encoded(wire_encoder(x.__class__, message)(x)) for x in views]
 
@@ -223,8 +225,9 @@ _CONVERT = {
 def wire_decoder(
     message: type[betterproto2.Message], view: type[Any]
 ) -> Callable[[bytes], Any] | None:
-    """The function that reads a ``view`` from ``message``'s bytes (:class:`wc.Fallback` or
-    IndexError for what it leaves to the general path), or None where it has none."""
+    """The function that reads a ``view`` from ``message``'s bytes (:class:`wc.Fallback`,
+    IndexError or UnicodeDecodeError for what it leaves to the general path), or None where
+    it has none."""
     if ct._is_union(view) or (view.__name__, message.__name__) in ct._PAIRS:  # pyright: ignore[reportPrivateUsage]
         return None
     meta = ct._meta(message)  # pyright: ignore[reportPrivateUsage]
@@ -348,6 +351,6 @@ def read_view(message: type[betterproto2.Message], view: type[Any], data: bytes)
     if read is not None:
         try:
             return read(data)
-        except (wc.Fallback, IndexError):
-            pass
+        except (wc.Fallback, IndexError, UnicodeDecodeError):
+            pass  # the general path says what is wrong, as it would have
     return ct.decoder(message, view)(message.FromString(data))
