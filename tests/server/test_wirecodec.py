@@ -171,7 +171,7 @@ def test_a_page_of_stand_ins_encodes_as_its_messages() -> None:
     """A page's items are encoded once (to measure them) and sent as those bytes."""
     rnd = random.Random(19)
     nodes = [fill(rnd, v1.Node) for _ in range(20)]
-    stand_ins = _paging.encoded(nodes)
+    stand_ins = [_wirecodec.Encoded(bytes(n)) for n in nodes]
     assert [_paging.size_of(n) for n in nodes] == [_paging.size_of(s) for s in stand_ins]
     assert _paging.fit(nodes, 900) == _paging.fit(stand_ins, 900)
     page = v1.ReadyResponse(nodes=nodes, held_count=3, next_page_token="t")

@@ -37,6 +37,7 @@ import sys
 import textwrap
 import types
 import typing
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -244,13 +245,13 @@ def _method(op: skift.Operation, node: ast.AsyncFunctionDef, ours: set[str]) -> 
     unused = sorted(set(fields) - set(args) - {"page_size"})
     if unused:
         raise NotGenerated(f"{request.__name__}'s {', '.join(unused)}: no parameter of it")
-    call = (
-        f"req = v1.{request.__name__}("
-        + ", ".join(f"{k}={v}" for k, v in args.items())
-        + ")\n"
-        + f'got = await self._call("{op.rpc}", req, v1.{response.__name__})\n'
-    )
-    body = _answer(op, returns, response, call, paged=paged, listed=listed, params=params)
+    req = f"req = v1.{request.__name__}(" + ", ".join(f"{k}={v}" for k, v in args.items()) + ")\n"
+
+    def rpc(extra: str = "") -> str:
+        """The awaited call, ``extra`` added to its arguments."""
+        return f'await self._call("{op.rpc}", req, v1.{response.__name__}{extra})'
+
+    body = _answer(op, returns, response, req, rpc, paged=paged, listed=listed, params=params)
     node = copy.deepcopy(node)
     _Qualify(ours).visit(node)
     node.body = [ast.Pass()]
@@ -267,18 +268,20 @@ def _answer(
     op: skift.Operation,
     returns: Any,
     response: type[Any],
-    call: str,
+    req: str,
+    rpc: Callable[..., str],
     *,
     paged: bool,
     listed: bool,
     params: list[inspect.Parameter],
 ) -> str:
-    """The method's body: the call and what it returns."""
+    """The method's body: the call (``req``, then ``rpc()``) and what it returns."""
     out = _fields(response)
+    call = req + f"got = {rpc()}\n"
     if returns is None or returns is type(None):
         if out:
             raise NotGenerated(f"it returns nothing and {response.__name__} has fields")
-        return call.replace("got = await", "await")
+        return req + rpc() + "\n"
     if paged or listed:
         (item,) = typing.get_args(returns)
         rows = [n for n, (fm, _) in out.items() if fm.repeated and n != "next_page_token"]
@@ -338,9 +341,7 @@ def _answer(
             if name not in attrs.fields_dict(returns) and not fm.repeated:
                 return call + f"return from_pb({_wire(wire)}, {_view(returns)}, got.{name})\n"
         # the response is the view: read straight from the reply's bytes (_convert_wire)
-        head, last = call.rstrip("\n").rsplit("\n", 1)
-        last = "return " + last.removeprefix("got = ").removesuffix(")")
-        return f"{head}\n{last}, view={_view(returns)})\n"
+        return req + f"return {rpc(f', view={_view(returns)}')}\n"
     if len(out) == 1:
         (name,) = out
         return call + f"return got.{name}\n"

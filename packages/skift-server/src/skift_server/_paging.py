@@ -21,7 +21,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, TypeVar, cast
 
 import attrs
@@ -30,7 +30,6 @@ import betterproto2
 import skift
 
 from ._convert import page_size as page_size  # the clients' import, here since before
-from ._wirecodec import Encoded
 
 T = TypeVar("T", bound=betterproto2.Message)
 
@@ -132,13 +131,6 @@ def core_page(page: skift.Page[Any], message: type[T], request: Any) -> tuple[li
     items = cast(list[T], views(message, page))
     k = fit(items)
     return items[:k], next_token(page, k, request)
-
-
-def encoded(items: Iterable[T]) -> list[T]:
-    """``items`` each encoded once, as stand-ins (``_wirecodec.Encoded``) that :func:`fit`
-    measures and a response encodes by copying their bytes: a page's items are encoded
-    once, not once to measure and again to send. Use them only as a response's items."""
-    return cast(list[T], [Encoded(bytes(item)) for item in items])
 
 
 def size_of(item: betterproto2.Message) -> int:
