@@ -22,7 +22,7 @@ from skift_pg import PgStore
 
 from . import _graph, _naive, _trace
 from ._env import Server, scratch
-from ._stats import Result, summary, timed
+from ._stats import Result, summary, timed, timed_pair
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Config:
             patch_reps=2,
             patch_nodes=1000,
             pgbench_seconds=5,
-            grpc_iters=30,
+            grpc_iters=60,
             explain_at=10_000,
         )
 
@@ -263,24 +263,32 @@ async def graph_scenarios(
                 async with _server(dsn) as (remote, url), await _same_principal(dsn, remote) as me:
                     # like for like: in process as the principal the socket names (the
                     # server's owner), so both sides read as one principal, one cursor
-                    samples = await timed(lambda: me.ready(limit=50), cfg.grpc_iters)
-                    local = summary(samples)
-                    samples = await timed(lambda: remote.ready(limit=50), cfg.grpc_iters)
-                    rem = summary(samples)
+                    # in process and through the server interleaved (timed_pair)
+                    a, b = await timed_pair(
+                        lambda: me.ready(limit=50), lambda: remote.ready(limit=50), cfg.grpc_iters
+                    )
+                    local, rem = summary(a), summary(b)
                     out.append(
                         Result(
                             "ready",
                             f"{label} unfiltered via gRPC",
-                            {**rem, "in_process_p50_ms": local["p50_ms"]},
-                            "the server's owner both ways: unix socket, server in another process",
+                            {
+                                **rem,
+                                "in_process_p50_ms": local["p50_ms"],
+                                "gap_ms": round(rem["p50_ms"] - local["p50_ms"], 3),
+                            },
+                            "the server's owner both ways, calls interleaved: unix socket,"
+                            " server in another process",
                         )
                     )
                     if size == cfg.sizes[0] and cfg.cli:
                         out += await asyncio.to_thread(cli_startup, url)
                     if size == cfg.sizes[0]:
                         ref = "p0001#1"
-                        lg = summary(await timed(lambda: me.get(ref), cfg.grpc_iters))
-                        rg = summary(await timed(lambda: remote.get(ref), cfg.grpc_iters))
+                        a, b = await timed_pair(
+                            lambda: me.get(ref), lambda: remote.get(ref), cfg.grpc_iters
+                        )
+                        lg, rg = summary(a), summary(b)
                         out.append(
                             Result(
                                 "grpc",
@@ -291,7 +299,8 @@ async def graph_scenarios(
                                     "grpc_p95_ms": rg["p95_ms"],
                                     "overhead_ms": round(rg["p50_ms"] - lg["p50_ms"], 3),
                                 },
-                                "round trip through skift-serve vs in-process, the server's owner both ways",
+                                "round trip through skift-serve vs in-process, the server's owner"
+                                " both ways, calls interleaved",
                             )
                         )
 

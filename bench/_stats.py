@@ -41,6 +41,30 @@ async def timed(fn: Callable[[], Awaitable[Any]], n: int, *, warmup: int = 2) ->
     return out
 
 
+async def timed_pair(
+    a: Callable[[], Awaitable[Any]],
+    b: Callable[[], Awaitable[Any]],
+    n: int,
+    *,
+    warmup: int = 2,
+) -> tuple[list[float], list[float]]:
+    """Run ``a`` and ``b`` n times each, interleaved (a b, then b a, ...) after a warm-up of
+    both: the wall time of each call, in seconds. Two calls compared side by side this way
+    see the same machine (its speed drifts within a minute here), where n of one then n
+    of the other put the drift between them into their difference."""
+    for _ in range(warmup):
+        await a()
+        await b()
+    out_a: list[float] = []
+    out_b: list[float] = []
+    for i in range(n):
+        for fn, out in ((a, out_a), (b, out_b)) if i % 2 == 0 else ((b, out_b), (a, out_a)):
+            t0 = time.perf_counter()
+            await fn()
+            out.append(time.perf_counter() - t0)
+    return out_a, out_b
+
+
 @dataclass
 class Result:
     """One row of the table: a scenario, a case, and what was measured."""
