@@ -16,7 +16,12 @@ from views_strategies import views
 
 import skift
 from skift_server._convert_types import decoder, encoder, to_pb
-from skift_server._convert_wire import encoded, read_view, wire_decoder, wire_encoder
+from skift_server._convert_wire import (
+    encoded,
+    read_view,
+    wire_decoder,
+    wire_encoder,
+)
 from skift_server._proto.skift import v1
 
 EVERY_VIEW = settings(
@@ -224,3 +229,57 @@ def test_fields_out_of_order_or_unknown_are_read_by_the_general_path() -> None:
         assert _outcome(read_view, v1.Node, skift.NodeInfo, raw) == _outcome(
             _old, v1.Node, skift.NodeInfo, raw
         )
+
+
+def _wrapped_answers() -> list[tuple[str, type[Any], str, type[Any], type[Any]]]:
+    """The operations whose response is one field holding the view the method returns
+    (GetNode's node): written straight from the view by their handler."""
+    import typing
+
+    from skift_server._simple import wrapped_view
+
+    out: list[tuple[str, type[Any], str, type[Any], type[Any]]] = []
+    for op in skift.OPERATIONS:
+        if op.rpc is None or not hasattr(v1, f"{op.rpc}Response"):
+            continue
+        returns = typing.get_type_hints(getattr(skift.LocalSkift, op.method)).get("return")
+        response = getattr(v1, f"{op.rpc}Response")
+        got = wrapped_view(returns, response)
+        if got is not None:
+            out.append((op.rpc, response, *got))
+    return out
+
+
+WRAPPED = _wrapped_answers()
+
+
+def test_get_node_is_written_straight() -> None:
+    assert "GetNode" in [rpc for rpc, *_ in WRAPPED]
+
+
+@pytest.mark.parametrize(
+    ("rpc", "response", "name", "view", "message"), WRAPPED, ids=[w[0] for w in WRAPPED]
+)
+def test_a_wrapped_view_is_the_responses_bytes(
+    rpc: str, response: type[Any], name: str, view: type[Any], message: type[Any]
+) -> None:
+    from skift_server._simple import _wrapped  # pyright: ignore[reportPrivateUsage]
+
+    enc = encoder(view, message)
+    write = _wrapped(response, name, view, message)
+
+    @EVERY_VIEW
+    @given(views(view, message))
+    def same(value: Any) -> None:
+        assert write(value).data == bytes(response(**{name: enc(value)}))
+
+    same()
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, 127, 128, 300, 20_000, 70_000])
+def test_a_node_of_any_size_is_get_nodes_bytes(size: int) -> None:
+    from skift_server._simple import _wrapped  # pyright: ignore[reportPrivateUsage]
+
+    node = _node(body="é" * size, title="x" * (size % 200))
+    old = bytes(v1.GetNodeResponse(node=to_pb(v1.Node, node)))
+    assert _wrapped(v1.GetNodeResponse, "node", skift.NodeInfo, v1.Node)(node).data == old

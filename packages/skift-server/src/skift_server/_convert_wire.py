@@ -36,12 +36,12 @@ import betterproto2
 
 from . import _convert_types as ct
 from . import _wirecodec as wc
-from ._convert import utc
 
 _SMALL = [bytes((i,)) for i in range(128)]
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _SECONDS = wc.varint(1 << 3)  # google.protobuf.Timestamp: seconds = 1 (int64)
 _NANOS = wc.varint(2 << 3)  # nanos = 2 (int32)
+_varint = wc.varint
 _INTS = frozenset(
     {
         betterproto2.TYPE_INT64,
@@ -53,13 +53,16 @@ _INTS = frozenset(
 
 
 def _timestamp(key: bytes, value: dt.datetime) -> bytes:
-    """An aware datetime as a Timestamp field (``Timestamp.from_datetime``'s arithmetic)."""
+    """A datetime as a Timestamp field (``Timestamp.from_datetime``'s arithmetic; a naive one
+    is UTC, as ``_convert.utc`` makes it)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
     offset = value - _EPOCH
     seconds, us = divmod(
         (offset.days * 86_400 + offset.seconds) * 1_000_000 + offset.microseconds, 1_000_000
     )
-    body = (_SECONDS + wc.varint(seconds) if seconds else b"") + (
-        _NANOS + wc.varint(us * 1000) if us else b""
+    body = (_SECONDS + _varint(seconds) if seconds else b"") + (
+        _NANOS + _varint(us * 1000) if us else b""
     )
     return key + _SMALL[len(body)] + body
 
@@ -117,18 +120,30 @@ def _field(
     hint: Any,
 ) -> list[str]:
     """The lines that append field ``name``'s bytes (``x``: its value)."""
-    t, _ = ct._optional(hint)  # pyright: ignore[reportPrivateUsage]
+    t, opt = ct._optional(hint)  # pyright: ignore[reportPrivateUsage]
     kind = fm.proto_type
     key = g.bind(wc.field_key(message, name), "key")
     v = f"v.{name}"
     if fm.repeated or kind == betterproto2.TYPE_MAP:
-        pass
+        if (
+            fm.repeated
+            and not opt
+            and kind == betterproto2.TYPE_STRING
+            and (view.__name__, name) not in ct._FIELD_HOOKS  # pyright: ignore[reportPrivateUsage]
+            and typing.get_origin(t) in (tuple, list)
+            and typing.get_args(t)[:1] == (str,)
+        ):  # a list of strings: each its own field, as _wirecodec sends one (none: nothing)
+            small, varint = g.bind(_SMALL, "small"), g.bind(wc.varint, "varint")
+            return [
+                f"for x in {v}: b = x.encode(); n = len(b); "
+                f"out.append({key} + ({small}[n] if n < 128 else {varint}(n)) + b)"
+            ]
     elif kind == betterproto2.TYPE_ENUM and not fm.optional:
         table = g.bind(_EnumBytes(ct._Words(wire), wc.field_key(message, name)), "enum")  # pyright: ignore[reportPrivateUsage]
         return [f"out.append({table}[{v}])"]
     elif wire is dt.datetime:
-        ts = g.bind(_timestamp, "ts")
-        return [f"x = {g.bind(utc, 'utc')}({v})", f"if x is not None: out.append({ts}({key}, x))"]
+        ts = g.bind(_timestamp, "ts")  # a naive value as UTC (``utc``): in _timestamp
+        return [f"x = {v}", f"if x is not None: out.append({ts}({key}, x))"]
     elif (
         ct._is_message(wire)  # pyright: ignore[reportPrivateUsage]
         and not ct._is_struct(wire)  # pyright: ignore[reportPrivateUsage]

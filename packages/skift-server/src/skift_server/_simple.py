@@ -40,8 +40,10 @@ import skift
 from ._convert import enum_word
 from ._convert_ops import artifact_doc
 from ._convert_types import encoder
+from ._convert_wire import wire_encoder
 from ._handlers import Handler
 from ._proto.skift import v1
+from ._wirecodec import Encoded, field_key, varint
 
 
 class NotSimple(TypeError):
@@ -105,12 +107,45 @@ def _result(rpc: str, returns: Any, response: type[Any]) -> Callable[[Any], Any]
             enc = encoder(view, wire)
             if fm.repeated:
                 return lambda got: response(**{name: [enc(x) for x in got]})
+            if wrapped_view(returns, response) is not None:
+                return _wrapped(response, name, view, wire)
             return lambda got: response(**{name: enc(got)})
         if view is None:
             return lambda got: response(**{name: got})
     if view is None:
         raise NotSimple(f"{rpc}: {returns} fills none of {response.__name__}'s fields")
     return encoder(view, response)
+
+
+def wrapped_view(returns: Any, response: type[Any]) -> tuple[str, type[Any], Any] | None:
+    """For a method that always returns one view and a response whose one field (not a
+    list) holds it as a message: that field's name, the view and the message (the response
+    is then written straight from the view, :func:`_wrapped`); else None."""
+    fields = _fields(response)
+    if len(fields) != 1 or not attrs.has(returns):
+        return None
+    ((name, (fm, wire)),) = fields.items()
+    if fm.repeated or fm.proto_type != betterproto2.TYPE_MESSAGE or fm.unwrap is not None:
+        return None
+    if name in attrs.fields_dict(returns) or not isinstance(wire, type):
+        return None
+    return name, returns, wire
+
+
+def _wrapped(response: type[Any], name: str, view: type[Any], wire: Any) -> Callable[[Any], Any]:
+    """A response whose one field holds ``view`` as ``wire`` (GetNode's node), as its bytes
+    (an ``Encoded`` the codec sends as they are): the view written straight to the wire
+    (``_convert_wire``), as ``bytes(response(name=to_pb(wire, got)))`` would encode it (the
+    field's key, the length, the message; tests/server/test_convert_wire.py)."""
+    key = field_key(response, name)
+    write = wire_encoder(view, wire)
+
+    def encode(got: Any) -> Encoded:
+        data = write(got)
+        n = len(data)
+        return Encoded(key + (bytes((n,)) if n < 128 else varint(n)) + data)
+
+    return encode
 
 
 def _views(t: Any) -> list[type[Any]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable
-from typing import Any, get_type_hints
+from typing import Any, Final, get_type_hints
 
 import betterproto2
 from betterproto2 import (
@@ -301,7 +301,10 @@ def _put(out: list[bytes], f: _Field, value: Any) -> None:
         if kind == TYPE_MESSAGE:
             key = f.key
             for item in value:
-                out.append(_len_delim(key, _message_bytes(f, item)))
+                # a page's items are stand-ins: their bytes, with no call per item
+                data = item.data if item.__class__ is Encoded else _message_bytes(f, item)
+                n = len(data)
+                out.append(key + (_SMALL[n] if n < 128 else _varint(n)) + data)
         elif kind in _PACKED:
             out.append(_len_delim(f.key, b"".join(_scalar(kind, item) for item in value)))
         else:  # strings, bytes
@@ -349,9 +352,9 @@ def field_key(message: type[Any], name: str) -> bytes:
     return next(f for f in _plan(message).fields if f.name == name).key
 
 
-def varint(value: int) -> bytes:
-    """``value`` as a protobuf varint (a negative one in ten bytes, as int64 is sent)."""
-    return _varint(value)
+varint: Final = _varint
+"""``varint(value)``: ``value`` as a protobuf varint (a negative one in ten bytes, as int64
+is sent); the encoder itself, not a function calling it (the view encoders call it per field)."""
 
 
 def field_order(message: type[Any]) -> list[str]:
