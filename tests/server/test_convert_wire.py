@@ -18,6 +18,7 @@ import skift
 from skift_server._convert_types import decoder, encoder, to_pb
 from skift_server._convert_wire import (
     encoded,
+    read_field_view,
     read_view,
     wire_decoder,
     wire_encoder,
@@ -283,3 +284,67 @@ def test_a_node_of_any_size_is_get_nodes_bytes(size: int) -> None:
     node = _node(body="é" * size, title="x" * (size % 200))
     old = bytes(v1.GetNodeResponse(node=to_pb(v1.Node, node)))
     assert _wrapped(v1.GetNodeResponse, "node", skift.NodeInfo, v1.Node)(node).data == old
+
+
+@pytest.mark.parametrize(
+    ("rpc", "response", "name", "view", "message"), WRAPPED, ids=[w[0] for w in WRAPPED]
+)
+def test_a_wrapped_view_reads_as_the_client_read_it(
+    rpc: str, response: type[Any], name: str, view: type[Any], message: type[Any]
+) -> None:
+    enc = encoder(view, message)
+
+    @EVERY_VIEW
+    @given(views(view, message))
+    def same(value: Any) -> None:
+        data = bytes(response(**{name: enc(value)}))
+        old = decoder(message, view)(getattr(response.FromString(data), name))
+        assert read_field_view(response, name, view, data) == old
+
+    same()
+
+
+_GOT = bytes(
+    v1.GetNodeResponse(node=to_pb(v1.Node, _node(parent="p", labels=("a",), body="b" * 140)))
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["flip", "cut", "insert", "swap", "twice"]),
+            st.integers(0, 10**6),
+            st.binary(max_size=3),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_mutated_get_node_reads_as_the_general_path_reads_it(
+    edits: list[tuple[str, int, bytes]],
+) -> None:
+    data = bytearray(_GOT)
+    for what, at, more in edits:
+        at %= len(data) or 1
+        if what == "flip" and data:
+            data[at] ^= more[0] if more else 0x80
+        elif what == "cut":
+            del data[at:]
+        elif what == "insert":
+            data[at:at] = more
+        elif what == "twice":
+            data = data + data
+        elif data:
+            data = data[at:] + data[:at]
+    raw = bytes(data)
+
+    def old(message: type[Any], view: type[Any], data: bytes) -> Any:
+        return decoder(v1.Node, view)(message.FromString(data).node)
+
+    def new(message: type[Any], view: type[Any], data: bytes) -> Any:
+        return read_field_view(message, "node", view, data)
+
+    assert _outcome(new, v1.GetNodeResponse, skift.NodeInfo, raw) == _outcome(
+        old, v1.GetNodeResponse, skift.NodeInfo, raw
+    )

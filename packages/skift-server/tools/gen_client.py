@@ -339,7 +339,8 @@ def _answer(
         if len(out) == 1:
             ((name, (fm, wire)),) = out.items()
             if name not in attrs.fields_dict(returns) and not fm.repeated:
-                return call + f"return from_pb({_wire(wire)}, {_view(returns)}, got.{name})\n"
+                # the view in the reply's one field: read straight from its bytes too
+                return req + f"return {rpc(f', view={_view(returns)}, field={name!r}')}\n"
         # the response is the view: read straight from the reply's bytes (_convert_wire)
         return req + f"return {rpc(f', view={_view(returns)}')}\n"
     if len(out) == 1:

@@ -33,7 +33,7 @@ from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._client_h2 import Connection as LeanConnection
 from ._convert import page_size as page_size  # the client mixins' import
 from ._convert_types import from_pb, to_pb
-from ._convert_wire import read_view
+from ._convert_wire import field_view, read_field_view, read_view
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
 from ._paths import check_socket_owner, starting_pid
@@ -281,6 +281,7 @@ class RemoteBase:
         reply: type[T],
         *,
         view: type[V],
+        field: str | None = None,
         timeout: float | None = None,
     ) -> V: ...
     async def _call(
@@ -290,12 +291,15 @@ class RemoteBase:
         reply: type[T],
         *,
         view: type[Any] | None = None,
+        field: str | None = None,
         timeout: float | None = None,
     ) -> Any:
         """One unary call with a deadline, retried when that cannot do anything twice.
 
         With ``view``, the answer is that view of the reply (``from_pb(reply, view, ...)``),
-        read straight from the bytes where it can be (``_convert_wire.read_view``).
+        read straight from the bytes where it can be (``_convert_wire.read_view``); with
+        ``field`` too, the view in that one field of the reply (GetNode's node:
+        ``_convert_wire.read_field_view``).
 
         A call that is safe to retry (``skift.OPERATIONS`` says so of its RPC: a read, a
         write carrying a request id made before the first attempt, or one idempotent by
@@ -317,7 +321,9 @@ class RemoteBase:
         attempt = 0
         while True:
             try:
-                got = await self._lean_call(route, request, reply, timeout or self.timeout, view)
+                got = await self._lean_call(
+                    route, request, reply, timeout or self.timeout, view, field
+                )
                 if got is None:
                     channel = self._shared.channel()
                     # the base stub: the generated SkiftServiceStub only adds a method per RPC,
@@ -326,7 +332,9 @@ class RemoteBase:
                     got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
                         route, request, reply, timeout=timeout or self.timeout
                     )
-                    if view is not None:
+                    if field is not None and view is not None:
+                        got = field_view(reply, field, view, got)
+                    elif view is not None:
                         got = from_pb(reply, view, got)
                 self._shared.reached = True
                 return got
@@ -372,6 +380,7 @@ class RemoteBase:
         reply: type[T],
         timeout: float,
         view: type[Any] | None = None,
+        field: str | None = None,
     ) -> Any:
         """The call over a lean connection (``_client_h2``), or None where it leaves the call
         to grpclib's channel (TLS, a large request, the server's stream limit)."""
@@ -387,7 +396,11 @@ class RemoteBase:
                 )
             except Unsupported:
                 return None
-        return reply.FromString(data) if view is None else read_view(reply, view, data)
+        if view is None:
+            return reply.FromString(data)
+        if field is not None:
+            return read_field_view(reply, field, view, data)
+        return read_view(reply, view, data)
 
 
 def remote_page(items: list[V], token: str) -> skift.Page[V]:

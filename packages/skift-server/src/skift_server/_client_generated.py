@@ -44,13 +44,15 @@ class GeneratedCalls(RemoteBase):
         req = v1.CreateProjectRequest(
             title=title, slug=slug, priority=enum_pb(v1.Priority, priority), vcs_url=vcs_url
         )
-        got = await self._call("CreateProject", req, v1.CreateProjectResponse)
-        return from_pb(v1.Project, skift.ProjectInfo, got.project)
+        return await self._call(
+            "CreateProject", req, v1.CreateProjectResponse, view=skift.ProjectInfo, field="project"
+        )
 
     async def get_project(self, ref: str) -> skift.ProjectInfo:
         req = v1.GetProjectRequest(ref=ref)
-        got = await self._call("GetProject", req, v1.GetProjectResponse)
-        return from_pb(v1.Project, skift.ProjectInfo, got.project)
+        return await self._call(
+            "GetProject", req, v1.GetProjectResponse, view=skift.ProjectInfo, field="project"
+        )
 
     async def update_project(
         self,
@@ -71,19 +73,30 @@ class GeneratedCalls(RemoteBase):
             vcs_url=vcs_url,
             budget=None if budget is None else str(budget),
         )
-        got = await self._call("UpdateProject", req, v1.UpdateProjectResponse)
-        return from_pb(v1.Project, skift.ProjectInfo, got.project)
+        return await self._call(
+            "UpdateProject", req, v1.UpdateProjectResponse, view=skift.ProjectInfo, field="project"
+        )
 
     async def archive_project(self, ref: str, *, reason: str = "archived") -> skift.ProjectInfo:
         req = v1.ArchiveProjectRequest(ref=ref, reason=reason)
-        got = await self._call("ArchiveProject", req, v1.ArchiveProjectResponse)
-        return from_pb(v1.Project, skift.ProjectInfo, got.project)
+        return await self._call(
+            "ArchiveProject",
+            req,
+            v1.ArchiveProjectResponse,
+            view=skift.ProjectInfo,
+            field="project",
+        )
 
     async def unrestrict_project(self, ref: str, *, reason: str) -> skift.ProjectInfo:
         """Make a restricted project readable by the whole organization again."""
         req = v1.UnrestrictProjectRequest(ref=ref, reason=reason)
-        got = await self._call("UnrestrictProject", req, v1.UnrestrictProjectResponse)
-        return from_pb(v1.Project, skift.ProjectInfo, got.project)
+        return await self._call(
+            "UnrestrictProject",
+            req,
+            v1.UnrestrictProjectResponse,
+            view=skift.ProjectInfo,
+            field="project",
+        )
 
     async def hold_project(self, ref: str, *, reason: str, request_id: str | None = None) -> int:
         """Park a whole project. Returns how many nodes the hold parks (a retry with the same
@@ -102,8 +115,9 @@ class GeneratedCalls(RemoteBase):
     async def get(self, ref: str, *, project: str | None = None) -> skift.NodeInfo:
         """One node, attributed, with its live lease while it is claimed (``lease``)."""
         req = v1.GetNodeRequest(ref=ref, project=project)
-        got = await self._call("GetNode", req, v1.GetNodeResponse)
-        return from_pb(v1.Node, skift.NodeInfo, got.node)
+        return await self._call(
+            "GetNode", req, v1.GetNodeResponse, view=skift.NodeInfo, field="node"
+        )
 
     async def resolve(self, ref: str, *, project: str | None = None) -> skift.Resolved:
         req = v1.ResolveNodeRequest(ref=ref, project=project)
@@ -184,8 +198,9 @@ class GeneratedCalls(RemoteBase):
             lease=lease,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("DropNode", req, v1.DropNodeResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "DropNode", req, v1.DropNodeResponse, view=skift.PatchResult, field="result"
+        )
 
     async def reopen(
         self,
@@ -203,8 +218,9 @@ class GeneratedCalls(RemoteBase):
             lease=lease,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("ReopenNode", req, v1.ReopenNodeResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "ReopenNode", req, v1.ReopenNodeResponse, view=skift.PatchResult, field="result"
+        )
 
     async def hold(
         self, ref: str, *, reason: str, project: str | None = None, request_id: str | None = None
@@ -213,8 +229,9 @@ class GeneratedCalls(RemoteBase):
         req = v1.HoldNodeRequest(
             ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("HoldNode", req, v1.HoldNodeResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "HoldNode", req, v1.HoldNodeResponse, view=skift.PatchResult, field="result"
+        )
 
     async def unhold(
         self, ref: str, *, reason: str, project: str | None = None, request_id: str | None = None
@@ -223,8 +240,9 @@ class GeneratedCalls(RemoteBase):
         req = v1.UnholdNodeRequest(
             ref=ref, reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("UnholdNode", req, v1.UnholdNodeResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "UnholdNode", req, v1.UnholdNodeResponse, view=skift.PatchResult, field="result"
+        )
 
     async def focus(
         self,
@@ -240,8 +258,9 @@ class GeneratedCalls(RemoteBase):
         req = v1.FocusRequest(
             keep=list(keep), reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("Focus", req, v1.FocusResponse)
-        return from_pb(v1.FocusResult, skift.FocusResult, got.result)
+        return await self._call(
+            "Focus", req, v1.FocusResponse, view=skift.FocusResult, field="result"
+        )
 
     async def clear_focus(
         self, *, reason: str, project: str | None = None, request_id: str | None = None
@@ -250,15 +269,17 @@ class GeneratedCalls(RemoteBase):
         req = v1.ClearFocusRequest(
             reason=reason, project=project, request_id=request_id_of(request_id)
         )
-        got = await self._call("ClearFocus", req, v1.ClearFocusResponse)
-        return from_pb(v1.FocusResult, skift.FocusResult, got.result)
+        return await self._call(
+            "ClearFocus", req, v1.ClearFocusResponse, view=skift.FocusResult, field="result"
+        )
 
     async def heartbeat(
         self, ref: str, *, lease: str, ttl: timedelta | None = None, project: str | None = None
     ) -> skift.LeaseInfo:
         req = v1.HeartbeatRequest(ref=ref, lease=lease, ttl=ttl, project=project)
-        got = await self._call("Heartbeat", req, v1.HeartbeatResponse)
-        return from_pb(v1.Lease, skift.LeaseInfo, got.lease)
+        return await self._call(
+            "Heartbeat", req, v1.HeartbeatResponse, view=skift.LeaseInfo, field="lease"
+        )
 
     async def complete(
         self,
@@ -278,8 +299,9 @@ class GeneratedCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("Complete", req, v1.CompleteResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "Complete", req, v1.CompleteResponse, view=skift.PatchResult, field="result"
+        )
 
     async def gate(
         self,
@@ -302,8 +324,9 @@ class GeneratedCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("Gate", req, v1.GateResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "Gate", req, v1.GateResponse, view=skift.PatchResult, field="result"
+        )
 
     async def sweep_expired(self, limit: int = 500) -> int:
         """Record expiry events for leases whose time ran out; returns how many (an person's
@@ -322,8 +345,13 @@ class GeneratedCalls(RemoteBase):
     ) -> skift.PrincipalInfo:
         """Register a principal (a person only), with a unix identity when ``uid`` is given."""
         req = v1.AddPrincipalRequest(name=name, kind=enum_pb(v1.PrincipalKind, kind), uid=uid)
-        got = await self._call("AddPrincipal", req, v1.AddPrincipalResponse)
-        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
+        return await self._call(
+            "AddPrincipal",
+            req,
+            v1.AddPrincipalResponse,
+            view=skift.PrincipalInfo,
+            field="principal",
+        )
 
     async def list_principals(
         self, *, limit: int | None = None, page: str | None = None
@@ -351,8 +379,13 @@ class GeneratedCalls(RemoteBase):
         identity instead (:meth:`invite_identity`).
         """
         req = v1.AttachIdentityRequest(principal=principal, scheme=scheme, value=value)
-        got = await self._call("AttachIdentity", req, v1.AttachIdentityResponse)
-        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
+        return await self._call(
+            "AttachIdentity",
+            req,
+            v1.AttachIdentityResponse,
+            view=skift.PrincipalInfo,
+            field="principal",
+        )
 
     async def invite_identity(self, principal: str, scheme: str, value: str) -> skift.InviteInfo:
         """Invite an external identity (an OIDC ``issuer|subject``) for a principal of the
@@ -361,8 +394,9 @@ class GeneratedCalls(RemoteBase):
         holds the identity (it is then never bound here).
         """
         req = v1.InviteIdentityRequest(principal=principal, scheme=scheme, value=value)
-        got = await self._call("InviteIdentity", req, v1.InviteIdentityResponse)
-        return from_pb(v1.IdentityInvite, skift.InviteInfo, got.invite)
+        return await self._call(
+            "InviteIdentity", req, v1.InviteIdentityResponse, view=skift.InviteInfo, field="invite"
+        )
 
     async def invites(self) -> list[skift.InviteInfo]:
         """The organization's pending invitations, oldest first (an admin's call); their codes
@@ -377,22 +411,25 @@ class GeneratedCalls(RemoteBase):
         an event): its code binds nothing from now on.
         """
         req = v1.CancelInviteRequest(invite=invite)
-        got = await self._call("CancelInvite", req, v1.CancelInviteResponse)
-        return from_pb(v1.IdentityInvite, skift.InviteInfo, got.invite)
+        return await self._call(
+            "CancelInvite", req, v1.CancelInviteResponse, view=skift.InviteInfo, field="invite"
+        )
 
     async def grant_admin(self, principal: str, *, reason: str) -> skift.PrincipalInfo:
         """Give a person the organization's admin role (an admin's call; an event)."""
         req = v1.GrantAdminRequest(principal=principal, reason=reason)
-        got = await self._call("GrantAdmin", req, v1.GrantAdminResponse)
-        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
+        return await self._call(
+            "GrantAdmin", req, v1.GrantAdminResponse, view=skift.PrincipalInfo, field="principal"
+        )
 
     async def revoke_admin(self, principal: str, *, reason: str) -> skift.PrincipalInfo:
         """Take the admin role from a person (an admin's call; an event); the organization's
         last admin stays one.
         """
         req = v1.RevokeAdminRequest(principal=principal, reason=reason)
-        got = await self._call("RevokeAdmin", req, v1.RevokeAdminResponse)
-        return from_pb(v1.Principal, skift.PrincipalInfo, got.principal)
+        return await self._call(
+            "RevokeAdmin", req, v1.RevokeAdminResponse, view=skift.PrincipalInfo, field="principal"
+        )
 
     async def create_token(self, principal: str) -> skift.TokenInfo:
         """A new bearer token for a principal (a person's own, or an admin's for anyone); its
@@ -445,8 +482,9 @@ class GeneratedCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("AddComment", req, v1.AddCommentResponse)
-        return from_pb(v1.Comment, skift.CommentInfo, got.comment)
+        return await self._call(
+            "AddComment", req, v1.AddCommentResponse, view=skift.CommentInfo, field="comment"
+        )
 
     async def comments(
         self,
@@ -531,22 +569,29 @@ class GeneratedCalls(RemoteBase):
             lease=lease,
             project=project,
         )
-        got = await self._call("RecordUsage", req, v1.RecordUsageResponse)
-        return from_pb(v1.UsageRecord, skift.UsageInfo, got.record)
+        return await self._call(
+            "RecordUsage", req, v1.RecordUsageResponse, view=skift.UsageInfo, field="record"
+        )
 
     async def usage(
         self, ref: str, *, subtree: bool = False, project: str | None = None
     ) -> skift.UsageReport:
         """A node's usage (with ``subtree``, its descendants' too), priced at today's rates."""
         req = v1.GetUsageRequest(ref=ref, subtree=subtree, project=project)
-        got = await self._call("GetUsage", req, v1.GetUsageResponse)
-        return from_pb(v1.UsageReport, skift.UsageReport, got.report)
+        return await self._call(
+            "GetUsage", req, v1.GetUsageResponse, view=skift.UsageReport, field="report"
+        )
 
     async def project_usage(self, project: str) -> skift.UsageReport:
         """A project's usage rollup, priced at today's rates, beside its budget."""
         req = v1.GetProjectUsageRequest(project=project)
-        got = await self._call("GetProjectUsage", req, v1.GetProjectUsageResponse)
-        return from_pb(v1.UsageReport, skift.UsageReport, got.report)
+        return await self._call(
+            "GetProjectUsage",
+            req,
+            v1.GetProjectUsageResponse,
+            view=skift.UsageReport,
+            field="report",
+        )
 
     async def set_rate(
         self,
@@ -569,8 +614,9 @@ class GeneratedCalls(RemoteBase):
             cache_write=str(cache_write),
             currency=currency,
         )
-        got = await self._call("SetRate", req, v1.SetRateResponse)
-        return from_pb(v1.Rate, skift.RateInfo, got.rate)
+        return await self._call(
+            "SetRate", req, v1.SetRateResponse, view=skift.RateInfo, field="rate"
+        )
 
     async def rates(
         self, *, limit: int | None = None, page: str | None = None
@@ -594,8 +640,9 @@ class GeneratedCalls(RemoteBase):
     async def org_limits(self) -> skift.OrgLimits:
         """The size limits in force for this organization, and which it set itself."""
         req = v1.GetOrgLimitsRequest()
-        got = await self._call("GetOrgLimits", req, v1.GetOrgLimitsResponse)
-        return from_pb(v1.OrgLimits, skift.OrgLimits, got.limits)
+        return await self._call(
+            "GetOrgLimits", req, v1.GetOrgLimitsResponse, view=skift.OrgLimits, field="limits"
+        )
 
     async def whoami(self) -> skift.WhoAmI:
         """Who this handle acts as, in which organization, and what serves it (``skift
@@ -609,14 +656,16 @@ class GeneratedCalls(RemoteBase):
         base alone), and who last set them.
         """
         req = v1.GetPolicyRequest()
-        got = await self._call("GetPolicy", req, v1.GetPolicyResponse)
-        return from_pb(v1.OrgPolicy, skift.OrgPolicy, got.policy)
+        return await self._call(
+            "GetPolicy", req, v1.GetPolicyResponse, view=skift.OrgPolicy, field="policy"
+        )
 
     async def reset_policy(self, *, reason: str | None = None) -> skift.OrgPolicy:
         """Drop the organization's own modules: the base policy alone decides again."""
         req = v1.ResetPolicyRequest(reason=reason or "")
-        got = await self._call("ResetPolicy", req, v1.ResetPolicyResponse)
-        return from_pb(v1.OrgPolicy, skift.OrgPolicy, got.policy)
+        return await self._call(
+            "ResetPolicy", req, v1.ResetPolicyResponse, view=skift.OrgPolicy, field="policy"
+        )
 
     async def create_org(
         self, name: str, *, admin: str, uid: int | None = None
@@ -651,8 +700,9 @@ class GeneratedCalls(RemoteBase):
     ) -> skift.BlobInfo:
         """Upload immutable bytes; returns their digest. The same bytes twice are kept once."""
         req = v1.PutBlobRequest(data=bytes(data), media_type=media_type, digest=digest)
-        got = await self._call("PutBlob", req, v1.PutBlobResponse)
-        return from_pb(v1.Blob, skift.BlobInfo, got.blob)
+        return await self._call(
+            "PutBlob", req, v1.PutBlobResponse, view=skift.BlobInfo, field="blob"
+        )
 
     async def get_blob(self, digest: str) -> bytes:
         """The bytes of a blob an artifact the caller may read names (or that the caller
@@ -680,8 +730,9 @@ class GeneratedCalls(RemoteBase):
             project=project,
             request_id=request_id_of(request_id),
         )
-        got = await self._call("AttachArtifact", req, v1.AttachArtifactResponse)
-        return from_pb(v1.PatchResult, skift.PatchResult, got.result)
+        return await self._call(
+            "AttachArtifact", req, v1.AttachArtifactResponse, view=skift.PatchResult, field="result"
+        )
 
     async def artifacts(
         self,
@@ -750,13 +801,19 @@ class GeneratedCalls(RemoteBase):
     async def disable_webhook(self, webhook: str) -> skift.WebhookInfo:
         """Send an endpoint nothing until it is enabled; what commits meanwhile waits for it."""
         req = v1.DisableWebhookRequest(webhook=webhook)
-        got = await self._call("DisableWebhook", req, v1.DisableWebhookResponse)
-        return from_pb(v1.Webhook, skift.WebhookInfo, got.webhook)
+        return await self._call(
+            "DisableWebhook",
+            req,
+            v1.DisableWebhookResponse,
+            view=skift.WebhookInfo,
+            field="webhook",
+        )
 
     async def enable_webhook(self, webhook: str) -> skift.WebhookInfo:
         req = v1.EnableWebhookRequest(webhook=webhook)
-        got = await self._call("EnableWebhook", req, v1.EnableWebhookResponse)
-        return from_pb(v1.Webhook, skift.WebhookInfo, got.webhook)
+        return await self._call(
+            "EnableWebhook", req, v1.EnableWebhookResponse, view=skift.WebhookInfo, field="webhook"
+        )
 
     async def webhook_deliveries(
         self,
@@ -790,11 +847,17 @@ class GeneratedCalls(RemoteBase):
     async def redeliver(self, delivery: str) -> skift.DeliveryInfo:
         """Queue a delivered or parked delivery again, with the same id and window."""
         req = v1.RedeliverWebhookRequest(delivery=delivery)
-        got = await self._call("RedeliverWebhook", req, v1.RedeliverWebhookResponse)
-        return from_pb(v1.WebhookDelivery, skift.DeliveryInfo, got.delivery)
+        return await self._call(
+            "RedeliverWebhook",
+            req,
+            v1.RedeliverWebhookResponse,
+            view=skift.DeliveryInfo,
+            field="delivery",
+        )
 
     async def test_webhook(self, webhook: str) -> skift.DeliveryInfo:
         """Queue a delivery with an empty window to an endpoint, to check its receiver."""
         req = v1.TestWebhookRequest(webhook=webhook)
-        got = await self._call("TestWebhook", req, v1.TestWebhookResponse)
-        return from_pb(v1.WebhookDelivery, skift.DeliveryInfo, got.delivery)
+        return await self._call(
+            "TestWebhook", req, v1.TestWebhookResponse, view=skift.DeliveryInfo, field="delivery"
+        )

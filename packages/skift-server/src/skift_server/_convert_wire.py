@@ -369,3 +369,39 @@ def read_view(message: type[betterproto2.Message], view: type[Any], data: bytes)
         except (wc.Fallback, IndexError, UnicodeDecodeError):
             pass  # the general path says what is wrong, as it would have
     return ct.decoder(message, view)(message.FromString(data))
+
+
+@functools.cache
+def _field_of(message: type[betterproto2.Message], name: str) -> tuple[bytes, Any]:
+    """The key ``message`` sends its field ``name`` under, and the field's message class."""
+    return wc.field_key(message, name), ct._cls_by_field(message)[name]  # pyright: ignore[reportPrivateUsage]
+
+
+def field_view(message: type[betterproto2.Message], name: str, view: type[Any], got: Any) -> Any:
+    """The ``view`` in the field ``name`` of the decoded reply ``got`` (GetNode's node)."""
+    return ct.from_pb(_field_of(message, name)[1], view, getattr(got, name))
+
+
+def read_field_view(
+    message: type[betterproto2.Message], name: str, view: type[Any], data: bytes
+) -> Any:
+    """The ``view`` in the field ``name`` of ``message``'s bytes ``data`` (a reply whose one
+    field wraps a view: GetNode's node): ``field_view(message, name, view,
+    message.FromString(data))``, read straight from the bytes (:func:`wire_decoder`) when
+    ``data`` is that one field, once, and its reader takes it; anything else is read by the
+    general path, which answers (or refuses) it as it always has."""
+    key, wire = _field_of(message, name)
+    read = wire_decoder(wire, view)
+    k = len(key)
+    end = len(data)
+    if read is not None and end > k and data[:k] == key:
+        try:
+            n = data[k]
+            i = k + 1
+            if n >= 128:
+                n, i = wc.read_varint(data, k)
+            if i + n == end:
+                return read(data[i:])
+        except (wc.Fallback, IndexError, UnicodeDecodeError):
+            pass  # the general path says what is wrong, as it would have
+    return field_view(message, name, view, message.FromString(data))
