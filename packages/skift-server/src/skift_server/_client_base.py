@@ -391,8 +391,8 @@ class RemoteBase:
             if conn is None:
                 return None
             try:
-                data = await conn.call(
-                    route, bytes(request), list(self._metadata().items()), timeout
+                data = await conn.call(  # held to the deadline by the timeout above
+                    route, bytes(request), list(self._metadata().items()), timeout, False
                 )
             except Unsupported:
                 return None

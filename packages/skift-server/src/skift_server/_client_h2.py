@@ -238,8 +238,12 @@ class Connection(asyncio.Protocol):
         request: bytes,
         metadata: Sequence[tuple[str, str]],
         timeout: float,
+        deadline: bool = True,
     ) -> bytes:
-        """Send one unary request to ``path``; the answer's message bytes."""
+        """Send one unary request to ``path``; the answer's message bytes. ``deadline``
+        False: the caller holds the call to ``timeout`` itself (``asyncio.timeout`` around
+        it: on expiry the call is cancelled and its stream reset as here); the request
+        still says ``timeout`` to the server."""
         transport = self.transport
         if self.closed or transport is None or transport.is_closing():
             raise Unsupported("the connection is closed")
@@ -271,7 +275,10 @@ class Connection(asyncio.Protocol):
         call = self._calls[sid] = _Call(done)
         transport.write(b"".join(out))
         try:
-            async with asyncio.timeout(timeout):
+            if deadline:
+                async with asyncio.timeout(timeout):
+                    await done
+            else:
                 await done
         except BaseException:  # the deadline, or the caller cancelled: the server is told
             if self._calls.pop(sid, None) is not None and not self.closed:
