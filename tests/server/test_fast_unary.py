@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import struct
 import tempfile
+import time
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any, cast
@@ -248,6 +249,25 @@ async def test_a_deadline_cuts_a_long_poll_short(fast: bool) -> None:
             await raw.send(sid, message(wait))
             got = await raw.answer(sid)
             assert got["grpc-status"] == "4"  # DEADLINE_EXCEEDED
+            await wait_for(lambda: server.service is not None and server.service.in_flight == 0)
+        finally:
+            await raw.close()
+
+
+async def test_a_far_deadline_cuts_a_long_poll_short_at_its_time(fast: bool) -> None:
+    """A deadline past ``_fast.ARM_AT_ONCE`` gets its timer from the connection's next
+    check, for the same moment: the call still ends at its deadline, not a tick later."""
+    async with served(fast) as (server, sock):
+        await server.base.create_project("Empty")
+        raw = await Raw().open(sock)
+        try:
+            started = time.monotonic()
+            sid = raw.start("ClaimNext", [("grpc-timeout", "2500m")])
+            await raw.send(sid, message(v1.ClaimNextRequest(wait=skift_duration(30))))
+            got = await raw.answer(sid)
+            took = time.monotonic() - started
+            assert got["grpc-status"] == "4"  # DEADLINE_EXCEEDED
+            assert 2.4 < took < 3.3, took
             await wait_for(lambda: server.service is not None and server.service.in_flight == 0)
         finally:
             await raw.close()

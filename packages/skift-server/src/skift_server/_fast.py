@@ -18,7 +18,8 @@ What it keeps from grpclib's behaviour, on the wire:
   and trailers (``grpc-status``, ``grpc-message``, ``grpc-status-details-bin``);
   an error before any message is a trailers-only answer, then RST_STREAM
   (NO_ERROR) if the client is still sending;
-- ``grpc-timeout``: past it the call is cancelled and answered DEADLINE_EXCEEDED;
+- ``grpc-timeout``: past it the call is cancelled and answered DEADLINE_EXCEEDED (a deadline
+  more than :data:`ARM_AT_ONCE` seconds off is armed by the connection's next check);
 - RST_STREAM from the client, GOAWAY, a connection lost or the server closing:
   the call is cancelled (its transaction rolled back) and nothing more is written;
 - flow control: the stream's window stays at ``unauthenticated_body_bytes``
@@ -104,6 +105,12 @@ _EARLY_BYTES: Final = 4096
 """A long poll's request larger than this gets its task as its bytes come (the request of a
 flood's long poll is a few dozen bytes)."""
 _REFUSALS_AT_MOST: Final = 1024
+ARM_AT_ONCE: Final = 2.0
+"""A call's deadline at most this far off gets its timer as the call begins; a later one
+(the remote client's 30 s) when the connection's next check runs (``_h2``: at least once a
+second), for the same moment. A call of a few milliseconds is over by then and never puts
+a timer on the loop's heap (every timer pushed and cancelled costs the loop's heap a few
+dozen comparisons in Python per call)."""
 
 
 class FastRoutes:
@@ -185,6 +192,17 @@ class FastConnection:
         elif kind is WindowUpdated:
             call.window()
         return True  # anything else on the stream (trailers, priority) means nothing here
+
+    def arm_deadlines(self) -> None:
+        """The timers of the calls whose deadline was left for later (:data:`ARM_AT_ONCE`):
+        the connection's periodic check, which runs before any such deadline comes."""
+        loop: asyncio.AbstractEventLoop | None = None
+        for call in self.calls.values():
+            if call.due is not None and call.timer is None and call.task is not None:
+                if not call.task.done():
+                    loop = loop or asyncio.get_running_loop()
+                    call.timer = loop.call_at(call.due, call._expire)  # pyright: ignore[reportPrivateUsage]
+                call.due = None
 
     def windows(self) -> None:
         """The connection's window or the client's settings changed: blocked answers go on."""
@@ -279,6 +297,7 @@ class FastCall:
     __slots__ = (
         "body",
         "conn",
+        "due",
         "ended",
         "expired",
         "fast",
@@ -325,6 +344,8 @@ class FastCall:
         self.expired = False
         self.waiter: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.due: float | None = None
+        """The loop's time of a deadline whose timer is not armed yet (:data:`ARM_AT_ONCE`)."""
         self.task: asyncio.Task[None] | None = None
         self.seconds = seconds
 
@@ -334,8 +355,12 @@ class FastCall:
         loop = asyncio.get_running_loop()
         self.task = task = loop.create_task(self._run())
         self.conn.track(self, task)
-        if self.seconds is not None:
-            self.timer = loop.call_later(self.seconds, self._expire)
+        seconds = self.seconds
+        if seconds is not None:
+            if seconds <= ARM_AT_ONCE:
+                self.timer = loop.call_later(seconds, self._expire)
+            else:  # armed for the same moment by the connection's next check, if still running
+                self.due = loop.time() + seconds
 
     def refuse_early(self) -> bool:
         """A long poll whose request is read whole, past its principal's cap: answered now,
@@ -443,6 +468,7 @@ class FastCall:
             _log.exception("%s: answering failed", self.name)
             self._fail(Status.UNKNOWN, "Internal Server Error", None)
         finally:
+            self.due = None
             if self.timer is not None:
                 self.timer.cancel()
                 self.timer = None

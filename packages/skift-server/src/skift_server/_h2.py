@@ -79,6 +79,9 @@ class GatheringTransport:
         self._parts = []
         self._transport.abort()
 
+    def is_closing(self) -> bool:  # asked several times a call: not through __getattr__
+        return self._transport.is_closing()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
@@ -315,6 +318,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._timer = None
         if self._closing or self.connection.is_closing():
             return
+        if self._fast is not None:
+            self._fast.arm_deadlines()  # at least once a second: before any of those deadlines
         self._track()
         lim = self.limits
         timeout = {
@@ -781,7 +786,8 @@ def _refuse_streams_past(h2c: Any, limit: int) -> None:
     def receive(frame: HeadersFrame) -> Any:
         sid = frame.stream_id
         if (
-            sid not in h2c.streams
+            len(h2c.streams) >= limit  # else fewer open (h2 counts them by walking them all)
+            and sid not in h2c.streams
             and sid > h2c.highest_inbound_stream_id
             and sid % 2 == 1
             and h2c.open_inbound_streams >= limit
