@@ -17,6 +17,8 @@ from typing import Any
 
 import betterproto2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import skift_server  # noqa: F401  # installs the fast codec
 from skift_server import _paging, _wirecodec
@@ -178,3 +180,24 @@ def test_a_page_of_stand_ins_encodes_as_its_messages() -> None:
     sent = v1.ReadyResponse(nodes=stand_ins, held_count=3, next_page_token="t")
     assert bytes(sent) == bytes(page)
     assert v1.ReadyResponse.parse(bytes(sent)) == page
+
+
+_EDGES = sorted(
+    {v for k in range(0, 64) for v in (1 << k, (1 << k) - 1, (1 << k) + 1)}
+    | {0, 127, 128, 16383, 16384, 1_764_000_000, 999_999_000, (1 << 63) - 1}
+)
+
+
+@pytest.mark.parametrize("value", [*_EDGES, *(-v for v in _EDGES if v <= 1 << 63)])
+def test_a_varint_is_betterprotos(value: int) -> None:
+    from skift_server._wirecodec import varint
+
+    assert varint(value) == betterproto2.encode_varint(value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=-(1 << 63), max_value=(1 << 64) - 1))
+def test_any_varint_is_betterprotos(value: int) -> None:
+    from skift_server._wirecodec import varint
+
+    assert varint(value) == betterproto2.encode_varint(value)

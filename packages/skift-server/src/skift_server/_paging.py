@@ -30,6 +30,7 @@ import betterproto2
 import skift
 
 from ._convert import page_size as page_size  # the clients' import, here since before
+from ._wirecodec import Encoded
 
 T = TypeVar("T", bound=betterproto2.Message)
 
@@ -135,7 +136,7 @@ def core_page(page: skift.Page[Any], message: type[T], request: Any) -> tuple[li
 
 def size_of(item: betterproto2.Message) -> int:
     """The bytes ``item`` takes inside its response (the tag and length prefix included)."""
-    n = len(bytes(item))
+    n = len(item.data if item.__class__ is Encoded else bytes(item))  # a stand-in: its bytes
     return n + 1 + max(1, (n.bit_length() + 6) // 7)
 
 

@@ -122,6 +122,30 @@ def _varint(value: int) -> bytes:
                 "unable to encode a varint within 10 bytes."
             )
         value += 1 << 64
+    # up to five bytes (a timestamp's seconds and nanos, lengths, numbers) made at once
+    if value < 1 << 14:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if value < 1 << 21:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    if value < 1 << 28:
+        return bytes(
+            (
+                (value & 0x7F) | 0x80,
+                ((value >> 7) & 0x7F) | 0x80,
+                ((value >> 14) & 0x7F) | 0x80,
+                value >> 21,
+            )
+        )
+    if value < 1 << 35:
+        return bytes(
+            (
+                (value & 0x7F) | 0x80,
+                ((value >> 7) & 0x7F) | 0x80,
+                ((value >> 14) & 0x7F) | 0x80,
+                ((value >> 21) & 0x7F) | 0x80,
+                value >> 28,
+            )
+        )
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
