@@ -42,6 +42,8 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _SECONDS = wc.varint(1 << 3)  # google.protobuf.Timestamp: seconds = 1 (int64)
 _NANOS = wc.varint(2 << 3)  # nanos = 2 (int32)
 _varint = wc.varint
+_read_varint = wc.read_varint
+_timedelta = dt.timedelta
 _INTS = frozenset(
     {
         betterproto2.TYPE_INT64,
@@ -208,20 +210,21 @@ _READABLE = _INTS | {
 }
 
 
-def _read_timestamp(raw: bytes) -> dt.datetime:
-    """A google.protobuf.Timestamp's bytes as ``Timestamp.to_datetime`` makes them."""
-    i, end, seconds, nanos = 0, len(raw), 0, 0
-    if i < end and raw[i] == 8:
-        seconds, i = wc.read_varint(raw, i + 1)
+def _read_timestamp(buf: bytes, i: int, end: int) -> dt.datetime:
+    """A google.protobuf.Timestamp's bytes (``buf[i:end]``) as ``Timestamp.to_datetime``
+    makes them."""
+    seconds = nanos = 0
+    if i < end and buf[i] == 8:
+        seconds, i = _read_varint(buf, i + 1)
         seconds &= 0xFFFFFFFFFFFFFFFF
         seconds = (seconds ^ 0x8000000000000000) - 0x8000000000000000
-    if i < end and raw[i] == 16:
-        nanos, i = wc.read_varint(raw, i + 1)
+    if i < end and buf[i] == 16:
+        nanos, i = _read_varint(buf, i + 1)
         nanos &= 0xFFFFFFFF
         nanos = (nanos ^ 0x80000000) - 0x80000000
     if i != end:
         raise wc.Fallback
-    return _EPOCH + dt.timedelta(seconds=seconds, microseconds=nanos // 1000)
+    return _EPOCH + _timedelta(0, seconds, nanos // 1000)  # days, seconds, microseconds
 
 
 _CONVERT = {
@@ -283,7 +286,7 @@ def wire_decoder(
             if kind == betterproto2.TYPE_STRING:
                 value = 'str(buf[i:j], "utf-8")'
             elif wire is dt.datetime:
-                value = f"{g.bind(_read_timestamp, 'ts')}(buf[i:j])"
+                value = f"{g.bind(_read_timestamp, 'ts')}(buf, i, j)"
             else:
                 t = ct._optional(hints[name])[0] if name in vfields else None  # pyright: ignore[reportPrivateUsage]
                 item = ct._item(t) if fm.repeated else t  # pyright: ignore[reportPrivateUsage]

@@ -158,9 +158,26 @@ def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
     b = buf[i]
     if b < 0x80:
         return b, i + 1
+    # up to five bytes (a timestamp's seconds and nanos) read without the loop
     result = b & 0x7F
-    shift = 7
-    i += 1
+    b = buf[i + 1]
+    if b < 0x80:
+        return result | (b << 7), i + 2
+    result |= (b & 0x7F) << 7
+    b = buf[i + 2]
+    if b < 0x80:
+        return result | (b << 14), i + 3
+    result |= (b & 0x7F) << 14
+    b = buf[i + 3]
+    if b < 0x80:
+        return result | (b << 21), i + 4
+    result |= (b & 0x7F) << 21
+    b = buf[i + 4]
+    if b < 0x80:
+        return result | (b << 28), i + 5
+    result |= (b & 0x7F) << 28
+    shift = 35
+    i += 5
     while True:
         b = buf[i]
         i += 1
