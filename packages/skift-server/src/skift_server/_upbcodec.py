@@ -223,7 +223,9 @@ def decode(cls: type[Any], data: bytes, *, deadline: float | None = None) -> Any
     if m.ByteSize() != with_unknown:
         raise Unsure  # a field protobuf did not know, or knew with another wire type
     try:
-        with _gc_paused(len(data) >= GC_PAUSE_BYTES):
+        if len(data) < GC_PAUSE_BYTES:  # a small request: no pause, no context manager
+            return _Copy(deadline).message(cls, m, 0)
+        with _gc_paused(True):
             return _Copy(deadline).message(cls, m, 0)
     except (Unsure, TooSlow):
         raise
