@@ -126,6 +126,12 @@ def _field(
     kind = fm.proto_type
     key = g.bind(wc.field_key(message, name), "key")
     v = f"v.{name}"
+    # a length-delimited value: its key and length from a table made once (lengths below
+    # 128), appended with the value, so no bytes are made by concatenation per field
+    raw_key = wc.field_key(message, name)
+    pre = g.bind([raw_key + _SMALL[n] for n in range(128)], "pre")
+    varint = g.bind(wc.varint, "varint")
+    delimited = f"out += ({pre}[n], b) if n < 128 else ({key} + {varint}(n), b)"
     if fm.repeated or kind == betterproto2.TYPE_MAP:
         if (
             fm.repeated
@@ -135,11 +141,7 @@ def _field(
             and typing.get_origin(t) in (tuple, list)
             and typing.get_args(t)[:1] == (str,)
         ):  # a list of strings: each its own field, as _wirecodec sends one (none: nothing)
-            small, varint = g.bind(_SMALL, "small"), g.bind(wc.varint, "varint")
-            return [
-                f"for x in {v}: b = x.encode(); n = len(b); "
-                f"out.append({key} + ({small}[n] if n < 128 else {varint}(n)) + b)"
-            ]
+            return [f"for x in {v}: b = x.encode(); n = len(b); {delimited}"]
     elif kind == betterproto2.TYPE_ENUM and not fm.optional:
         table = g.bind(_EnumBytes(ct._Words(wire), wc.field_key(message, name)), "enum")  # pyright: ignore[reportPrivateUsage]
         return [f"out.append({table}[{v}])"]
@@ -154,12 +156,7 @@ def _field(
         and attrs.has(t)
     ):
         sub = g.bind(wire_encoder(t, wire), "sub")
-        return [
-            f"x = {v}",
-            f"if x is not None: b = {sub}(x); n = len(b); "
-            f"out.append({key} + ({g.bind(_SMALL, 'small')}[n] if n < 128 else "
-            f"{g.bind(wc.varint, 'varint')}(n)) + b)",
-        ]
+        return [f"x = {v}", f"if x is not None: b = {sub}(x); n = len(b); {delimited}"]
     elif (kind in (betterproto2.TYPE_STRING, betterproto2.TYPE_BOOL) or kind in _INTS) and t in (
         str,
         int,
@@ -167,15 +164,12 @@ def _field(
     ):
         sent = "x is not None" if fm.optional else "x"
         if kind == betterproto2.TYPE_STRING:
-            small, varint = g.bind(_SMALL, "small"), g.bind(wc.varint, "varint")
-            put = (
-                f"b = x.encode(); n = len(b); "
-                f"out.append({key} + ({small}[n] if n < 128 else {varint}(n)) + b)"
-            )
+            put = f"b = x.encode(); n = len(b); {delimited}"
         elif kind == betterproto2.TYPE_BOOL:
-            put = f'out.append({key} + (b"\\x01" if x else b"\\x00"))'
+            yes, no = g.bind(raw_key + b"\x01", "yes"), g.bind(raw_key + b"\x00", "no")
+            put = f"out.append({yes} if x else {no})"
         else:
-            put = f"out.append({key} + {g.bind(wc.varint, 'varint')}(int(x)))"
+            put = f"out += ({key}, {varint}(int(x)))"
         return [f"x = {v}", f"if {sent}: {put}"]
     # anything else: the converter's expression, encoded by _wirecodec's code for the field
     expr = ct._encode_field(g, view, message, name, fm, wire, hint)  # pyright: ignore[reportPrivateUsage]
