@@ -278,7 +278,7 @@ def wire_decoder(
                 f"if j > end: raise {fallback}",
             ]
             if kind == betterproto2.TYPE_STRING:
-                value = 'str(buf[i:j], "utf-8")'
+                value = "buf[i:j].decode()"  # UTF-8, strict: as str(..., 'utf-8')
             elif wire is dt.datetime:
                 value = f"{g.bind(_read_timestamp, 'ts')}(buf, i, j)"
             else:
