@@ -134,13 +134,13 @@ def core_page(page: skift.Page[Any], message: type[T], request: Any) -> tuple[li
     return items[:k], next_token(page, k, request)
 
 
-def size_of(item: betterproto2.Message) -> int:
+def size_of(item: betterproto2.Message | Encoded) -> int:
     """The bytes ``item`` takes inside its response (the tag and length prefix included)."""
-    n = len(item.data if item.__class__ is Encoded else bytes(item))  # a stand-in: its bytes
+    n = len(item.data if isinstance(item, Encoded) else bytes(item))  # a stand-in: its bytes
     return n + 1 + max(1, (n.bit_length() + 6) // 7)
 
 
-def fit(items: Sequence[betterproto2.Message], budget: int = RESPONSE_BUDGET) -> int:
+def fit(items: Sequence[betterproto2.Message | Encoded], budget: int = RESPONSE_BUDGET) -> int:
     """How many of ``items``, from the first, fit in ``budget`` bytes (at least one)."""
     used = 0
     for i, item in enumerate(items):
