@@ -1,5 +1,5 @@
 """A connection's HPACK decoder remembers header blocks that neither read nor change the
-dynamic table (``_h2.BlockDecoder``): whatever blocks come, in whatever order, it answers
+dynamic table (``_hpack_blocks.BlockDecoder``): whatever blocks come, in whatever order, it answers
 what HPACK's own decoder answers (the same header lists, the same errors, the same table
 afterwards), and it answers a block from memory only when the block means the same
 whatever the table holds."""
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skift_server._client_h2 import header_block
-from skift_server._h2 import BlockDecoder, remember_blocks, stateless_block
+from skift_server._hpack_blocks import BlockDecoder, remember_blocks, stateless_block
 
 
 def _answer(decoder: Decoder, block: bytes, raw: bool) -> Any:

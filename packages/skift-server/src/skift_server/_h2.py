@@ -26,7 +26,7 @@ import contextlib
 import enum
 import logging
 import time
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol
 
 import attrs
 from grpclib.client import Channel
@@ -37,11 +37,11 @@ from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset, Windo
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes
 from h2.stream import StreamClosedBy
-from hpack import Decoder
 from hpack.table import HeaderTable
 from hyperframe.frame import HeadersFrame, RstStreamFrame
 
 from ._fast import FastConnection, FastRoutes
+from ._hpack_blocks import remember_blocks
 
 _log = logging.getLogger("skift_server")
 
@@ -681,98 +681,6 @@ def _indexed_only(block: bytes, dynamic: int) -> bool:
         if index == 0 or index > top:
             return False
     return True
-
-
-_BLOCKS_AT_MOST: Final = 16
-"""Header blocks a connection's decoder remembers (a client sends the same few again)."""
-_BLOCK_BYTES_AT_MOST: Final = 1024
-"""The largest header block remembered (a request's is ~100 bytes): what one connection
-holds in memory for this stays small whatever its client sends."""
-
-
-class BlockDecoder(Decoder):
-    """HPACK's decoder, remembering what it decoded from a header block that neither reads
-    nor changes the dynamic table (:func:`stateless_block`: static entries and literals
-    not indexed). Such a block means the same whatever the table holds, so the next time
-    it comes (a client's request headers, made once per route: ``_client_h2``) its header
-    list is answered from memory, without decoding it again. The decoder's checks stay:
-    the header list's size against ``max_header_list_size`` and the table's size against
-    the largest allowed (a block answered from memory left the table as it was)."""
-
-    _blocks: dict[tuple[bytes, bool], tuple[list[Any], int]]
-
-    def decode(self, data: bytes, raw: bool = False) -> Any:
-        key = (data, raw)
-        hit = self._blocks.get(key) if data.__class__ is bytes else None
-        if hit is not None and hit[1] <= self.max_header_list_size:
-            self._assert_valid_table_size()
-            return list(hit[0])
-        headers = super().decode(data, raw)
-        if data.__class__ is bytes and len(data) <= _BLOCK_BYTES_AT_MOST and stateless_block(data):
-            if len(self._blocks) >= _BLOCKS_AT_MOST:
-                self._blocks.clear()
-            got = list(headers)
-            size = sum(32 + _octets(k) + _octets(v) for k, v in got)  # as HPACK counts
-            self._blocks[key] = (got, size)
-        return headers
-
-
-def _octets(value: bytes | str) -> int:
-    return len(value) if isinstance(value, bytes) else len(value.encode("utf-8"))
-
-
-def remember_blocks(decoder: Decoder) -> None:
-    """Make h2's ``decoder`` a :class:`BlockDecoder` (its state kept: the same object)."""
-    decoder.__class__ = BlockDecoder
-    cast(BlockDecoder, decoder)._blocks = {}  # pyright: ignore[reportPrivateUsage]
-
-
-def _hpack_int(block: bytes, i: int, prefix: int) -> tuple[int, int]:
-    """The HPACK integer at ``block[i]`` with a ``prefix``-bit prefix, and where it ends;
-    (-1, i) if it is cut short or absurdly long."""
-    top = (1 << prefix) - 1
-    value = block[i] & top
-    i += 1
-    if value < top:
-        return value, i
-    shift = 0
-    while True:
-        if i >= len(block) or shift > 28:
-            return -1, i
-        c = block[i]
-        i += 1
-        value += (c & 0x7F) << shift
-        shift += 7
-        if not c & 0x80:
-            return value, i
-
-
-def stateless_block(block: bytes) -> bool:
-    """Whether an HPACK header block reads no dynamic table entry and adds none (RFC 7541:
-    indexed fields of the static table, literals without indexing or never indexed whose
-    name is a literal or the static table's, no table size update): it decodes to the
-    same header list whatever the table holds, and leaves the table as it was."""
-    i, n = 0, len(block)
-    while i < n:
-        b = block[i]
-        if b & 0x80:  # an indexed field
-            index, i = _hpack_int(block, i, 7)
-            if index <= 0 or index > _STATIC_ENTRIES:
-                return False
-            continue
-        if b & 0x60:  # a literal added to the table, or a table size update
-            return False
-        index, i = _hpack_int(block, i, 4)  # a literal not indexed, or never indexed
-        if index < 0 or index > _STATIC_ENTRIES:
-            return False
-        for _ in range(1 if index else 2):  # the value, and first the name if a literal
-            if i >= n:
-                return False
-            length, i = _hpack_int(block, i, 7)
-            if length < 0 or i + length > n:
-                return False
-            i += length
-    return i == n
 
 
 def _refuse_streams_past(h2c: Any, limit: int) -> None:
