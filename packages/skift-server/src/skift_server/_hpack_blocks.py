@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Final, cast
 
-from hpack import Decoder
+from hpack import Decoder, HPACKDecodingError
+from hpack.hpack import decode_integer
 from hpack.table import HeaderTable
 
 __all__ = ["BlockDecoder", "remember_blocks", "stateless_block"]
@@ -58,23 +59,13 @@ def remember_blocks(decoder: Decoder) -> None:
 
 
 def _hpack_int(block: bytes, i: int, prefix: int) -> tuple[int, int]:
-    """The HPACK integer at ``block[i]`` with a ``prefix``-bit prefix, and where it ends;
-    (-1, i) if it is cut short or absurdly long."""
-    top = (1 << prefix) - 1
-    value = block[i] & top
-    i += 1
-    if value < top:
-        return value, i
-    shift = 0
-    while True:
-        if i >= len(block) or shift > 28:
-            return -1, i
-        c = block[i]
-        i += 1
-        value += (c & 0x7F) << shift
-        shift += 7
-        if not c & 0x80:
-            return value, i
+    """The HPACK integer at ``block[i]`` with a ``prefix``-bit prefix (hpack's own reading),
+    and where it ends; (-1, i) if it is cut short."""
+    try:
+        value, used = decode_integer(memoryview(block)[i:], prefix)
+    except HPACKDecodingError:
+        return -1, i
+    return value, i + used
 
 
 def stateless_block(block: bytes) -> bool:
