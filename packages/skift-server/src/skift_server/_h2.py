@@ -24,6 +24,7 @@ import asyncio
 import collections
 import contextlib
 import enum
+import itertools
 import logging
 import time
 from typing import Any, Final, Protocol
@@ -31,16 +32,15 @@ from typing import Any, Final, Protocol
 import attrs
 from grpclib.client import Channel
 from grpclib.protocol import H2Protocol
-from h2.connection import ConnectionState, _decode_headers  # pyright: ignore[reportPrivateUsage]
+from h2.connection import ConnectionState
 from h2.errors import ErrorCodes
 from h2.events import RemoteSettingsChanged, RequestReceived, StreamReset, WindowUpdated
 from h2.exceptions import ProtocolError
 from h2.settings import SettingCodes
 from h2.stream import StreamClosedBy
-from hpack.table import HeaderTable
-from hyperframe.frame import HeadersFrame, RstStreamFrame
 
 from ._fast import FastConnection, FastRoutes
+from ._h2_frames import indexed_only, quiet_receive, refuse_streams_past, take_data, take_headers
 from ._hpack_blocks import remember_blocks
 
 _log = logging.getLogger("skift_server")
@@ -109,7 +109,6 @@ _LINGER: Final = 1.0
 """Seconds a connection given GOAWAY stays open, reading and dropping, before it closes."""
 _PREFACE_BYTES: Final = 24
 """The client's connection preface (``PRI * HTTP/2.0...``), before its first frame."""
-_STATIC_ENTRIES: Final = HeaderTable.STATIC_TABLE_LENGTH
 _HPACK_HARD_CAP: Final = 1024 * 1024
 """A header block decoding past this is a connection error (an HPACK bomb); below it
 and above :attr:`ConnectionLimits.max_header_list_bytes` the request is answered with a status."""
@@ -259,10 +258,11 @@ class GuardedH2Protocol(GatheringH2Protocol):
         h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
         h2c.decoder.max_header_list_size = max(_HPACK_HARD_CAP, self.limits.max_header_list_bytes)
         remember_blocks(h2c.decoder)
+        quiet_receive(h2c)
         h2c.update_settings(
             {SettingCodes.MAX_CONCURRENT_STREAMS: self.limits.max_concurrent_streams}
         )
-        _refuse_streams_past(h2c, self.limits.max_concurrent_streams)
+        refuse_streams_past(h2c, self.limits.max_concurrent_streams)
         self.connection.flush()
         now = time.monotonic()
         self._state, self._since = _State.PREFACE, now
@@ -461,18 +461,22 @@ class GuardedH2Protocol(GatheringH2Protocol):
         resets in the very next frame (the CVE-2023-44487 pattern): that pair is taken
         here (:meth:`_reset_at_once`), never reaching h2's stream machinery or grpclib."""
         seen = self._seen
-        if not self._preface_done or len(seen) < 2:
+        if not self._preface_done or not seen:
             self._feed(data)
             return
         fed = 0
         n = len(data)
         k = 0
-        while k < len(seen) - 1:
+        pending: list[Any] = []  # events of what was taken so far, handled together
+        fast = self._fast
+        reset = False  # a request reset in its next frame was taken (_reset_at_once)
+        while k < len(seen):
             start, ftype, flags, sid, length, block_open = seen[k]
             end = start + 9 + length
-            nxt = seen[k + 1]
+            nxt = seen[k + 1] if k + 1 < len(seen) else None
             if (
-                ftype == _HEADERS
+                nxt is not None
+                and ftype == _HEADERS
                 and flags & ~_END_FLAGS == 0
                 and flags & _END_HEADERS
                 and not block_open
@@ -483,9 +487,16 @@ class GuardedH2Protocol(GatheringH2Protocol):
                 and end + 13 <= n
             ):
                 if start > fed:
-                    self._feed(data[fed:start])
-                    if self._closing or self.connection.is_closing():
+                    got = self._parse(data[fed:start])
+                    if got is None:
                         return
+                    pending += got
+                if pending:
+                    pending, taken = [], pending
+                    self._dispatch(taken)
+                if self._closing or self.connection.is_closing():
+                    return
+                reset = True
                 if not self._reset_at_once(sid, data[start + 9 : end]):
                     self._feed(data[start : end + 13])  # h2 decides (and answers)
                 if self._closing or self.connection.is_closing():
@@ -493,12 +504,53 @@ class GuardedH2Protocol(GatheringH2Protocol):
                 fed = end + 13
                 k += 2
                 continue
+            if fast is not None and ftype in (_HEADERS, _DATA) and not block_open and end <= n:
+                if start > fed:  # h2 parses what comes before (handled with the rest)
+                    got = self._parse(data[fed:start])
+                    if got is None:
+                        return
+                    pending += got
+                    fed = start
+                events = self._take_frame(data[start + 9 : end], ftype, flags, sid)
+                if events is None:
+                    return  # a protocol error: the connection lingers
+                if events:
+                    pending += events
+                    fed = end
+                    k += 1
+                    continue
             k += 1
         if fed < n:
-            self._feed(data[fed:])
-        if fed and not self._closing:
+            got = self._parse(data[fed:])
+            if got is None:
+                return
+            pending += got
+        if pending or fed < n:
+            self._dispatch(pending)
+        if reset and not self._closing:
             self.connection.flush()
             self._track(True)
+
+    def _take_frame(self, payload: bytes, ftype: int, flags: int, sid: int) -> list[Any] | None:
+        """A HEADERS or DATA frame (its ``payload``) taken without h2's frame parsing when
+        it is a unary request's (``_h2_frames``), everything before it parsed already: the
+        frame's events, [] when h2 is to parse it, None after a protocol error (the
+        connection lingers, with the GOAWAY h2 would send)."""
+        h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
+        incoming: Any = h2c.incoming_buffer
+        if getattr(incoming, "_data", None) or getattr(incoming, "_headers_buffer", None):
+            return []  # (not expected: what came before ends where this frame begins)
+        try:
+            if ftype == _HEADERS:
+                events = take_headers(h2c, sid, flags, payload, self.limits.max_concurrent_streams)
+            else:
+                events = take_data(h2c, sid, flags, payload)
+        except ProtocolError as e:  # as h2's receive_data: GOAWAY with the error's code
+            h2c._terminate_connection(e.error_code)  # pyright: ignore[reportPrivateUsage]
+            _log.debug("HTTP/2 protocol error", exc_info=True)
+            self._linger("Protocol error")
+            return None
+        return events or []
 
     def _reset_at_once(self, sid: int, block: bytes) -> bool:
         """A request (stream ``sid``, header block ``block``) reset by the client in its
@@ -518,7 +570,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
         ):
             return False
         decoder = h2c.decoder
-        if not _indexed_only(block, len(decoder.header_table.dynamic_entries)):
+        if not indexed_only(block, len(decoder.header_table.dynamic_entries)):
             try:
                 decoder.decode(block, raw=True)
             except Exception:  # HPACK's state is lost: a connection error, as h2 makes it
@@ -536,12 +588,21 @@ class GuardedH2Protocol(GatheringH2Protocol):
         return True
 
     def _feed(self, data: bytes | memoryview) -> None:
+        events = self._parse(data)
+        if events is not None:
+            self._dispatch(events)
+
+    def _parse(self, data: bytes | memoryview) -> list[Any] | None:
+        """h2's events for ``data``; None after a protocol error (the connection lingers)."""
         try:
-            events = self.connection.feed(bytes(data))
+            return self.connection.feed(bytes(data))
         except ProtocolError:
             _log.debug("HTTP/2 protocol error", exc_info=True)
             self._linger("Protocol error")  # with the GOAWAY h2 prepared
-            return
+            return None
+
+    def _dispatch(self, events: list[Any]) -> None:
+        """Hand the events of what was just received to the fast path and grpclib."""
         self.connection.flush()
         # A request the client reset in this same batch never reaches grpclib: no stream, no
         # handler (the CVE-2023-44487 pattern costs what parsing it costs), its reset counted.
@@ -616,7 +677,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
             with contextlib.suppress(Exception):
                 h2c.reset_stream(sid, error_code=ErrorCodes.REFUSED_STREAM)
             return False
-        size = sum(len(k) + len(v) + 32 for k, v in event.headers or ())
+        headers = event.headers or ()
+        size = 32 * len(headers) + sum(map(len, itertools.chain.from_iterable(headers)))
         if size > lim.max_header_list_bytes:
             message = (
                 f"the request headers are {size} bytes; this server takes at most "
@@ -639,6 +701,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
         return True
 
 
+_DATA: Final = 0x0
 _HEADERS: Final = 0x1
 _RST_STREAM: Final = 0x3
 _CONTINUATION: Final = 0x9
@@ -652,63 +715,6 @@ def _block_open_after(ftype: int, flags: int, was_open: bool) -> bool:
     if ftype in (_HEADERS, _CONTINUATION):
         return not flags & _END_HEADERS
     return was_open
-
-
-def _indexed_only(block: bytes, dynamic: int) -> bool:
-    """Whether an HPACK header block is indexed fields alone, each naming an entry the
-    tables hold (``dynamic``: entries in the dynamic table): decoding it changes no state."""
-    i, n = 0, len(block)
-    if not n:
-        return False
-    top = _STATIC_ENTRIES + dynamic
-    while i < n:
-        b = block[i]
-        i += 1
-        if not b & 0x80:
-            return False
-        index = b & 0x7F
-        if index == 0x7F:
-            shift = 0
-            while True:
-                if i >= n or shift > 21:
-                    return False
-                c = block[i]
-                i += 1
-                index += (c & 0x7F) << shift
-                shift += 7
-                if not c & 0x80:
-                    break
-        if index == 0 or index > top:
-            return False
-    return True
-
-
-def _refuse_streams_past(h2c: Any, limit: int) -> None:
-    """A HEADERS frame that would open stream ``limit + 1`` is answered RST_STREAM
-    (REFUSED_STREAM), a stream error as RFC 9113 5.1.2 allows and nginx does, where h2
-    would close the whole connection. Its header block is still decoded, keeping HPACK's
-    state in step with the client's."""
-    table: dict[Any, Any] = h2c._frame_dispatch_table
-    original = table[HeadersFrame]
-
-    def receive(frame: HeadersFrame) -> Any:
-        sid = frame.stream_id
-        if (
-            len(h2c.streams) >= limit  # else fewer open (h2 counts them by walking them all)
-            and sid not in h2c.streams
-            and sid > h2c.highest_inbound_stream_id
-            and sid % 2 == 1
-            and h2c.open_inbound_streams >= limit
-        ):
-            _decode_headers(h2c.decoder, frame.data)
-            h2c.highest_inbound_stream_id = sid
-            h2c._closed_streams[sid] = StreamClosedBy.SEND_RST_STREAM
-            rst = RstStreamFrame(sid)
-            rst.error_code = ErrorCodes.REFUSED_STREAM
-            return [rst], []
-        return original(frame)
-
-    table[HeadersFrame] = receive
 
 
 def _peer(connection: Any) -> str:
