@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from skift_server._client_h2 import header_block
 from skift_server._h2_frames import quiet_receive, take_data, take_headers
+from skift_server._hpack_blocks import remember_blocks
 
 LIMIT = 8
 """Streams allowed open at once in these tests (``ConnectionLimits.max_concurrent_streams``)."""
@@ -143,8 +144,9 @@ def _by_taking(conn: h2.connection.H2Connection, frame: bytes) -> Any:
 
 def _event(e: Event) -> Any:
     fields = {k: v for k, v in vars(e).items() if k not in ("stream_ended", "priority_updated")}
-    ended = getattr(e, "stream_ended", None)
-    return (e.__class__, sorted((k, repr(v)) for k, v in fields.items()), ended is not None)
+    ended = getattr(e, "stream_ended", None) is not None
+    headers = [(h.__class__, *h) for h in fields.pop("headers", None) or []]
+    return (e.__class__, sorted((k, repr(v)) for k, v in fields.items()), headers, ended)
 
 
 def _outcome(got: Any) -> Any:
@@ -184,6 +186,7 @@ def _state(conn: h2.connection.H2Connection) -> Any:
 @given(st.lists(_frames(), min_size=1, max_size=24))
 def test_taking_a_frame_is_h2s_receipt_of_it(frames: list[tuple[Any, Any]]) -> None:
     plain, taking = _server(), _server()
+    remember_blocks(taking.decoder)  # as _h2 makes every connection's
     quiet_receive(taking)
     last = 1
     for make, which in frames:
@@ -204,6 +207,7 @@ def test_a_unary_request_is_taken() -> None:
     """The remote client's request (HEADERS, then DATA with END_STREAM) is taken, not
     parsed by h2: a RequestReceived, then DataReceived and StreamEnded."""
     conn, plain = _server(), _server()
+    remember_blocks(conn.decoder)
     # a connection's first request moves it from IDLE to open: h2's
     assert take_headers(conn, 1, 0x4, BLOCKS[0], LIMIT) is None
     for c in (conn, plain):

@@ -537,9 +537,6 @@ class GuardedH2Protocol(GatheringH2Protocol):
         frame's events, [] when h2 is to parse it, None after a protocol error (the
         connection lingers, with the GOAWAY h2 would send)."""
         h2c = self.connection._connection  # pyright: ignore[reportPrivateUsage]
-        incoming: Any = h2c.incoming_buffer
-        if getattr(incoming, "_data", None) or getattr(incoming, "_headers_buffer", None):
-            return []  # (not expected: what came before ends where this frame begins)
         try:
             if ftype == _HEADERS:
                 events = take_headers(h2c, sid, flags, payload, self.limits.max_concurrent_streams)

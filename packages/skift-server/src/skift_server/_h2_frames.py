@@ -29,9 +29,12 @@ from h2.connection import (
 )
 from h2.errors import ErrorCodes
 from h2.exceptions import StreamClosedError, StreamIDTooLowError
-from h2.stream import StreamClosedBy, StreamState
+from h2.stream import StreamClosedBy, StreamInputs, StreamState
+from h2.utilities import is_informational_response
 from hpack.table import HeaderTable
 from hyperframe.frame import HeadersFrame, RstStreamFrame
+
+from ._hpack_blocks import BlockDecoder
 
 if TYPE_CHECKING:
     from h2.connection import H2Connection
@@ -58,6 +61,7 @@ def take_headers(
     refused by :func:`refuse_streams_past`, through h2). Raises what h2 raises for it (a ProtocolError: HPACK)."""
     if (
         flags & ~_END_STREAM != _END_HEADERS
+        or not _between_frames(h2c)
         or sid % 2 == 0
         or sid <= h2c.highest_inbound_stream_id
         or h2c.state_machine.state is not _OPEN
@@ -69,11 +73,30 @@ def take_headers(
     # as h2: the streams open counted (those closed meanwhile are forgotten as it counts)
     if h2c.open_inbound_streams + 1 > h2c.local_settings.max_concurrent_streams:
         return None  # h2 refuses it (TooManyStreamsError)
-    headers = _decode_headers(h2c.decoder, block)
+    decoder = h2c.decoder
+    headers = _decode_headers(decoder, block)
     stream = h2c._begin_new_stream(sid, AllowedStreamIDs.ODD)  # pyright: ignore[reportPrivateUsage]
-    _, events = stream.receive_headers(
-        headers, bool(flags & _END_STREAM), h2c.config.header_encoding
-    )
+    end_stream = bool(flags & _END_STREAM)
+    config = h2c.config
+    encoding = config.header_encoding
+    if (
+        decoder.__class__ is not BlockDecoder
+        or not isinstance(encoding, str)
+        or config.normalize_inbound_headers
+        or config.validate_inbound_headers
+        or is_informational_response(headers)
+    ):
+        return stream.receive_headers(headers, end_stream, encoding)[1]
+    # h2's H2Stream.receive_headers for a request opening a stream, the header list's
+    # text made once per remembered block (BlockDecoder.text)
+    sm = stream.state_machine
+    events: list[Any] = sm.process_input(StreamInputs.RECV_HEADERS)
+    if end_stream:
+        ended = sm.process_input(StreamInputs.RECV_END_STREAM)
+        events[0].stream_ended = ended[0]
+        events += ended
+    stream._initialize_content_length(headers)  # pyright: ignore[reportPrivateUsage]
+    events[0].headers = cast(BlockDecoder, decoder).text(block, encoding, headers)
     return events
 
 
@@ -82,7 +105,7 @@ def take_data(h2c: H2Connection, sid: int, flags: int, payload: bytes) -> list[E
     both sides (no padding; END_STREAM or not), and its events; None when the frame is not
     that case. Raises what h2 raises for it (a ProtocolError: a window or a
     content-length exceeded)."""
-    if flags & ~_END_STREAM or h2c.state_machine.state is not _OPEN:
+    if flags & ~_END_STREAM or h2c.state_machine.state is not _OPEN or not _between_frames(h2c):
         return None
     stream = h2c.streams.get(sid)
     if (
@@ -95,6 +118,13 @@ def take_data(h2c: H2Connection, sid: int, flags: int, payload: bytes) -> list[E
     h2c._inbound_flow_control_window_manager.window_consumed(length)  # pyright: ignore[reportPrivateUsage]
     _, events = stream.receive_data(payload, bool(flags & _END_STREAM), length)
     return events
+
+
+def _between_frames(h2c: H2Connection) -> bool:
+    """Whether h2 holds no part of a frame and no header block waiting for its CONTINUATION:
+    the next bytes it would read begin a frame of their own."""
+    incoming: Any = h2c.incoming_buffer
+    return not incoming._data and not incoming._headers_buffer
 
 
 def quiet_receive(h2c: H2Connection) -> None:

@@ -4,6 +4,7 @@ block sent again is answered from memory with HPACK's checks kept."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final, cast
 
 from hpack import Decoder, HPACKDecodingError
@@ -31,6 +32,7 @@ class BlockDecoder(Decoder):
     the largest allowed (a block answered from memory left the table as it was)."""
 
     _blocks: dict[tuple[bytes, bool], tuple[list[Any], int]]
+    _texts: dict[tuple[bytes, str], list[Any]]
 
     def decode(self, data: bytes, raw: bool = False) -> Any:
         key = (data, raw)
@@ -42,10 +44,25 @@ class BlockDecoder(Decoder):
         if data.__class__ is bytes and len(data) <= _BLOCK_BYTES_AT_MOST and stateless_block(data):
             if len(self._blocks) >= _BLOCKS_AT_MOST:
                 self._blocks.clear()
+                self._texts.clear()
             got = list(headers)
             size = sum(32 + _octets(k) + _octets(v) for k, v in got)  # as HPACK counts
             self._blocks[key] = (got, size)
         return headers
+
+    def text(self, block: bytes, encoding: str, headers: Iterable[Any]) -> list[Any]:
+        """``headers`` (what :meth:`decode` just answered for ``block``, raw) with their
+        names and values decoded with ``encoding``, as h2 hangs them on its event
+        (``h2.stream._decode_headers``: each tuple's own class); made once for a block
+        this decoder remembers."""
+        known = (block, True) in self._blocks
+        key = (block, encoding)
+        got = self._texts.get(key) if known else None
+        if got is None:
+            got = [h.__class__(h[0].decode(encoding), h[1].decode(encoding)) for h in headers]
+            if known:
+                self._texts[key] = got
+        return list(got)
 
 
 def _octets(value: bytes | str) -> int:
@@ -56,6 +73,7 @@ def remember_blocks(decoder: Decoder) -> None:
     """Make h2's ``decoder`` a :class:`BlockDecoder` (its state kept: the same object)."""
     decoder.__class__ = BlockDecoder
     cast(BlockDecoder, decoder)._blocks = {}  # pyright: ignore[reportPrivateUsage]
+    cast(BlockDecoder, decoder)._texts = {}  # pyright: ignore[reportPrivateUsage]
 
 
 def _hpack_int(block: bytes, i: int, prefix: int) -> tuple[int, int]:
