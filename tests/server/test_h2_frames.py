@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skift_server._client_h2 import header_block
-from skift_server._h2_frames import quiet_receive, take_data, take_headers
+from skift_server._h2_frames import answered, quiet_receive, take_data, take_headers
 from skift_server._hpack_blocks import remember_blocks
 
 LIMIT = 8
@@ -244,3 +244,36 @@ def test_the_h2_code_taken_around_is_the_one_checked() -> None:
         for name in H2_CODE
     }
     assert digests == H2_CODE
+
+
+@given(st.booleans(), st.booleans(), st.booleans())
+def test_an_answer_leaves_the_stream_as_h2s_four_inputs(
+    ended: bool, begun: bool, reset: bool
+) -> None:
+    """``answered``: the stream's state machine as h2 leaves it after SEND_HEADERS,
+    SEND_DATA, SEND_HEADERS and SEND_END_STREAM, whatever the stream's state before (its
+    request ended or not, its answer begun, the client's reset), errors alike."""
+
+    def machine() -> h2.stream.H2StreamStateMachine:
+        sm = h2.stream.H2StreamStateMachine(1)
+        sm.process_input(h2.stream.StreamInputs.RECV_HEADERS)
+        if ended:
+            sm.process_input(h2.stream.StreamInputs.RECV_END_STREAM)
+        if begun:
+            sm.process_input(h2.stream.StreamInputs.SEND_HEADERS)
+        if reset:
+            sm.process_input(h2.stream.StreamInputs.RECV_RST_STREAM)
+        return sm
+
+    def outcome(sm: h2.stream.H2StreamStateMachine, step: Any) -> Any:
+        try:
+            step(sm)
+        except ProtocolError as exc:
+            return exc.__class__, vars(sm)
+        return None, vars(sm)
+
+    def four(sm: h2.stream.H2StreamStateMachine) -> None:
+        for step in ("SEND_HEADERS", "SEND_DATA", "SEND_HEADERS", "SEND_END_STREAM"):
+            sm.process_input(h2.stream.StreamInputs[step])
+
+    assert outcome(machine(), answered) == outcome(machine(), four)

@@ -54,6 +54,7 @@ import skift
 from ._auth import uid_of
 from ._client_h2 import ANSWER_HEADERS, ANSWER_OK, _literal  # pyright: ignore[reportPrivateUsage]
 from ._errors import ErrorDetailsCodec, invalid, to_grpc
+from ._h2_frames import answered
 from ._unary import DATA, HEADERS, frame
 from ._wire import INLINE_BYTES, TooExpensive, WireError, decode, decode_off_loop, first_field
 from ._wirecodec import Encoded
@@ -585,13 +586,9 @@ class FastCall:
                     frame(DATA, 0, sid, bytes(view[i : i + size])) for i in range(0, n, size)
                 )
             parts.append(frame(HEADERS, _END_HEADERS | _END_STREAM, sid, _OK))
-            sm = st.state_machine
-            sm.process_input(StreamInputs.SEND_HEADERS)
-            sm.process_input(StreamInputs.SEND_DATA)
+            answered(st.state_machine)
             st.outbound_flow_control_window -= n
             h2c.outbound_flow_control_window -= n
-            sm.process_input(StreamInputs.SEND_HEADERS)
-            sm.process_input(StreamInputs.SEND_END_STREAM)
             self.conn.write(b"".join(parts))
             return
         await self._send_slowly(payload)

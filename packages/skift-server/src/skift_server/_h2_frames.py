@@ -39,9 +39,17 @@ from ._hpack_blocks import BlockDecoder
 if TYPE_CHECKING:
     from h2.connection import H2Connection
     from h2.events import Event
+    from h2.stream import H2StreamStateMachine
     from hyperframe.frame import Frame
 
-__all__ = ["indexed_only", "quiet_receive", "refuse_streams_past", "take_data", "take_headers"]
+__all__ = [
+    "answered",
+    "indexed_only",
+    "quiet_receive",
+    "refuse_streams_past",
+    "take_data",
+    "take_headers",
+]
 
 _END_STREAM: Final = 0x1
 _END_HEADERS: Final = 0x4
@@ -118,6 +126,28 @@ def take_data(h2c: H2Connection, sid: int, flags: int, payload: bytes) -> list[E
     h2c._inbound_flow_control_window_manager.window_consumed(length)  # pyright: ignore[reportPrivateUsage]
     _, events = stream.receive_data(payload, bool(flags & _END_STREAM), length)
     return events
+
+
+def answered(sm: H2StreamStateMachine) -> None:
+    """The stream's state machine after an answer is sent whole (HEADERS, DATA, trailing
+    HEADERS with END_STREAM): h2's four inputs (SEND_HEADERS, SEND_DATA, SEND_HEADERS,
+    SEND_END_STREAM), their outcome set at once for a server's stream whose request has
+    ended and whose answer has not begun (HALF_CLOSED_REMOTE -> CLOSED, closed by the END_STREAM sent)."""
+    if (
+        sm.state is StreamState.HALF_CLOSED_REMOTE
+        and sm.client is False
+        and not sm.headers_sent
+        and not sm.trailers_sent
+    ):
+        sm.headers_sent = True
+        sm.trailers_sent = True
+        sm.stream_closed_by = StreamClosedBy.SEND_END_STREAM
+        sm.state = StreamState.CLOSED
+        return
+    sm.process_input(StreamInputs.SEND_HEADERS)
+    sm.process_input(StreamInputs.SEND_DATA)
+    sm.process_input(StreamInputs.SEND_HEADERS)
+    sm.process_input(StreamInputs.SEND_END_STREAM)
 
 
 def _between_frames(h2c: H2Connection) -> bool:
