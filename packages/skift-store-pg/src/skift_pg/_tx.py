@@ -23,12 +23,17 @@ import psycopg
 from psycopg import AsyncPipeline, pq, sql
 from psycopg import _queries as _pgq  # pyright: ignore[reportPrivateUsage]
 from psycopg._pipeline_base import BasePipeline  # pyright: ignore[reportPrivateUsage]
-from psycopg.abc import Params, PQGen, Query, QueryNoTemplate
+from psycopg.abc import RV, Params, PQGen, Query, QueryNoTemplate
+from psycopg.connection_async import (
+    _INTERRUPTED,  # pyright: ignore[reportPrivateUsage]
+    _WAIT_INTERVAL,  # pyright: ignore[reportPrivateUsage]
+)
 
 from skift import Principal, Project, Restriction, SkiftError
 
 from ._queries import custom_planned, q, queries
 from ._rows import Row, principal_from_row
+from ._waiting import Interrupted, wait_untimed
 
 COPY_FROM: Final = 64
 """From this many rows a batch insert goes as COPY (an import's thousands of nodes, edges,
@@ -248,6 +253,18 @@ class PgConn(psycopg.AsyncConnection[Row]):
         self.expected_identity: (
             tuple[psycopg.AsyncCursor[Row], Callable[[Principal | None], None]] | None
         ) = None
+
+    async def wait(
+        self, gen: PQGen[RV], interval: float = _WAIT_INTERVAL, timeout: float | None = None
+    ) -> RV:
+        """psycopg's wait without a timer on the event loop per wait (``_waiting``); one
+        with a timeout, or interrupted (the query then cancelled on the server), psycopg's."""
+        if timeout is not None:
+            return await super().wait(gen, interval, timeout)
+        try:
+            return await wait_untimed(gen, self.pgconn.socket)
+        except _INTERRUPTED as exc:
+            return await super().wait(cast("PQGen[RV]", Interrupted(gen, exc)), interval)
 
     async def confirm_identity(self) -> None:
         """Judge the expected identity (:meth:`TxBase.expect_identity`) if it is still to be
