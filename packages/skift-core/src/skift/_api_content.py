@@ -488,20 +488,23 @@ class ContentApi(GraphApi):
         org_id = self._org_id
         assert org_id is not None
         cursor = after
+        wanted, kinds = tuple(projects or ()), tuple(ops or ())
         async with self._long_poll(deadline is not None) as poll:
             while True:
-                page = await self._run(
+                # waiting calls asking the same read share it (LongPoll.read)
+                page = await poll.read(
+                    ("watch_events", cursor, wanted, kinds, limit),
                     functools.partial(
                         _stream.watch,
                         self.engine,
                         after=cursor,
-                        projects=tuple(projects or ()),
-                        ops=tuple(ops or ()),
+                        projects=wanted,
+                        ops=kinds,
                         limit=limit,
-                    )
+                    ),
                 )
                 remaining = (deadline - time.monotonic()) if deadline is not None else 0.0
                 if page.events or remaining <= 0:
                     return page
                 cursor = page.cursor  # what the filters left out is not read again
-                await poll.wait(org_id, remaining)
+                await poll.wait(org_id, remaining, ("watch_events", cursor, wanted, kinds, limit))

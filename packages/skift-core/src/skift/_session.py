@@ -12,7 +12,7 @@ import contextlib
 import getpass
 import random
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -36,6 +36,9 @@ POLL_JITTER = (0.5, 1.5)
 
 _LONG_POLLS: weakref.WeakKeyDictionary[Store, dict[UUID, int]] = weakref.WeakKeyDictionary()
 """Long polls waiting, by principal, per store (so per server process)."""
+
+_GROUPS: weakref.WeakKeyDictionary[Store, dict[Hashable, _Group]] = weakref.WeakKeyDictionary()
+"""Waiting calls that ask the same read, per store (:meth:`LongPoll.read`)."""
 
 
 class Session:
@@ -110,6 +113,25 @@ class Session:
                 next="Get a fresh token from your identity provider and call again.",
             )
         self._recheck_due = True
+
+    def _share_key(self) -> Hashable:
+        """What calls must have in common to share a read (:meth:`LongPoll.read`): the
+        organization, the principal as this handle knows it (role and all), the identity
+        its caller presented, the limits and the policy its engine reads with."""
+        cred = self._credential[:2] if self._credential is not None else None
+        return (self._org_id, self._actor, cred, self.engine.limits, id(self.base_policy))
+
+    def _checks(self) -> Hashable:
+        """The identity check this handle's next transaction makes (:meth:`_run`)."""
+        return (self._remembered, self._recheck_due)
+
+    def _share_checks(self, members: list[Session]) -> None:
+        """Handles that shared this one's run (the same :meth:`_checks` before it) take
+        its identity check's outcome: confirmed, or refused and stale."""
+        for m in members:
+            if m is not self:
+                m._remembered, m._recheck_due = self._remembered, self._recheck_due
+                m.identity_stale = m.identity_stale or self.identity_stale
 
     def _rechecked(self, principal: Principal | None) -> None:
         """Judge a woken call's identity by who holds it now (``Tx.expect_identity``)."""
@@ -229,12 +251,18 @@ class LongPoll:
     principal's ``long_polls_per_principal`` from its start (past it
     :class:`LimitExceeded`, retry after a second, before any work) and is marked
     :data:`~skift._store.WAITING`, so the store serves all its reads from the
-    connections it gives long polls and keeps the rest for ordinary calls."""
+    connections it gives long polls and keeps the rest for ordinary calls.
+
+    Waiting calls that ask the same read (:meth:`read`, :meth:`wait` given ``ask``: the
+    same principal through the same identity, the same arguments and cursor) share it:
+    they wake together and one read answers every one of them that asked before it
+    started, so a principal's 32 identical waiting calls cost one read a wake, not 32."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
         self._who: UUID | None = None
         self._token: Any = None
+        self._group: _Group | None = None
 
     async def start(self) -> None:
         s = self._session
@@ -248,23 +276,90 @@ class LongPoll:
         self._who = who
         self._token = WAITING.set(True)
 
-    async def wait(self, org_id: UUID, remaining: float) -> None:
+    async def read(self, ask: Hashable, fn: Callable[[Tx, Actor], Awaitable[T]]) -> T:
+        """``fn`` run as :meth:`Session._run` would run it for this call. A call that waits
+        shares the run with the waiting calls asking the same read (``ask``: the
+        operation and every argument ``fn`` reads, the cursor included) as the same
+        principal through the same identity, with the same identity check pending: each
+        gets the answer (or the error) of a run that started after it asked, and the
+        identity check's outcome (:meth:`Session._share_checks`). At most one such run is in
+        flight for one ``ask``; calls asking meanwhile share the next."""
+        s = self._session
+        if self._who is None:  # it does not wait: a read of its own
+            return await s._run(fn)  # pyright: ignore[reportPrivateUsage]
+        group = self._join(ask)
+        try:
+            checks = s._checks()  # pyright: ignore[reportPrivateUsage]
+            run = group.pending.get(checks)
+            if run is None:
+                run = group.pending[checks] = _Run()
+                run.task = asyncio.get_running_loop().create_task(_lead(group, checks, run, s, fn))
+            run.members.append(s)
+            return await asyncio.shield(run.answer)
+        finally:
+            self._leave()
+
+    async def wait(self, org_id: UUID, remaining: float, ask: Hashable | None = None) -> None:
         """Wait for a change in the organization, at most ``remaining`` seconds and at most
         :data:`POLL_EVERY` (jittered), then re-check the caller's identity
         (:meth:`Session._recheck`: its expiry now, its holder with the first statement of the
         read the caller makes next, before it answers). The store's wake-up is the fast
         path; this poll is the correctness path (a wake-up lost, a pooler without LISTEN).
         Each wait is drawn afresh between half and one and a half times ``POLL_EVERY``, so
-        waiters that started together (a principal's 32 long polls at once) do not all
-        re-read in the same instant, once a second, ahead of every other caller."""
+        waiters that started together do not all re-read in the same instant, once a
+        second, ahead of every other caller. Given ``ask`` (the read it makes next,
+        :meth:`read`), the call waits with the calls asking the same read: one wait drawn
+        for them all (or its own ``remaining``, if that is sooner), so they read again
+        together, once."""
         s = self._session
         low, high = POLL_JITTER
-        seconds = min(remaining, POLL_EVERY * random.uniform(low, high))
-        await s.store.wait_for_change(org_id, timedelta(seconds=seconds))
+        seconds = POLL_EVERY * random.uniform(low, high)
+        if ask is None or self._who is None:
+            await s.store.wait_for_change(org_id, timedelta(seconds=min(remaining, seconds)))
+        else:
+            group = self._join(ask)
+            wake = group.wake
+            if wake is None or wake.done():
+                wake = group.wake = asyncio.get_running_loop().create_future()
+                group.waker = asyncio.get_running_loop().create_task(
+                    _wake(s.store, org_id, seconds, wake)
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(wake), remaining)
         s._recheck()  # pyright: ignore[reportPrivateUsage]
+
+    def _join(self, ask: Hashable) -> _Group:
+        """The group of the calls asking ``ask`` as this one would, joined once."""
+        s = self._session
+        key = (s._share_key(), ask)  # pyright: ignore[reportPrivateUsage]
+        group = self._group
+        if group is not None and group.key == key:
+            return group
+        self._leave()
+        groups = _GROUPS.setdefault(s.store, {})
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = _Group(key)
+        group.users += 1
+        self._group = group
+        return group
+
+    def _leave(self) -> None:
+        group, self._group = self._group, None
+        if group is None:
+            return
+        group.users -= 1
+        if group.users > 0:
+            return
+        groups = _GROUPS.get(self._session.store)
+        if groups is not None and groups.get(group.key) is group:
+            del groups[group.key]
+        if group.waker is not None:  # nobody waits for it any more
+            group.waker.cancel()
 
     def done(self) -> None:
         """The call returned: it no longer counts."""
+        self._leave()
         if self._token is not None:
             WAITING.reset(self._token)
             self._token = None
@@ -279,6 +374,80 @@ class LongPoll:
             counts[who] = left
         else:
             counts.pop(who, None)
+
+
+class _Run:
+    """One shared run of a read (:meth:`LongPoll.read`): the calls it answers, its answer."""
+
+    __slots__ = ("answer", "members", "task")
+
+    def __init__(self) -> None:
+        self.members: list[Session] = []
+        self.answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.answer.add_done_callback(_retrieved)
+        self.task: asyncio.Task[None] | None = None
+
+
+class _Group:
+    """The waiting calls asking one read as one principal through one identity: their
+    shared wake-up, the run that is in flight and the runs not started yet (by the
+    identity check they have pending)."""
+
+    __slots__ = ("key", "pending", "running", "users", "wake", "waker")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self.users = 0
+        self.pending: dict[Hashable, _Run] = {}
+        self.running: _Run | None = None
+        self.wake: asyncio.Future[None] | None = None
+        self.waker: asyncio.Task[None] | None = None
+
+
+async def _lead(
+    group: _Group,
+    checks: Hashable,
+    run: _Run,
+    session: Session,
+    fn: Callable[[Tx, Actor], Awaitable[Any]],
+) -> None:
+    """Run ``run``: after the run in flight (so every call that asks meanwhile joins this
+    one), as ``session`` (the first to ask), its identity check's outcome then shared."""
+    while group.running is not None:
+        await asyncio.wait({group.running.answer})
+    group.running = run
+    if group.pending.get(checks) is run:
+        del group.pending[checks]  # who asks from now on waits for a run of its own
+    try:
+        got = await session._run(fn)  # pyright: ignore[reportPrivateUsage]
+    except asyncio.CancelledError:
+        run.answer.cancel()
+        raise
+    except Exception as exc:
+        session._share_checks(run.members)  # pyright: ignore[reportPrivateUsage]
+        run.answer.set_exception(exc)
+    else:
+        session._share_checks(run.members)  # pyright: ignore[reportPrivateUsage]
+        run.answer.set_result(got)
+    finally:
+        if group.running is run:
+            group.running = None
+
+
+async def _wake(store: Store, org_id: UUID, seconds: float, wake: asyncio.Future[None]) -> None:
+    """A group's wake-up: a change in the organization, or ``seconds`` gone."""
+    try:
+        await store.wait_for_change(org_id, timedelta(seconds=seconds))
+    finally:
+        if not wake.done():
+            wake.set_result(None)
+
+
+def _retrieved(answer: asyncio.Future[Any]) -> None:
+    """A shared answer nobody waits for any more (every call that asked was cancelled)
+    leaves no 'exception was never retrieved' behind."""
+    if not answer.cancelled():
+        answer.exception()
 
 
 def _past_cap(name: str, cap: int) -> LimitExceeded:
