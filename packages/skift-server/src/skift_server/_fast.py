@@ -39,6 +39,7 @@ import contextlib
 import logging
 import struct
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from grpclib.const import Status
@@ -105,6 +106,8 @@ is made for it, and a long poll past its principal's cap answered at once
 _EARLY_BYTES: Final = 4096
 """A long poll's request larger than this gets its task as its bytes come (the request of a
 flood's long poll is a few dozen bytes)."""
+_WAITS_AT_MOST: Final = 256
+"""Long polls' requests whose ``wait`` :meth:`FastRoutes.wait_of` keeps (then it starts over)."""
 _REFUSALS_AT_MOST: Final = 1024
 ARM_AT_ONCE: Final = 2.0
 """A call's deadline at most this far off gets its timer as the call begins; a later one
@@ -117,13 +120,27 @@ dozen comparisons in Python per call)."""
 class FastRoutes:
     """The unary RPCs one listener answers on the fast path, and what answers them."""
 
-    __slots__ = ("_refusals", "codec", "routes", "service")
+    __slots__ = ("_refusals", "_waits", "codec", "routes", "service")
 
     def __init__(self, service: SkiftService, codec: ErrorDetailsCodec) -> None:
         self.service = service
         self.codec = codec
         self.routes = service.unary_routes()
         self._refusals: dict[skift.LimitExceeded, bytes] = {}
+        self._waits: dict[tuple[type[Any], bytes], timedelta | None] = {}
+
+    def wait_of(self, request_type: type[Any], message: bytes) -> timedelta | None:
+        """The ``wait`` of a long poll's request (``message``: its bytes, at most
+        :data:`_EARLY_BYTES`), decoded once for the same bytes (a flood repeats one request
+        a thousand times); raises what decoding raises."""
+        key = (request_type, message)
+        if key in self._waits:
+            return self._waits[key]
+        wait: timedelta | None = decode(request_type, message).wait
+        if len(self._waits) >= _WAITS_AT_MOST:
+            self._waits.clear()
+        self._waits[key] = wait
+        return wait
 
     def refusal_block(self, exc: skift.LimitExceeded) -> bytes:
         """The header block of the trailers-only answer refusing a call with ``exc`` (the
@@ -381,10 +398,10 @@ class FastCall:
         if who is None:
             return False
         try:
-            request = decode(self.request_type, bytes(body[5:]))
+            wait = self.fast.wait_of(self.request_type, bytes(body[5:]))
         except Exception:  # the call reads it again and names what is wrong
             return False
-        refusal = service.auth.base.long_poll_refusal(who[0], who[1], request.wait)
+        refusal = service.auth.base.long_poll_refusal(who[0], who[1], wait)
         if refusal is None:
             return False
         block = self.fast.refusal_block(refusal)
