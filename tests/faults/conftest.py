@@ -40,6 +40,31 @@ _FAST = ("fsync=off", "full_page_writes=off")
 ``synchronous_commit=off``: a kill -9 would lose commits already acknowledged."""
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (gone, or a zombie, is not running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
 class OwnedCluster:
     """A PostgreSQL postmaster run as this process's child, to be killed at will."""
 
@@ -103,11 +128,20 @@ class OwnedCluster:
             time.sleep(0.1)
 
     def kill(self) -> float:
-        """``kill -9`` the postmaster and reap it; returns the time (monotonic) of the kill."""
+        """``kill -9`` the postmaster and reap it, then wait (at most 10 s) for its other
+        processes to go; returns the time (monotonic) of the kill.
+
+        A backend outlives its postmaster until it next notices: one idle in a pool could
+        still answer a query a moment after the kill (under CI's load, a lookup meant to
+        meet the outage read its row and was refused as an unknown identity)."""
         assert self.proc is not None
+        children = _children(self.proc.pid)
         at = time.monotonic()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+        deadline = time.monotonic() + 10
+        while any(_running(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.01)
         return at
 
     def stop(self) -> None:
