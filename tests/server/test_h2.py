@@ -89,7 +89,7 @@ class Waiter:
 
 
 async def test_busy_connections_share_each_turn_in_turn() -> None:
-    from skift_server._h2 import TurnShare
+    from skift_server._turns import TurnShare
 
     share = TurnShare(4)
     log: list[str] = []
@@ -107,3 +107,27 @@ async def test_busy_connections_share_each_turn_in_turn() -> None:
     await asyncio.sleep(0)
     assert log == ["a2", "b2", "c2", "a2", "c2", "a2"]
     assert not share.queue
+
+
+async def test_a_partys_connections_are_light_together() -> None:
+    """One identity's connections share one connection's light frames a turn, and while one
+    of them waits its turn they are all busy; another identity's are not held up by them."""
+    from skift_server._turns import TurnShare
+
+    share = TurnShare(4)
+    a, b = ("token", "a"), ("token", "b")
+    assert share.light_left(a, 16) == 16
+    share.spend_light(a, 10)
+    assert share.light_left(a, 16) == 6  # its other connections share the rest this turn
+    assert share.light_left(b, 16) == 16
+    assert share.light_left(None, 16) == 16  # identity not known yet: a party of its own
+    share.party_waits(a, True)
+    share.party_waits(a, True)
+    assert share.light_left(a, 16) == 0  # one of its connections waits: all of them are busy
+    share.party_waits(a, False)
+    assert share.light_left(a, 16) == 0
+    share.party_waits(a, False)
+    assert share.light_left(a, 16) == 6
+    await asyncio.sleep(0)  # the next turn
+    assert share.light_left(a, 16) == 16
+    assert share.light_left(b, 16) == 16

@@ -168,7 +168,7 @@ class FastConnection:
     """One HTTP/2 connection's calls on the fast path (``_h2.GuardedH2Protocol`` hands it
     the requests and the events of their streams)."""
 
-    __slots__ = ("_conn", "_handler", "_uid", "calls", "fast", "h2c")
+    __slots__ = ("_conn", "_handler", "_uid", "calls", "fast", "h2c", "party")
 
     def __init__(self, fast: FastRoutes, conn: Any, handler: Any) -> None:
         """``conn``: grpclib's ``protocol.Connection``; ``handler``: grpclib's server
@@ -180,6 +180,10 @@ class FastConnection:
         self.h2c: h2.connection.H2Connection = conn._connection
         self.calls: dict[int, FastCall] = {}
         self._uid: int | bool | None = False
+        self.party: tuple[str, str] | None = None
+        """The identity this connection's calls present, once one the server authenticated
+        before (``_auth``'s ``remembered``): the party whose connections share their turns
+        (``_turns``). None until then."""
 
     def request(self, event: RequestReceived) -> bool:
         """Whether the fast path took the request (else it goes to grpclib)."""
@@ -189,6 +193,8 @@ class FastConnection:
         if call is None:
             return False
         self.calls[event.stream_id] = call
+        if self.party is None:
+            self.party = self.fast.service.auth.remembered(call.metadata, self.peer_uid())
         return True
 
     def event(self, event: Any) -> bool:

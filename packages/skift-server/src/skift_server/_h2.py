@@ -21,13 +21,13 @@ list answered with a status rather than a dropped connection.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import enum
 import itertools
 import logging
 import time
-from typing import Any, Final, Protocol
+from collections.abc import Hashable
+from typing import Any, Final
 
 import attrs
 from grpclib.client import Channel
@@ -42,6 +42,7 @@ from h2.stream import StreamClosedBy
 from ._fast import FastConnection, FastRoutes
 from ._h2_frames import indexed_only, quiet_receive, refuse_streams_past, take_data, take_headers
 from ._hpack_blocks import remember_blocks
+from ._turns import TurnShare
 
 _log = logging.getLogger("skift_server")
 
@@ -150,9 +151,10 @@ class ConnectionLimits:
     """HTTP/2 frames that the busy connections (those with frames waiting, or more than
     :data:`LIGHT_STREAMS` streams open) share in one turn of the event loop, taken in turn
     (``frames_per_turn`` each at most); a connection with few streams open and nothing
-    waiting is served as its frames arrive. So a flood over many connections costs each
-    turn of the loop a few requests' work, and a caller with one call in flight waits for
-    those few, not for the flood."""
+    waiting is served as its frames arrive, if its party is light too (``_turns``: the
+    connections of one identity are light together, not each). So a flood over many
+    connections costs each turn of the loop a few requests' work, and a caller with one
+    call in flight waits for those few, not for the flood."""
     unauthenticated_body_bytes: int = 64 * 1024
     """Request bytes a client may send on a stream before the server has authenticated
     it (the stream's initial flow-control window); then the server's limits apply."""
@@ -169,52 +171,8 @@ DEFAULT_CONNECTION_LIMITS: Final = ConnectionLimits()
 
 LIGHT_STREAMS: Final = 4
 """A connection with at most this many streams open and no frames waiting is light: its
-frames are handled as they arrive (``frames_per_turn`` at a time)."""
-
-
-class Waiting(Protocol):
-    """A connection waiting for its turn (:class:`GuardedH2Protocol`)."""
-
-    def resume_turn(self) -> None: ...
-
-
-class TurnShare:
-    """The frames the busy connections of one listener share per turn of the event loop
-    (:attr:`ConnectionLimits.busy_frames_per_turn`): a busy connection past what is left
-    this turn waits, its reading paused, and the waiting ones are served in turn, first
-    come first served, at the start of the next turns."""
-
-    __slots__ = ("_scheduled", "frames", "left", "queue")
-
-    def __init__(self, frames: int) -> None:
-        self.frames = max(1, frames)
-        self.left = self.frames
-        self.queue: collections.deque[Waiting] = collections.deque()
-        self._scheduled = False
-
-    def spend(self, frames: int) -> None:
-        self.left -= frames
-        self._schedule()
-
-    def wait(self, proto: Waiting) -> None:
-        self.queue.append(proto)
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._turn)
-
-    def _turn(self) -> None:
-        """A new turn: the allowance again, spent first on the connections waiting."""
-        self._scheduled = False
-        self.left = self.frames
-        for _ in range(len(self.queue)):
-            if self.left <= 0:
-                break
-            self.queue.popleft().resume_turn()
-        if self.queue:
-            self._schedule()
+frames are handled as they arrive (``frames_per_turn`` at a time, shared with the other
+connections of its party, ``_turns``)."""
 
 
 class _State(enum.Enum):
@@ -250,6 +208,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
     _head: bytearray
     _backlog: memoryview | None
     _queued: bool
+    _party: Hashable | None
+    """The party (``_turns``) this connection was counted waiting for, while it waits."""
     _seen: list[tuple[int, int, int, int, int, bool]]
     _block_open: bool
 
@@ -271,7 +231,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
         self._closing = False
         self._timer = None
         self._skip, self._head = _PREFACE_BYTES, bytearray()
-        self._backlog, self._queued = None, False
+        self._backlog, self._queued, self._party = None, False, None
         self._seen = []
         self._block_open = False
         if self.share is None:
@@ -356,7 +316,7 @@ class GuardedH2Protocol(GatheringH2Protocol):
             self._timer = None
         self._closing = True
         if self._queued:  # frames still waiting for their turn: dropped, reading on
-            self._queued = False
+            self._unqueue()
             self._backlog = None
             self._pause(False)
         self.processor.handler.close()
@@ -383,15 +343,25 @@ class GuardedH2Protocol(GatheringH2Protocol):
         share = self.share
         assert share is not None
         per_turn = max(1, self.limits.frames_per_turn)
-        light = fresh and self._open_streams() <= LIGHT_STREAMS
-        allowed = per_turn if light else min(per_turn, share.left)
+        fast = self._fast
+        party = fast.party if fast is not None else None
+        allowed = 0
+        if fresh and self._open_streams() <= LIGHT_STREAMS:  # light, if its party is (_turns)
+            allowed = min(per_turn, share.light_left(party, per_turn))
+        light = allowed > 0
+        if not light:
+            allowed = min(per_turn, share.left)
         cut, frames = self._cut(data, allowed) if allowed > 0 else (0, 0)
-        if not light and frames:
+        if light:
+            share.spend_light(party, frames)
+        elif frames:
             share.spend(frames)
         if cut < len(data):
             self._backlog = data[cut:]
             if not self._queued:
                 self._queued = True
+                self._party = party
+                share.party_waits(party, True)
                 self._pause(True)
             share.wait(self)
             data = data[:cut]
@@ -402,13 +372,19 @@ class GuardedH2Protocol(GatheringH2Protocol):
         """This connection's turn (``TurnShare``): handle what it may of its waiting frames."""
         if not self._queued:
             return  # it stopped waiting (closed, or lingering after GOAWAY)
-        self._queued = False
+        self._unqueue()
         data, self._backlog = self._backlog, None
         if self._closing or data is None:
             return
         self._take(data)
         if not self._queued and not self._closing:
             self._pause(False)
+
+    def _unqueue(self) -> None:
+        self._queued = False
+        share = self.share
+        if share is not None:
+            share.party_waits(self._party, False)
 
     def _pause(self, paused: bool) -> None:
         transport: Any = self.connection._transport  # pyright: ignore[reportPrivateUsage]
@@ -646,7 +622,8 @@ class GuardedH2Protocol(GatheringH2Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._queued = False
+        if self._queued:
+            self._unqueue()
         self._backlog = None
         if self._fast is not None:
             self._fast.cancel_all()

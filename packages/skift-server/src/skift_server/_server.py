@@ -55,7 +55,7 @@ import skift
 from ._auth import Authenticator
 from ._errors import ErrorDetailsCodec
 from ._fast import FastRoutes
-from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, GuardedH2Protocol, TurnShare
+from ._h2 import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, GuardedH2Protocol
 from ._health import Health
 from ._metrics import Metrics, pool_stats_of
 from ._oidc import OidcVerifier
@@ -63,6 +63,7 @@ from ._paths import announce_starting, clear_starting, default_socket_path, prep
 from ._proto.skift import v1
 from ._reflection import with_reflection
 from ._service import DEFAULT_MAX_MESSAGE_BYTES, SkiftService
+from ._turns import TurnShare
 from ._webhook_worker import DeliveryWorker
 from ._wire import StrictCodec
 from .board import Board
