@@ -348,3 +348,13 @@ def test_a_mutated_get_node_reads_as_the_general_path_reads_it(
     assert _outcome(new, v1.GetNodeResponse, skift.NodeInfo, raw) == _outcome(
         old, v1.GetNodeResponse, skift.NodeInfo, raw
     )
+
+
+@pytest.mark.parametrize("seconds", [-1, 0, 1, (1 << 28) - 1, 1 << 28, (1 << 35) - 1, 1 << 35])
+@pytest.mark.parametrize("us", [0, 1, 268_435, 268_436, 999_999])
+def test_a_timestamp_at_its_varints_edges_is_the_converters_bytes(seconds: int, us: int) -> None:
+    at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds, microseconds=us)
+    node = _node(created_at=at)
+    data = wire_encoder(skift.NodeInfo, v1.Node)(node)
+    assert data == bytes(to_pb(v1.Node, node))
+    assert read_view(v1.Node, skift.NodeInfo, data) == node

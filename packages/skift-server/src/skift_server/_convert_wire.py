@@ -60,12 +60,38 @@ def _timestamp(key: bytes, value: dt.datetime) -> bytes:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
     offset = value - _EPOCH
-    seconds, us = divmod(
-        (offset.days * 86_400 + offset.seconds) * 1_000_000 + offset.microseconds, 1_000_000
-    )
-    body = (_SECONDS + _varint(seconds) if seconds else b"") + (
-        _NANOS + _varint(us * 1000) if us else b""
-    )
+    # a timedelta keeps 0 <= seconds < 86400 and 0 <= microseconds < 10**6, so these are
+    # the divmod by a second of its whole microseconds, as from_datetime takes them
+    seconds = offset.days * 86_400 + offset.seconds
+    us = offset.microseconds
+    if 1 << 28 <= seconds < 1 << 35:  # 1978-3058: five bytes, made at once
+        body = bytes(
+            (
+                8,
+                (seconds & 0x7F) | 0x80,
+                ((seconds >> 7) & 0x7F) | 0x80,
+                ((seconds >> 14) & 0x7F) | 0x80,
+                ((seconds >> 21) & 0x7F) | 0x80,
+                seconds >> 28,
+            )
+        )
+    else:
+        body = _SECONDS + _varint(seconds) if seconds else b""
+    if us:
+        nanos = us * 1000
+        if nanos >= 1 << 28:  # 0.268 s and more: five bytes (below 2**30)
+            body += bytes(
+                (
+                    16,
+                    (nanos & 0x7F) | 0x80,
+                    ((nanos >> 7) & 0x7F) | 0x80,
+                    ((nanos >> 14) & 0x7F) | 0x80,
+                    ((nanos >> 21) & 0x7F) | 0x80,
+                    nanos >> 28,
+                )
+            )
+        else:
+            body += _NANOS + _varint(nanos)
     return key + _SMALL[len(body)] + body
 
 
@@ -210,12 +236,14 @@ def _read_timestamp(buf: bytes, i: int, end: int) -> dt.datetime:
     seconds = nanos = 0
     if i < end and buf[i] == 8:
         seconds, i = _read_varint(buf, i + 1)
-        seconds &= 0xFFFFFFFFFFFFFFFF
-        seconds = (seconds ^ 0x8000000000000000) - 0x8000000000000000
+        if seconds >= 0x8000000000000000:  # below it the int64 is the varint itself
+            seconds &= 0xFFFFFFFFFFFFFFFF
+            seconds = (seconds ^ 0x8000000000000000) - 0x8000000000000000
     if i < end and buf[i] == 16:
         nanos, i = _read_varint(buf, i + 1)
-        nanos &= 0xFFFFFFFF
-        nanos = (nanos ^ 0x80000000) - 0x80000000
+        if nanos >= 0x80000000:  # below it the int32 is the varint itself
+            nanos &= 0xFFFFFFFF
+            nanos = (nanos ^ 0x80000000) - 0x80000000
     if i != end:
         raise wc.Fallback
     return _EPOCH + _timedelta(0, seconds, nanos // 1000)  # days, seconds, microseconds
