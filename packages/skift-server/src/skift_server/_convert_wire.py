@@ -17,7 +17,10 @@ converter writes by hand (``register_pair``) or a union is encoded the old way.
 
 The client reads a response that is its view (Ready's page, a resolved reference...) the
 same way (:func:`read_view`, from ``_client_base._call(..., view=...)``): a page of 50
-nodes took ~750 us of its CPU to parse and convert, ~460 us read straight.
+nodes took ~750 us of its CPU to parse and convert, ~460 us read straight. A response
+of :data:`UPB_FROM` bytes or more (a page) is parsed by upb, protobuf's C parser, and its
+view made from upb's message by a reader generated the same way (:func:`upb_decoder`),
+when the bytes are the message's own encoding (anything else: the readers in Python).
 
 No rule lives here: values are moved, never judged (the engine validates).
 """
@@ -26,10 +29,11 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import keyword
 import re
 import typing
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import attrs
 import betterproto2
@@ -268,6 +272,20 @@ def wire_decoder(
     """The function that reads a ``view`` from ``message``'s bytes (:class:`wc.Fallback`,
     IndexError or UnicodeDecodeError for what it leaves to the general path), or None where
     it has none."""
+    return _decoder(message, view, upb=False)
+
+
+@functools.cache
+def upb_decoder(
+    message: type[betterproto2.Message], view: type[Any]
+) -> Callable[[Any], Any] | None:
+    """The function that makes a ``view`` from ``message`` parsed by upb (``_upbcodec``'s
+    class for it) as :func:`wire_decoder` makes it from the bytes, when those are the
+    message's own encoding (:func:`read_view` checks); None where it has none."""
+    return _decoder(message, view, upb=True)
+
+
+def _decoder(message: type[Any], view: type[Any], *, upb: bool) -> Callable[[Any], Any] | None:
     if ct._is_union(view) or (view.__name__, message.__name__) in ct._PAIRS:  # pyright: ignore[reportPrivateUsage]
         return None
     meta = ct._meta(message)  # pyright: ignore[reportPrivateUsage]
@@ -290,6 +308,12 @@ def wire_decoder(
             return None
         if kind == betterproto2.TYPE_MESSAGE and fm.unwrap is not None and wire is not dt.datetime:
             return None
+        if upb:
+            lines = _upb_field(g, message, view, name, raw)
+            if lines is None:
+                return None
+            reads += lines
+            continue
         key = wc.field_key(message, name)
         at = " and ".join(
             f"buf[i + {k}] == {b}" if k else f"buf[i] == {b}" for k, b in enumerate(key)
@@ -310,14 +334,7 @@ def wire_decoder(
             elif wire is dt.datetime:
                 value = f"{g.bind(_read_timestamp, 'ts')}(buf, i, j)"
             else:
-                t = ct._optional(hints[name])[0] if name in vfields else None  # pyright: ignore[reportPrivateUsage]
-                item = ct._item(t) if fm.repeated else t  # pyright: ignore[reportPrivateUsage]
-                if (
-                    name in vfields
-                    and name not in hooked
-                    and isinstance(item, type)
-                    and attrs.has(item)
-                ):
+                if _kept_raw(message, view, name):
                     raw.add(name)
                     value = "buf[i:j]"
                 else:
@@ -335,7 +352,8 @@ def wire_decoder(
         reads.append(f"x_{name} = {start}")
         reads.append(f"{loop} {within} and {at}:")
         reads.extend("    " + line for line in body)
-    reads.append(f"if i != end: raise {fallback}")
+    if not upb:
+        reads.append(f"if i != end: raise {fallback}")
     args: list[str] = []
     if hooked:
         m = g.bind(message, "M")
@@ -351,12 +369,16 @@ def wire_decoder(
             continue
         t, opt = ct._optional(hints[name])  # pyright: ignore[reportPrivateUsage]
         if name in raw:
+            item = ct._item(t) if meta[name].repeated else t  # pyright: ignore[reportPrivateUsage]
+            read = upb_decoder(classes[name], item) if upb else _reader(classes[name], item)
+            if read is None:
+                return None
             if meta[name].repeated:
-                sub = g.bind(_reader(classes[name], ct._item(t)), "read")  # pyright: ignore[reportPrivateUsage]
+                sub = g.bind(read, "read")
                 seq = "list" if typing.get_origin(t) is list else "tuple"
                 args.append(f"{name}={seq}([{sub}(x) for x in x_{name}])")
             else:
-                sub = g.bind(_reader(classes[name], t), "read")
+                sub = g.bind(read, "read")
                 unset = "None" if opt else f"{g.bind(ct.decoder(classes[name], t), 'dec')}(None)"
                 args.append(f"{name}={unset} if x_{name} is None else {sub}(x_{name})")
             continue
@@ -364,14 +386,88 @@ def wire_decoder(
         local = re.sub(rf"\bm\.{name}\b", f"x_{name}", expr)
         args.append(f"{name}={local}")
     fn = f"read_{message.__name__}"
+    head = f"def {fn}(u):\n" if upb else f"def {fn}(buf):\n    i = 0\n    end = len(buf)\n"
     src = (
-        f"def {fn}(buf):\n    i = 0\n    end = len(buf)\n"
+        head
         + "".join(f"    {line}\n" for line in reads)
-        + f"    return {g.bind(view, 'V')}(\n        "
-        + ",\n        ".join(args)
-        + ",\n    )\n"
+        + f"    return {g.bind(view, 'V')}(\n"
+        + "".join(f"        {a},\n" for a in args)
+        + "    )\n"
     )
     return g.compile(fn, src)
+
+
+def _kept_raw(message: type[Any], view: type[Any], name: str) -> bool:
+    """Whether message field ``name`` (a message, or a list of them) is kept as it is read
+    (its bytes, or upb's message) for the reader of its view."""
+    fm = ct._meta(message)[name]  # pyright: ignore[reportPrivateUsage]
+    if name not in ct._view_fields(view) or (view.__name__, name) in ct._FIELD_HOOKS:  # pyright: ignore[reportPrivateUsage]
+        return False
+    t = ct._optional(ct._hints(view)[name])[0]  # pyright: ignore[reportPrivateUsage]
+    item = ct._item(t) if fm.repeated else t  # pyright: ignore[reportPrivateUsage]
+    return isinstance(item, type) and attrs.has(item)
+
+
+def _upb_field(
+    g: Any, message: type[Any], view: type[Any], name: str, raw: set[str]
+) -> list[str] | None:
+    """The lines that take field ``name`` from upb's message ``u`` into ``x_<name>`` as the
+    bytes reader leaves it there from the message's own encoding (None: no such lines)."""
+    from . import _upbcodec
+
+    fm = ct._meta(message)[name]  # pyright: ignore[reportPrivateUsage]
+    wire: Any = ct._cls_by_field(message)[name]  # pyright: ignore[reportPrivateUsage]
+    kind = fm.proto_type
+    pname: str = _upbcodec.upb_class(message).DESCRIPTOR.fields_by_number[fm.number].name
+    if not pname.isidentifier() or keyword.iskeyword(pname):
+        return None
+    get, has, x = f"u.{pname}", f'u.HasField("{pname}")', f"x_{name}"
+    zero = wc._plan(message).consts.get(name)  # pyright: ignore[reportPrivateUsage]
+    z = g.bind(zero, "zero")
+    fallback = g.bind(wc.Fallback, "F")
+    if fm.repeated:
+        if kind == betterproto2.TYPE_STRING:
+            return [f"{x} = list({get})"]
+        if not _kept_raw(message, view, name):
+            return None
+        raw.add(name)
+        return [f"{x} = list({get})"]
+    if kind == betterproto2.TYPE_MESSAGE:
+        if zero is not None:
+            return None
+        if wire is dt.datetime:
+            return [f"{x} = {g.bind(_upb_timestamp, 'ts')}({get}) if {has} else None"]
+        if not _kept_raw(message, view, name):
+            return None
+        raw.add(name)
+        return [f"{x} = {get} if {has} else None"]
+    if kind == betterproto2.TYPE_ENUM:
+        members = g.bind({int(e): e for e in cast(Iterable[Any], wire)}, "members")
+        take = [f"{x} = {members}.get({x})", f"if {x} is None: raise {fallback}"]
+        if fm.optional:
+            return [
+                f"if {has}:",
+                f"    {x} = {get}",
+                *("    " + line for line in take),
+                f"else: {x} = {z}",
+            ]
+        # not sent when 0 (the message's own encoding): the reader's zero, as it leaves it
+        return [
+            f"{x} = {get}",
+            f"if not {x}: {x} = {z}",
+            "else:",
+            *("    " + line for line in take),
+        ]
+    if fm.optional:
+        return [f"{x} = {get} if {has} else {z}"]
+    if zero != (0 if kind in _INTS else ("" if kind == betterproto2.TYPE_STRING else False)):
+        return None
+    return [f"{x} = {get}"]
+
+
+def _upb_timestamp(t: Any) -> dt.datetime:
+    """upb's Timestamp as :func:`_read_timestamp` reads its bytes."""
+    return _EPOCH + _timedelta(0, t.seconds, t.nanos // 1000)  # days, seconds, microseconds
 
 
 def _reader(message: type[Any], view: type[Any]) -> Callable[[bytes], Any]:
@@ -384,9 +480,51 @@ def _reader(message: type[Any], view: type[Any]) -> Callable[[bytes], Any]:
     return lambda raw: dec(wc._decode(message, raw))  # pyright: ignore[reportPrivateUsage]
 
 
+UPB_FROM: Final = 2048
+"""From this many bytes a response is parsed by upb (:func:`upb_decoder`) first: below it
+parsing in Python costs less than upb's parse and its checks, and a client that reads only
+small responses never imports protobuf."""
+
+
+@functools.cache
+def _upb_reader(message: type[Any], view: type[Any]) -> Callable[[bytes], Any] | None:
+    """``message``'s bytes to a ``view`` through upb, when they are the message's own
+    encoding: no unknown field, nothing sent twice or as a default, no longer varint
+    (``ByteSize`` of what upb kept, its unknown fields discarded, is their length). Any
+    other bytes: :class:`wc.Fallback`, for the readers in Python."""
+    read = upb_decoder(message, view)
+    if read is None:
+        return None
+    from google.protobuf.message import DecodeError
+
+    from . import _upbcodec
+
+    parse = _upbcodec.upb_class(message).FromString
+
+    def upb_read(data: bytes) -> Any:
+        try:
+            u = parse(data)
+        except DecodeError:
+            raise wc.Fallback from None
+        u.DiscardUnknownFields()
+        if u.ByteSize() != len(data):
+            raise wc.Fallback
+        return read(u)
+
+    return upb_read
+
+
 def read_view(message: type[betterproto2.Message], view: type[Any], data: bytes) -> Any:
     """The ``view`` in ``message``'s bytes ``data``: ``from_pb(message, view,
-    message.FromString(data))``, read without the message where a reader can."""
+    message.FromString(data))``, read without the message where a reader can (upb's
+    from :data:`UPB_FROM` bytes)."""
+    if len(data) >= UPB_FROM:
+        upb = _upb_reader(message, view)
+        if upb is not None:
+            try:
+                return upb(data)
+            except wc.Fallback:
+                pass  # the reader in Python, then the general path
     read = wire_decoder(message, view)
     if read is not None:
         try:
