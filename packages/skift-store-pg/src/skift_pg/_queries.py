@@ -82,3 +82,36 @@ def custom_planned() -> frozenset[bytes]:
     PostgreSQL finds its generic plan as good, planned once per connection: planning was
     about half of PostgreSQL's CPU per claim + complete (16.5 -> 8 ms a pair)."""
     return frozenset(sql.encode() for sql in queries().values() if _OPTIONAL.search(sql))
+
+
+SEEK_PLANNED: tuple[str, ...] = (
+    "take_next_ready_any",
+    "take_next_ready_any_person",
+    "claim_reads",
+    "unreleased_lease_of_claimed",
+    "claim_writes",
+    "insert_lease",
+    "set_cursor",
+    "complete_reads",
+    "derive_by_number",
+    "complete_lease_writes",
+    "complete_answer_writes",
+    "update_node",
+    "update_lease",
+    "insert_event_announced",
+    "set_fingerprint",
+    "save_response_fingerprint",
+)
+"""The claim's and the complete's prepared statements, planned as index lookups whatever the
+tables' sizes (skift_pg._tx.PgCursor): every read in them finds rows by key or walks an
+index a few entries, so a plan without sequential scans is right for an empty table and for
+a full one, and a connection plans them twice (its first call and its REPLAN_AT-th
+transaction), not again at each doubling. Their lookups are written so that such a plan is a
+probe by the outer row's key (``OFFSET 0`` keeps a live-lease test or a request's events a
+subquery run per row, not a join over the whole table)."""
+
+
+@cache
+def seek_planned() -> frozenset[bytes]:
+    """The texts of :data:`SEEK_PLANNED`, as :func:`q` encodes them."""
+    return frozenset(q(name) for name in SEEK_PLANNED)

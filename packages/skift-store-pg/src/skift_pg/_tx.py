@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Final, cast
 from uuid import UUID
 
@@ -31,7 +32,7 @@ from psycopg.connection_async import (
 
 from skift import Principal, Project, Restriction, SkiftError
 
-from ._queries import custom_planned, q, queries
+from ._queries import custom_planned, q, queries, seek_planned
 from ._rows import Row, principal_from_row
 from ._waiting import Interrupted, wait_untimed
 
@@ -60,7 +61,15 @@ sixth call; and again at each doubling of the count (the 24th, 48th, 96th, ...):
 grows between two ANALYZEs (a new database's first minute, where a claim's leases, events and
 requests went from nothing to thousands of rows and their scans stayed sequential, the claim
 slowing by half within seconds) is planned by its size at most twice as stale, for one plan
-per statement per doubling."""
+per statement per doubling.
+
+The claim's and the complete's statements (``SEEK_PLANNED``) are planned with sequential
+scans off, so their plans are index lookups at any size; they are planned again here (the
+12th: on tables empty at the first call, two indexes that both answer a lookup cost the same
+and the plan may take the wrong one) but not at the doublings after it: a round of them
+costs a connection about 10 ms of PostgreSQL's CPU, and 32 claimers on new connections paid
+it at their 24th and 48th transactions within the bench's window, for plans that did not
+change (docs/benchmarks.md, session 14)."""
 
 
 def replans_at(transaction: int) -> bool:
@@ -68,6 +77,17 @@ def replans_at(transaction: int) -> bool:
     (counting from 1): the ``REPLAN_AT``-th, then the 24th, 48th, 96th, ..."""
     rounds, rest = divmod(transaction, REPLAN_AT)
     return rest == 0 and rounds > 0 and rounds & (rounds - 1) == 0
+
+
+_SEQSCAN_OFF: Final = b"SELECT set_config('enable_seqscan', 'off', true)"
+_SEQSCAN_ON: Final = b"SELECT set_config('enable_seqscan', 'on', true)"
+
+
+def _queue_discarded(pipeline: BasePipeline, pgconn: Any, statement: bytes) -> None:
+    """Queue ``statement`` in ``pipeline`` with its result dropped (as psycopg queues its own
+    DEALLOCATE): it goes out in order with the statements around it, no round trip more."""
+    pipeline.command_queue.append(partial(pgconn.send_query_params, statement, None))
+    pipeline.result_queue.append(None)
 
 
 NO_CAPS: Final = ("no_caps",)
@@ -153,7 +173,16 @@ class PgCursor(psycopg.AsyncCursor[Row]):
             return (yield from super()._execute_gen(query, params, prepare=prepare, binary=binary))  # pyright: ignore[reportPrivateUsage]
         yield from self._start_query(query)  # pyright: ignore[reportPrivateUsage]
         pgq = self._convert_query(query, params)  # pyright: ignore[reportPrivateUsage]
+        conn = _conn_of(self)
+        key = (pgq.query, pgq.types)
+        names = conn._prepared._names  # pyright: ignore[reportPrivateUsage]
+        seek = prepare is not False and query in seek_planned() and key not in names
+        if seek:  # prepared now, so planned at this Bind: without sequential scans
+            _queue_discarded(pipeline, self._pgconn, _SEQSCAN_OFF)  # pyright: ignore[reportPrivateUsage]
         yield from self._maybe_prepare_gen(pgq, prepare=prepare, binary=binary)  # pyright: ignore[reportPrivateUsage]
+        if seek:
+            _queue_discarded(pipeline, self._pgconn, _SEQSCAN_ON)  # pyright: ignore[reportPrivateUsage]
+            conn.seek_keys.add(key)
         _queue_into_libpq(pipeline)
         self._last_query = query  # pyright: ignore[reportPrivateUsage]
         yield from self._conn._prepared.maintain_gen(self._conn)  # pyright: ignore[reportPrivateUsage]
@@ -199,12 +228,22 @@ class PgConn(psycopg.AsyncConnection[Row]):
     _transactions: int = 0
 
     async def count_transaction(self) -> None:
-        """Count a transaction about to start; at the ``REPLAN_AT``-th and each doubling of
-        that count, forget every prepared statement so that each is planned once more
-        (:data:`REPLAN_AT`)."""
+        """Count a transaction about to start; at the ``REPLAN_AT``-th, forget every
+        prepared statement so that each is planned once more, and at each doubling of that
+        count every one but those planned without sequential scans (:data:`REPLAN_AT`)."""
         self._transactions += 1
-        if replans_at(self._transactions):
+        if not replans_at(self._transactions):
+            return
+        if self._transactions == REPLAN_AT:
             await self.execute(b"DEALLOCATE ALL", prepare=False)
+            self.seek_keys.clear()
+            return
+        prepared = self._prepared
+        names = prepared._names  # pyright: ignore[reportPrivateUsage]
+        for key, name in list(names.items()):
+            if key not in self.seek_keys:
+                del names[key]  # closed with the next statement (psycopg's maintenance)
+                prepared._to_flush.append(name)  # pyright: ignore[reportPrivateUsage]
 
     def defer(self, name: str, params: Row) -> None:
         """Hold back a write whose result nobody reads: it goes out just before the next
@@ -249,6 +288,8 @@ class PgConn(psycopg.AsyncConnection[Row]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cursor_factory = PgCursor
+        # psycopg's keys of the statements prepared with sequential scans off (PgCursor)
+        self.seek_keys: set[tuple[bytes, tuple[int, ...]]] = set()
         # the identity read sent with this transaction's first statement, and who judges it
         self.expected_identity: (
             tuple[psycopg.AsyncCursor[Row], Callable[[Principal | None], None]] | None

@@ -314,11 +314,14 @@ FROM c LEFT JOIN (picked x JOIN projects p ON p.org_id = x.org_id AND p.id = x.p
 -- _ready_unheld and not held, the live lease judged by the clock of ok, and only when ok
 -- has its row (take_next_ready). The values of ok are scalar subqueries, each worked out
 -- once.
+-- The live-lease test ends in OFFSET 0, so it stays a probe of leases_one_unreleased by each
+-- candidate's key, not a join over every lease: take_next_ready_any is planned without
+-- sequential scans on tables that may be empty (SEEK_PLANNED), where the two cost the same.
 EXISTS (SELECT 1 FROM ok) AND n.status = 'open' AND p.archived_at IS NULL
 AND NOT /*:_blocked*/ AND NOT /*:_open_children*/
 AND NOT EXISTS (SELECT 1 FROM leases l
 WHERE l.org_id = n.org_id AND l.node_id = n.id AND l.released_at IS NULL
-AND l.expires_at > (SELECT now FROM ok))
+AND l.expires_at > (SELECT now FROM ok) OFFSET 0)
 AND NOT /*:_held_one*/
 
 -- name: _claimed_id
@@ -333,6 +336,7 @@ nullif(current_setting('skift.claimed', true), '')::uuid
 -- (l_*, null when none), the edges into it (e_*, arrays in step), who wrote it and those
 -- edges' sources (a_*, arrays in step) and its comments hint. One row (none when nothing
 -- was locked), where five statements each cost a parse, a plan and a result of their own.
+-- The lease is a LATERAL probe by the node's key (OFFSET 0: see _take_ready).
 WITH k AS MATERIALIZED (SELECT /*:_claimed_id*/ AS id),
 e AS MATERIALIZED (
 SELECT x.from_id, x.kind, x.created_at FROM edges x, k WHERE x.org_id = %(org)s AND x.to_id = k.id
@@ -353,7 +357,8 @@ aa.a_result_id, aa.a_result_kind, aa.a_result_name,
 ch.unresolved, ch.newest_at
 FROM k JOIN nodes n ON n.org_id = %(org)s AND n.id = k.id
 JOIN projects p ON p.org_id = n.org_id AND p.id = n.project_id
-LEFT JOIN leases l ON l.org_id = n.org_id AND l.node_id = n.id AND l.released_at IS NULL
+LEFT JOIN LATERAL (SELECT * FROM leases l WHERE l.org_id = n.org_id AND l.node_id = n.id
+AND l.released_at IS NULL OFFSET 0) l ON true
 CROSS JOIN (SELECT array_agg(from_id) AS e_from, array_agg(kind) AS e_kind,
 array_agg(created_at) AS e_created FROM e) ee
 CROSS JOIN (SELECT array_agg(node_id) AS a_node, array_agg(body_id) AS a_body_id,
