@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from test_convert_types import PAIRS
 from test_convert_wire import _node, _old, _outcome  # pyright: ignore[reportPrivateUsage]
-from views_strategies import views
+from views_strategies import EDITS, mutate, views
 
 import skift
 from skift_server import _wirecodec as wc
@@ -135,34 +134,11 @@ def test_bytes_not_the_messages_own_encoding_are_left_to_python(extra: bytes) ->
 
 
 @settings(max_examples=800, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["flip", "cut", "insert", "swap", "repeat"]),
-            st.integers(0, 10**6),
-            st.binary(max_size=3),
-        ),
-        min_size=1,
-        max_size=3,
-    )
-)
+@given(EDITS)
 def test_mutated_pages_read_through_upb_as_the_general_path_reads_them(
     edits: list[tuple[str, int, bytes]],
 ) -> None:
-    data = bytearray(_PAGE)
-    for what, at, more in edits:
-        at %= len(data) or 1
-        if what == "flip" and data:
-            data[at] ^= more[0] if more else 0x80
-        elif what == "cut":
-            del data[at:]
-        elif what == "insert":
-            data[at:at] = more
-        elif what == "repeat":  # a stretch again: fields sent twice
-            data[at:at] = data[at : at + 1 + (more[0] if more else 40)]
-        elif data:  # swap two halves: fields out of order
-            data = data[at:] + data[:at]
-    raw = bytes(data)
+    raw = mutate(_PAGE, edits)
     old = _outcome(_old, v1.ReadyResponse, skift.ReadyPage, raw)
     assert _upb_outcome(v1.ReadyResponse, skift.ReadyPage, raw) in (wc.Fallback, old)
     assert _outcome(read_view, v1.ReadyResponse, skift.ReadyPage, raw) == old

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_convert_types import PAIRS
-from views_strategies import views
+from views_strategies import EDITS, mutate, views
 
 import skift
 from skift_server._convert_types import decoder, encoder, to_pb
@@ -191,32 +191,11 @@ _NODE = bytes(
 
 
 @settings(max_examples=600, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["flip", "cut", "insert", "swap"]),
-            st.integers(0, 10**6),
-            st.binary(max_size=3),
-        ),
-        min_size=1,
-        max_size=3,
-    )
-)
+@given(EDITS)
 def test_mutated_bytes_read_as_the_general_path_reads_them(
     edits: list[tuple[str, int, bytes]],
 ) -> None:
-    data = bytearray(_NODE)
-    for what, at, more in edits:
-        at %= len(data) or 1
-        if what == "flip" and data:
-            data[at] ^= more[0] if more else 0x80
-        elif what == "cut":
-            del data[at:]
-        elif what == "insert":
-            data[at:at] = more
-        elif data:  # swap two halves: fields out of order
-            data = data[at:] + data[:at]
-    raw = bytes(data)
+    raw = mutate(_NODE, edits)
     old = _outcome(_old, v1.ReadyResponse, skift.ReadyPage, raw)
     assert _outcome(read_view, v1.ReadyResponse, skift.ReadyPage, raw) == old
 
@@ -310,34 +289,11 @@ _GOT = bytes(
 
 
 @settings(max_examples=600, deadline=None)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["flip", "cut", "insert", "swap", "twice"]),
-            st.integers(0, 10**6),
-            st.binary(max_size=3),
-        ),
-        min_size=1,
-        max_size=3,
-    )
-)
+@given(EDITS)
 def test_a_mutated_get_node_reads_as_the_general_path_reads_it(
     edits: list[tuple[str, int, bytes]],
 ) -> None:
-    data = bytearray(_GOT)
-    for what, at, more in edits:
-        at %= len(data) or 1
-        if what == "flip" and data:
-            data[at] ^= more[0] if more else 0x80
-        elif what == "cut":
-            del data[at:]
-        elif what == "insert":
-            data[at:at] = more
-        elif what == "twice":
-            data = data + data
-        elif data:
-            data = data[at:] + data[:at]
-    raw = bytes(data)
+    raw = mutate(_GOT, edits)
 
     def old(message: type[Any], view: type[Any], data: bytes) -> Any:
         return decoder(v1.Node, view)(message.FromString(data).node)

@@ -144,3 +144,38 @@ def _scalar(t: Any, fm: betterproto2.FieldMetadata, wire: Any) -> st.SearchStrat
     if attrs.has(t) or _is_union(t):
         return views(t, wire)
     raise TypeError(f"no strategy for {t}")
+
+
+EDITS = st.lists(
+    st.tuples(
+        st.sampled_from(["flip", "cut", "insert", "swap", "repeat", "twice"]),
+        st.integers(0, 10**6),
+        st.binary(max_size=3),
+    ),
+    min_size=1,
+    max_size=3,
+)
+"""Edits to a message's bytes (:func:`mutate`), for the tests that read mutated bytes through a
+fast path and through the general one and expect the same outcome."""
+
+
+def mutate(data: bytes, edits: list[tuple[str, int, bytes]]) -> bytes:
+    """``data`` with ``edits`` (:data:`EDITS`) applied in turn: a byte flipped, the rest cut
+    off, bytes inserted, a stretch repeated (fields sent twice), the whole sent twice, or the
+    two halves swapped (fields out of order)."""
+    out = bytearray(data)
+    for what, at, more in edits:
+        at %= len(out) or 1
+        if what == "flip" and out:
+            out[at] ^= more[0] if more else 0x80
+        elif what == "cut":
+            del out[at:]
+        elif what == "insert":
+            out[at:at] = more
+        elif what == "repeat":
+            out[at:at] = out[at : at + 1 + (more[0] if more else 40)]
+        elif what == "twice":
+            out = out + out
+        elif out:
+            out = out[at:] + out[:at]
+    return bytes(out)
