@@ -24,6 +24,7 @@ import psycopg
 from psycopg import AsyncPipeline, pq, sql
 from psycopg import _queries as _pgq  # pyright: ignore[reportPrivateUsage]
 from psycopg._pipeline_base import BasePipeline  # pyright: ignore[reportPrivateUsage]
+from psycopg._preparing import Prepare  # pyright: ignore[reportPrivateUsage]
 from psycopg.abc import RV, Params, PQGen, Query, QueryNoTemplate
 from psycopg.connection_async import (
     _INTERRUPTED,  # pyright: ignore[reportPrivateUsage]
@@ -175,8 +176,10 @@ class PgCursor(psycopg.AsyncCursor[Row]):
         pgq = self._convert_query(query, params)  # pyright: ignore[reportPrivateUsage]
         conn = _conn_of(self)
         key = (pgq.query, pgq.types)
-        names = conn._prepared._names  # pyright: ignore[reportPrivateUsage]
-        seek = prepare is not False and query in seek_planned() and key not in names
+        prepared = conn._prepared  # pyright: ignore[reportPrivateUsage]
+        # prepared (so planned) at this statement's Bind: not through a pooler in transaction
+        # mode, where nothing is prepared (prepare_threshold None)
+        seek = query in seek_planned() and prepared.get(pgq, prepare)[0] is Prepare.SHOULD
         if seek:  # prepared now, so planned at this Bind: without sequential scans
             _queue_discarded(pipeline, self._pgconn, _SEQSCAN_OFF)  # pyright: ignore[reportPrivateUsage]
         yield from self._maybe_prepare_gen(pgq, prepare=prepare, binary=binary)  # pyright: ignore[reportPrivateUsage]
