@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from test_convert_types import PAIRS
-from test_convert_wire import _node, _old, _outcome  # pyright: ignore[reportPrivateUsage]
+from test_convert_wire import EVERY_VIEW, _node, _old, _outcome  # pyright: ignore[reportPrivateUsage]
 from views_strategies import EDITS, mutate, views
 
 import skift
@@ -29,12 +29,6 @@ from skift_server._convert_wire import (
     wire_decoder,
 )
 from skift_server._proto.skift import v1
-
-EVERY_VIEW = settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
 
 
 def _upb_outcome(message: type[Any], view: type[Any], data: bytes) -> Any:
