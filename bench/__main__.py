@@ -44,6 +44,7 @@ SCENARIOS = (
     "webhook",
     "cli",
     "mcp",
+    "codec",
     "beads",
     "board",
     "events",
@@ -239,6 +240,11 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
     if "cli" in only and "graph" not in only:
         _log("cli")
         results += _scenarios.cli_startup(None)
+    if "codec" in only:
+        from . import _codec
+
+        _log("the server's decode of a 4.1 MB Patch")
+        results.append(_codec.decode_big_patch(2 if args.smoke else 5))
     if "mcp" in only:
         _log("skift-mcp start-up over stdio")
         results += await asyncio.to_thread(_mcp.mcp_startup, None, 2 if args.smoke else _mcp.RUNS)

@@ -40,6 +40,7 @@ def test_bench_smoke_writes_a_table_and_json(pg_server_dsn: str, tmp_path: Path)
         "webhook",
         "ratio",
         "board",
+        "codec",
     } <= (scenarios)
     naive = next(r for r in report["results"] if r["case"].endswith("naive in-process"))
     assert naive["metrics"]["same_page"] is True  # the naive baseline computes the same page
