@@ -28,10 +28,16 @@ EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = n.id AND c.status = 'open')
 
 -- name: _claimed
 -- n has a live lease: unreleased and not yet expired by the transaction's clock.
+-- A probe by node says released_at IS NULL, the predicate of leases_one_unreleased alone
+-- (the lists' and the sweeper's indexes say release_reason IS NULL: migration 0030), and
+-- ends in OFFSET 0, so it stays a subquery run per row by n's key: never an anti-join whose
+-- inner side walks the organization's live leases for each node (Ready on a new database)
+-- nor a hashed subplan that reads them all (derive after ANALYZE). It reads that node's
+-- entries whatever the statistics say.
 EXISTS (
     SELECT 1 FROM leases l
     WHERE l.org_id = n.org_id AND l.node_id = n.id AND l.released_at IS NULL
-      AND l.expires_at > %(now)s
+      AND l.expires_at > %(now)s OFFSET 0
 )
 
 -- name: _held
@@ -395,7 +401,7 @@ EXISTS (
 -- _claimed by the statement's clock (for reads sent before the transaction knows it).
 EXISTS (
     SELECT 1 FROM leases l WHERE l.org_id = n.org_id AND l.node_id = n.id
-      AND l.released_at IS NULL AND l.expires_at > now() + %(offset)s::interval
+      AND l.released_at IS NULL AND l.expires_at > now() + %(offset)s::interval OFFSET 0
 )
 
 -- name: derive_by_number
@@ -829,8 +835,9 @@ LIMIT %(limit)s
 
 -- name: expired_leases
 -- Unreleased leases whose time ran out, for the sweeper; skips rows a claim holds.
+-- Unreleased is said by release_reason, as leases_sweep's predicate (migration 0030).
 SELECT * FROM leases
-WHERE org_id = %(org)s AND released_at IS NULL AND expires_at <= %(now)s
+WHERE org_id = %(org)s AND release_reason IS NULL AND expires_at <= %(now)s
 ORDER BY expires_at LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 

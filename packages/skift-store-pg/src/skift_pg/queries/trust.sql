@@ -1,8 +1,9 @@
 -- name: org_live_leases
--- The organization's live leases, of some projects when given, oldest first.
+-- The organization's live leases, of some projects when given, oldest first (unreleased
+-- said by release_reason, as leases_live_list's predicate: migration 0030).
 SELECT l.* FROM leases l
 JOIN nodes n ON n.org_id = l.org_id AND n.id = l.node_id
-WHERE l.org_id = %(org)s AND l.released_at IS NULL AND l.expires_at > %(now)s
+WHERE l.org_id = %(org)s AND l.release_reason IS NULL AND l.expires_at > %(now)s
   AND (%(projects)s::uuid[] IS NULL OR n.project_id = ANY (%(projects)s::uuid[]))
 ORDER BY l.created_at, l.id
 LIMIT %(limit)s
@@ -10,10 +11,12 @@ LIMIT %(limit)s
 -- name: live_lease_page
 -- The organization's live leases by (created_at, id): of some projects when given, held by
 -- one principal when given, none of the hidden projects, after a key (keyset: reads
--- leases_live_page from the key on; every one when the limit is NULL).
+-- leases_live_list from the key on; every one when the limit is NULL). Unreleased is said
+-- by release_reason, as that index's predicate (migration 0030: a probe by node says
+-- released_at IS NULL, which only leases_one_unreleased answers).
 SELECT l.* FROM leases l
 JOIN nodes n ON n.org_id = l.org_id AND n.id = l.node_id
-WHERE l.org_id = %(org)s AND l.released_at IS NULL AND l.expires_at > %(now)s
+WHERE l.org_id = %(org)s AND l.release_reason IS NULL AND l.expires_at > %(now)s
   AND (%(projects)s::uuid[] IS NULL OR n.project_id = ANY (%(projects)s::uuid[]))
   AND (%(holder)s::uuid IS NULL OR l.holder = %(holder)s::uuid)
   AND n.project_id <> ALL (%(hidden)s::uuid[])
