@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pgrows import columns, select_list
 from psycopg.rows import dict_row
 
 import skift
@@ -55,25 +56,14 @@ async def test_a_delivery_page_deep_in_the_list_reads_its_own_rows(pg_dsn: str) 
         proj = await sk.create_project("Plans")
         hook = await sk.add_webhook(proj.slug, "https://hooks.example.com/plans")
         await sk.test_webhook(hook.id)
+    # copies of the delivery, sealed (one open delivery per endpoint), a second apart
+    made = {
+        "id": "md5(t.id::text || g)::uuid",
+        "sealed_at": "coalesce(t.sealed_at, now())",
+        "created_at": "t.created_at - g * interval '1 second'",
+    }
+    await _copy_rows(pg_dsn, "webhook_deliveries", made)
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
-        # copies of the delivery, sealed (one open delivery per endpoint), a second apart
-        cur = await conn.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_name = 'webhook_deliveries' ORDER BY ordinal_position"
-        )
-        columns = [str(r[0]) for r in await cur.fetchall()]
-        made = {
-            "id": "md5(d.id::text || g)::uuid",
-            "sealed_at": "coalesce(d.sealed_at, now())",
-            "created_at": "d.created_at - g * interval '1 second'",
-        }
-        select = ", ".join(made.get(c, f"d.{c}") for c in columns)
-        await conn.execute(
-            f"INSERT INTO webhook_deliveries ({', '.join(columns)}) "
-            f"SELECT {select} FROM webhook_deliveries d, generate_series(1, %(n)s) g".encode(),
-            {"n": ROWS},
-        )
-        await conn.execute("ANALYZE webhook_deliveries")
         cur = await conn.execute(
             "SELECT org_id, created_at, id FROM webhook_deliveries "
             "ORDER BY created_at DESC, id DESC OFFSET %(n)s LIMIT 1",
@@ -101,20 +91,10 @@ async def test_a_node_page_deep_in_the_list_reads_its_own_rows(pg_dsn: str) -> N
     async with skift.LocalSkift(PgStore(pg_dsn), principal=skift.User("person")) as sk:
         proj = await sk.create_project("Plans")
         await sk.create(proj.slug, "the first")
+    await _copy_rows(
+        pg_dsn, "nodes", {"id": "md5(t.id::text || g)::uuid", "number": "t.number + g"}
+    )
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_name = 'nodes' AND is_generated = 'NEVER' ORDER BY ordinal_position"
-        )
-        columns = [str(r[0]) for r in await cur.fetchall()]
-        made = {"id": "md5(n.id::text || g)::uuid", "number": "n.number + g"}
-        select = ", ".join(made.get(c, f"n.{c}") for c in columns)
-        await conn.execute(
-            f"INSERT INTO nodes ({', '.join(columns)}) "
-            f"SELECT {select} FROM nodes n, generate_series(1, %(n)s) g".encode(),
-            {"n": ROWS},
-        )
-        await conn.execute("ANALYZE nodes")
         cur = await conn.execute("SELECT org_id, project_id FROM nodes LIMIT 1")
         org, project = await cur.fetchone() or (None, None)
     plan = await _explain(
@@ -147,24 +127,14 @@ async def test_a_node_page_deep_in_the_list_reads_its_own_rows(pg_dsn: str) -> N
 # ------------------------------------------------------------------ the lists read whole before
 
 
-async def _columns(conn: psycopg.AsyncConnection[Any], table: str) -> list[str]:
-    cur = await conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = %(t)s "
-        "AND is_generated = 'NEVER' ORDER BY ordinal_position",
-        {"t": table},
-    )
-    return [str(r[0]) for r in await cur.fetchall()]
-
-
 async def _copy_rows(dsn: str, table: str, made: dict[str, str], where: str = "TRUE") -> None:
     """ROWS copies of ``table``'s rows (those ``where`` picks, as ``t``), the columns in
     ``made`` computed from ``t`` and ``g`` (1..ROWS), then ANALYZE."""
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        columns = await _columns(conn, table)
-        select = ", ".join(made.get(c, f"t.{c}") for c in columns)
+        names = await columns(conn, table)
         await conn.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}) "
-            f"SELECT {select} FROM {table} t, generate_series(1, %(n)s) g WHERE {where}".encode(),
+            f"INSERT INTO {table} ({', '.join(names)}) SELECT {select_list(names, made, 't')} "
+            f"FROM {table} t, generate_series(1, %(n)s) g WHERE {where}".encode(),
             {"n": ROWS},
         )
         await conn.execute(f"ANALYZE {table}".encode())
@@ -234,15 +204,14 @@ async def test_live_lease_pages_read_their_own_rows(pg_dsn: str) -> None:
     # a node per live lease (one live lease a node)
     await _copy_rows(pg_dsn, "nodes", {"id": _ID, "number": "t.number + g"})
     async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
-        columns = await _columns(conn, "leases")
+        names = await columns(conn, "leases")
         made = {
             "id": "md5(n.id::text)::uuid",
             "node_id": "n.id",
             "created_at": "l.created_at + n.number * interval '1 millisecond'",
         }
-        select = ", ".join(made.get(c, f"l.{c}") for c in columns)
         await conn.execute(
-            f"INSERT INTO leases ({', '.join(columns)}) SELECT {select} "
+            f"INSERT INTO leases ({', '.join(names)}) SELECT {select_list(names, made, 'l')} "
             "FROM leases l JOIN nodes n ON n.org_id = l.org_id AND n.id <> l.node_id".encode()
         )
         await conn.execute("ANALYZE leases")

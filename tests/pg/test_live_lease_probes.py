@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pgrows import columns, select_list
 
 import skift
 from skift._refs import parse_ulid  # pyright: ignore[reportPrivateUsage]
@@ -84,15 +85,11 @@ async def _live_leases(dsn: str, slug: str) -> None:
     async with skift.LocalSkift(PgStore(dsn), principal=skift.Agent("other")) as other:
         await other.claim_next(projects=[slug])
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'leases' "
-            "ORDER BY ordinal_position"
-        )
-        columns = [str(r[0]) for r in await cur.fetchall()]
+        names = await columns(conn, "leases")
         made = {"id": "md5(n.id::text)::uuid", "node_id": "n.id"}
-        select = ", ".join(made.get(c, f"l.{c}") for c in columns)
         await conn.execute(
-            f"INSERT INTO leases ({', '.join(columns)}) SELECT {select} FROM leases l "
+            f"INSERT INTO leases ({', '.join(names)}) SELECT {select_list(names, made, 'l')} "
+            "FROM leases l "
             "JOIN LATERAL (SELECT * FROM nodes n WHERE n.org_id = l.org_id "
             "AND n.id <> l.node_id ORDER BY n.number LIMIT %(n)s) n ON true".encode(),
             {"n": LIVE - 1},
@@ -104,9 +101,9 @@ async def _live_leases(dsn: str, slug: str) -> None:
             "released_at": "l.created_at + interval '1 second'",
             "release_reason": "'crash'",
         }
-        select = ", ".join(made.get(c, f"l.{c}") for c in columns)
         await conn.execute(
-            f"INSERT INTO leases ({', '.join(columns)}) SELECT {select} FROM leases l "
+            f"INSERT INTO leases ({', '.join(names)}) SELECT {select_list(names, made, 'l')} "
+            "FROM leases l "
             "JOIN nodes n ON n.org_id = l.org_id, generate_series(1, %(n)s) g "
             "WHERE l.released_at IS NULL AND l.id = (SELECT min(id::text)::uuid FROM leases)".encode(),
             {"n": HISTORY},
