@@ -33,6 +33,7 @@ from skift_pg import PgStore
 from . import _graph
 from ._claimprof import backend_cpu
 from ._env import ROOT, Server, scratch, server
+from ._scenarios import _client  # pyright: ignore[reportPrivateUsage]
 
 
 def _runq() -> tuple[float, float]:
@@ -55,10 +56,7 @@ async def _claimers(
         )
         await stack.enter_async_context(base)
         return [base, *(base.acting_as(skift.Agent(f"{tag}{i}")) for i in range(1, n))], stack
-    handles = [
-        skift.LocalSkift(PgStore(dsn, min_size=1, max_size=2), principal=skift.Agent(f"{tag}{i}"))
-        for i in range(n)
-    ]
+    handles = [_client(dsn, skift.Agent(f"{tag}{i}")) for i in range(n)]
     for h in handles:
         await stack.enter_async_context(h)
     return handles, stack
