@@ -80,10 +80,6 @@ def replans_at(transaction: int) -> bool:
     return rest == 0 and rounds > 0 and rounds & (rounds - 1) == 0
 
 
-_SEQSCAN_OFF: Final = b"SELECT set_config('enable_seqscan', 'off', true)"
-_SEQSCAN_ON: Final = b"SELECT set_config('enable_seqscan', 'on', true)"
-
-
 def _queue_discarded(pipeline: BasePipeline, pgconn: Any, statement: bytes) -> None:
     """Queue ``statement`` in ``pipeline`` with its result dropped (as psycopg queues its own
     DEALLOCATE): it goes out in order with the statements around it, no round trip more."""
@@ -181,10 +177,10 @@ class PgCursor(psycopg.AsyncCursor[Row]):
         # mode, where nothing is prepared (prepare_threshold None)
         seek = query in seek_planned() and prepared.get(pgq, prepare)[0] is Prepare.SHOULD
         if seek:  # prepared now, so planned at this Bind: without sequential scans
-            _queue_discarded(pipeline, self._pgconn, _SEQSCAN_OFF)  # pyright: ignore[reportPrivateUsage]
+            _queue_discarded(pipeline, self._pgconn, q("seqscan_off"))  # pyright: ignore[reportPrivateUsage]
         yield from self._maybe_prepare_gen(pgq, prepare=prepare, binary=binary)  # pyright: ignore[reportPrivateUsage]
         if seek:
-            _queue_discarded(pipeline, self._pgconn, _SEQSCAN_ON)  # pyright: ignore[reportPrivateUsage]
+            _queue_discarded(pipeline, self._pgconn, q("seqscan_on"))  # pyright: ignore[reportPrivateUsage]
             conn.seek_keys.add(key)
         _queue_into_libpq(pipeline)
         self._last_query = query  # pyright: ignore[reportPrivateUsage]

@@ -518,6 +518,16 @@ SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
               WHERE x.org_id = p.org_id AND x.id = ANY (p.readers))) ORDER BY p.id), '[]')
  FROM projects p WHERE p.org_id = %(org)s AND p.readers IS NOT NULL)
 
+-- name: seqscan_off
+-- Sequential scans off until seqscan_on or the transaction's end: queued right before the
+-- Bind at which one of the claim's or the complete's statements (SEEK_PLANNED) is prepared,
+-- so that its plan is index lookups at any table size (PgCursor; no round trip of its own).
+SELECT set_config('enable_seqscan', 'off', true)
+
+-- name: seqscan_on
+-- Sequential scans back on, queued right after that Bind.
+SELECT set_config('enable_seqscan', 'on', true)
+
 -- name: graph_lock
 -- Serialize writes that change the wait relation within one organization.
 SELECT pg_advisory_xact_lock(%(key)s)
