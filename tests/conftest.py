@@ -21,6 +21,10 @@ Fixtures:
 - ``pgbouncer`` (session): the distribution's PgBouncer in transaction mode in front
   of the server (tests/pgbouncer.py); ``pgbouncer.through(dsn)`` reaches a database
   through it. Not installed: skipped, or with ``SKIFT_REQUIRE_PG=1`` a failure.
+- ``pgbouncer_keeping`` (session) and ``pgbouncer_prepared`` (function, 8 server
+  connections): a PgBouncer 1.21 or later that keeps prepared statements
+  (``max_prepared_statements``): the one ``SKIFT_PGBOUNCER`` names, else the one
+  .ci/run builds. None: as ``pgbouncer``.
 
 Tests that request one of these are marked ``pg`` automatically.
 """
@@ -66,6 +70,8 @@ PG_FIXTURES = frozenset(
         "pg_fresh_databases",
         "pg_session_databases",
         "pgbouncer",
+        "pgbouncer_prepared",
+        "pgbouncer_keeping",
     }
 )
 
@@ -285,14 +291,17 @@ def pg_session_databases(pg_server_dsn: str, pg_template: str) -> Iterator[Sessi
         dbs.drop_all()
 
 
-@pytest.fixture(scope="session")
-def pgbouncer(pg_server_dsn: str) -> Iterator[PgBouncer]:
-    """PgBouncer in transaction mode in front of the test server, for the session."""
-    from pgbouncer import PgBouncer, binary
+def _bouncer(pg_server_dsn: str, *, pool_size: int, prepared: bool) -> Iterator[PgBouncer]:
+    from pgbouncer import PgBouncer, binary, prepared_binary
 
-    if binary() is None:
+    if prepared and prepared_binary() is None:
+        _unavailable(
+            "no PgBouncer 1.21+ (set SKIFT_PGBOUNCER to one; .ci/run builds one from Debian's"
+            " source package)"
+        )
+    if not prepared and binary() is None:
         _unavailable("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does)")
-    bouncer = PgBouncer()
+    bouncer = PgBouncer(pool_size=pool_size, prepared=prepared)
     try:
         bouncer.start(pg_server_dsn)
     except RuntimeError as exc:
@@ -301,6 +310,25 @@ def pgbouncer(pg_server_dsn: str) -> Iterator[PgBouncer]:
         yield bouncer
     finally:
         bouncer.stop()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pg_server_dsn: str) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction mode in front of the test server, for the session."""
+    yield from _bouncer(pg_server_dsn, pool_size=40, prepared=False)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_keeping(pg_server_dsn: str) -> Iterator[PgBouncer]:
+    """A PgBouncer that keeps prepared statements, for the session (the contract suite's
+    ``pgbouncer-prepared`` leg)."""
+    yield from _bouncer(pg_server_dsn, pool_size=40, prepared=True)
+
+
+@pytest.fixture
+def pgbouncer_prepared(pg_server_dsn: str) -> Iterator[PgBouncer]:
+    """A PgBouncer that keeps prepared statements, 8 server connections, for one test."""
+    yield from _bouncer(pg_server_dsn, pool_size=8, prepared=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

@@ -10,7 +10,11 @@ process dies first, the kernel ends it (``PR_SET_PDEATHSIG``).
 
 The settings are the distribution's defaults that matter to skift: ``pool_mode =
 transaction``, no ``ignore_startup_parameters`` beyond what psycopg sends, and
-PgBouncer 1.18's lack of protocol-level prepared statements (Debian 12's version). A
+PgBouncer 1.18's lack of protocol-level prepared statements (Debian 12's version).
+``PgBouncer(prepared=True)`` runs a PgBouncer that keeps them (1.21 or later, with
+``max_prepared_statements``; ``prepared_binary``): the one ``SKIFT_PGBOUNCER`` names,
+else the distribution's if it is new enough, else the one .ci/run builds from Debian
+13's source package (``BUILT``). A
 server connection is handed to another client after each transaction, so anything a
 session keeps (a prepared statement, LISTEN, a session advisory lock, a ``SET``) is not
 there on the next one: what docs/operations.md ("Behind PgBouncer") tells operators.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
@@ -34,10 +39,38 @@ import psycopg
 
 START_TIMEOUT = 15.0
 
+BUILT = Path("/opt/skift-ci/pgbouncer/bin/pgbouncer")
+"""Where .ci/run builds a PgBouncer that keeps prepared statements when the distribution's
+does not (Debian 12's is 1.18)."""
+
+PREPARED_SINCE = (1, 21)
+"""The first PgBouncer that keeps protocol-level prepared statements across transactions."""
+
 
 def binary() -> str | None:
     """The pgbouncer executable (Debian puts it in /usr/sbin, often not on PATH)."""
     return shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/bin")
+
+
+def version(exe: str) -> tuple[int, int]:
+    """(major, minor) of a pgbouncer executable; (0, 0) when it does not say."""
+    try:
+        out = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return (0, 0)
+    match = re.search(r"PgBouncer (\d+)\.(\d+)", out)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+def prepared_binary() -> str | None:
+    """A pgbouncer that keeps prepared statements (1.21+), or None."""
+    named = os.environ.get("SKIFT_PGBOUNCER")
+    for exe in (named, binary(), str(BUILT) if BUILT.exists() else None):
+        if exe and version(exe) >= PREPARED_SINCE:
+            return exe
+    return None
 
 
 def _as_child() -> None:
@@ -62,16 +95,21 @@ def _free_port() -> int:
 class PgBouncer:
     """One PgBouncer process in transaction mode in front of one PostgreSQL server."""
 
-    def __init__(self, *, pool_size: int = 40) -> None:
+    def __init__(self, *, pool_size: int = 40, prepared: bool = False) -> None:
         self.pool_size = pool_size
+        self.prepared = prepared
         self.port = 0
         self.dir: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, server_dsn: str) -> None:
-        exe = binary()
+        exe = prepared_binary() if self.prepared else binary()
         if exe is None:
-            raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
+            raise RuntimeError(
+                "no pgbouncer 1.21+ (SKIFT_PGBOUNCER, or .ci/run builds one)"
+                if self.prepared
+                else "pgbouncer is not installed (apt-get install pgbouncer)"
+            )
         parts = urlsplit(server_dsn)
         host, port = parts.hostname or "127.0.0.1", parts.port or 5432
         user = parts.username or "postgres"
@@ -99,6 +137,8 @@ class PgBouncer:
             "ignore_startup_parameters = extra_float_digits\n"
             "log_connections = 0\n"
             "log_disconnections = 0\n"
+            # the admin console (SHOW SERVERS: each server connection's prepared statements)
+            f"admin_users = {user}\n" + ("max_prepared_statements = 200\n" if self.prepared else "")
         )
         for f in self.dir.iterdir():
             f.chmod(0o644)
@@ -135,6 +175,17 @@ class PgBouncer:
         user = parts.username or "postgres"
         auth = f"{user}:{parts.password}@" if parts.password else f"{user}@"
         return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
+
+    def servers(self) -> list[dict[str, object]]:
+        """The admin console's SHOW SERVERS: one row per server connection (PgBouncer
+        1.21+ counts each one's ``prepared_statements``)."""
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="postgres", dbname="pgbouncer",
+            connect_timeout=2, autocommit=True, cursor_factory=psycopg.ClientCursor,
+        ) as conn:  # fmt: skip
+            cur = conn.execute("SHOW SERVERS")
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def log(self) -> str:
         if self.dir is None:

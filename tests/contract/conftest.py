@@ -2,7 +2,8 @@
 
 Every test in ``tests/contract`` runs once per implementation: ``memory``,
 ``pg``, ``pgbouncer`` (the PostgreSQL store through PgBouncer in transaction
-mode, tests/pgbouncer.py) and ``remote`` (a real ``skift serve`` process over a
+mode, tests/pgbouncer.py), ``pgbouncer-prepared`` (through a PgBouncer 1.21+ that keeps
+prepared statements, the store told so) and ``remote`` (a real ``skift serve`` process over a
 real unix socket, reached with ``skift_server.connect``). Tests talk to skift only through the object the
 ``sk`` fixture yields and the ``skift.*`` names, never through a store's
 internals, so the same test proves the same rule on every implementation.
@@ -72,6 +73,7 @@ class Snap(Protocol):
         "memory",
         pytest.param("pg", marks=pytest.mark.pg),
         pytest.param("pgbouncer", marks=[pytest.mark.pg, pytest.mark.pgbouncer]),
+        pytest.param("pgbouncer-prepared", marks=[pytest.mark.pg, pytest.mark.pgbouncer]),
         pytest.param("remote", marks=[pytest.mark.pg, pytest.mark.remote]),
     ]
 )
@@ -82,19 +84,22 @@ def store_url(request: pytest.FixtureRequest) -> str:
     test marked ``own_server`` ``remote+`` and the DSN its own server serves. For
     ``pgbouncer`` it is a database reached through PgBouncer: the shared one
     (``shared+`` and its DSN: the test works in an organization of its own), or for a
-    test marked ``own_server`` a fresh one.
+    test marked ``own_server`` a fresh one. ``pgbouncer-prepared`` is the same through a
+    PgBouncer that keeps prepared statements, the URL saying ``pooler=transaction-prepared``.
     """
     if request.param == "memory":
         return "memory:"
     own = request.node.get_closest_marker("own_server") is not None
     if request.param == "remote" and not own:
         return "remote+shared"
-    if request.param == "pgbouncer":
-        bouncer: Any = request.getfixturevalue("pgbouncer")
+    if request.param.startswith("pgbouncer"):
+        prepared = request.param == "pgbouncer-prepared"
+        bouncer: Any = request.getfixturevalue("pgbouncer_keeping" if prepared else "pgbouncer")
+        told = "?pooler=transaction-prepared" if prepared else ""
         if own:
-            return bouncer.through(request.getfixturevalue("pg_dsn"))
+            return bouncer.through(request.getfixturevalue("pg_dsn")) + told
         shared: str = request.getfixturevalue("pgbouncer_shared_db")
-        return f"shared+{bouncer.through(shared)}"
+        return f"shared+{bouncer.through(shared)}{told}"
     dsn: str = request.getfixturevalue("pg_dsn")
     return f"remote+{dsn}" if request.param == "remote" else dsn
 

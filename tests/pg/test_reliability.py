@@ -39,21 +39,40 @@ MIN = timedelta(minutes=1)
 
 
 def _client(
-    dsn: str, name: str, *, user: bool = False, max_size: int = 2, listen: bool = True
+    dsn: str,
+    name: str,
+    *,
+    user: bool = False,
+    max_size: int = 2,
+    listen: bool = True,
+    pooler_prepares: bool = False,
 ) -> skift.LocalSkift:
     """A skift handle with a pool of its own, as a separate process would have."""
     principal = skift.User(name) if user else skift.Agent(name)
-    store = PgStore(dsn, min_size=1, max_size=max_size, listen=listen)
+    store = PgStore(
+        dsn, min_size=1, max_size=max_size, listen=listen, pooler_prepares=pooler_prepares
+    )
     return skift.LocalSkift(store, principal=principal)
 
 
 @contextlib.asynccontextmanager
 async def _clients(
-    dsn: str, names: list[str], *, user: bool = False, max_size: int = 2, listen: bool = True
+    dsn: str,
+    names: list[str],
+    *,
+    user: bool = False,
+    max_size: int = 2,
+    listen: bool = True,
+    pooler_prepares: bool = False,
 ) -> AsyncIterator[list[skift.LocalSkift]]:
     """Independent handles, opened (pool connected, principal known) before they are used."""
     async with contextlib.AsyncExitStack() as stack:
-        handles = [_client(dsn, n, user=user, max_size=max_size, listen=listen) for n in names]
+        handles = [
+            _client(
+                dsn, n, user=user, max_size=max_size, listen=listen, pooler_prepares=pooler_prepares
+            )
+            for n in names
+        ]
         for h in handles:
             await stack.enter_async_context(h)
         yield handles
@@ -170,10 +189,17 @@ async def test_claim_storm(pg_dsn: str, ada: skift.LocalSkift) -> None:
 
 
 async def claim_storm(
-    pg_dsn: str, claim_dsn: str, ada: skift.LocalSkift, nodes: int, label: str
+    pg_dsn: str,
+    claim_dsn: str,
+    ada: skift.LocalSkift,
+    nodes: int,
+    label: str,
+    *,
+    pooler_prepares: bool = False,
 ) -> None:
     """The claim storm over ``nodes`` nodes, the claimers connecting to ``claim_dsn`` (the
-    database at ``pg_dsn``, or the same through PgBouncer: tests/pg/test_pgbouncer.py)."""
+    database at ``pg_dsn``, or the same through PgBouncer: tests/pg/test_pgbouncer.py,
+    which says ``pooler_prepares`` of one that keeps prepared statements)."""
     per_project = nodes // STORM_PROJECTS
     t0 = time.monotonic()
     for i in range(STORM_PROJECTS):
@@ -202,7 +228,7 @@ async def claim_storm(
             await sk.complete(c.node.ref, lease=c.lease.id, result=sk.spec.name)
 
     names = [f"w{i}" for i in range(STORM_CLAIMERS)]
-    async with _clients(claim_dsn, names, max_size=1) as claimers:
+    async with _clients(claim_dsn, names, max_size=1, pooler_prepares=pooler_prepares) as claimers:
         t1 = time.monotonic()
         await asyncio.gather(*(claimer(h) for h in claimers))
         t_drain = time.monotonic() - t1

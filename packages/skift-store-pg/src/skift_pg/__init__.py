@@ -60,9 +60,11 @@ def open_store(
     dsn, params = split_params(url)
     where = blobs or params.get("blobs")
     pooler = params.get("pooler")
-    if pooler not in (None, "transaction", "none"):
+    if pooler not in (None, "transaction", "transaction-prepared", "none"):
         raise Invalid(
-            f"pooler={pooler!r} in the DSN", next="Use pooler=transaction (PgBouncer) or none."
+            f"pooler={pooler!r} in the DSN",
+            next="Use pooler=transaction (PgBouncer), pooler=transaction-prepared (PgBouncer"
+            " 1.21+ with max_prepared_statements set) or pooler=none.",
         )
     cls = MigratingPgStore if migrate else PgStore
     return cls(
@@ -70,5 +72,6 @@ def open_store(
         limits=limits,
         blobs=FileBlobStore(where) if where else None,
         listen_dsn=params.get("listen_dsn"),
-        pooled=None if pooler is None else pooler == "transaction",
+        pooled=None if pooler is None else pooler != "none",
+        pooler_prepares=pooler == "transaction-prepared",
     )

@@ -101,6 +101,7 @@ class PgStore:
         pool_timeout: float = POOL_TIMEOUT,
         listen_dsn: str | None = None,
         pooled: bool | None = None,
+        pooler_prepares: bool = False,
         poll_connections: int | None = None,
     ) -> None:
         """``listen=False`` turns off the LISTEN wake-up (tests prove polling alone suffices).
@@ -115,6 +116,14 @@ class PgStore:
         no JIT) are set in each transaction instead. None: found out on the first
         connection (PgBouncer refuses the startup parameter that carries the settings,
         unless configured to ignore it: then say ``pooled=True``).
+
+        ``pooler_prepares``: the pooler keeps protocol-level prepared statements across
+        transactions (PgBouncer 1.21 or later with ``max_prepared_statements`` above
+        zero): statements are then prepared as on a direct connection and planned
+        generically (set in each transaction), instead of parsed and planned on every
+        call. A pooler that does not keep them fails the second call of a statement
+        (``prepared statement "_pg3_0" does not exist``): say so only when it does.
+        Implies ``pooled=True``.
 
         ``blobs`` keeps blob bytes (default: files under ``skift.default_blob_dir()``);
         the database keeps only which organization holds which digest.
@@ -132,7 +141,8 @@ class PgStore:
         self.dsn = dsn
         self.listen = listen
         self.listen_dsn = listen_dsn
-        self.pooled = pooled
+        self.pooled = True if pooler_prepares else pooled
+        self.pooler_prepares = pooler_prepares
         self.limits = limits or Limits()
         self._timeout_ms = int(self.limits.statement_timeout.total_seconds() * 1000)
         self._pool_args = (min_size, max_size, pool_timeout)
@@ -156,12 +166,16 @@ class PgStore:
         if self.pooled:
             # Behind a pooler in transaction mode: the server connection changes between
             # transactions, so no statement is prepared (PgBouncer before 1.21 keeps no
-            # prepared statement; see docs/operations.md) and no startup option is sent
-            # (PgBouncer refuses it): PgStore.transaction sets them per transaction.
+            # prepared statement; see docs/operations.md) unless the pooler keeps them
+            # (pooler_prepares: then from the first call, as below), and no startup
+            # option is sent (PgBouncer refuses it): PgStore.transaction sets them per
+            # transaction. The replanning of count_transaction is not done: PgBouncer
+            # prepares a statement again on each server connection it meets, and a
+            # server connection is replaced after server_lifetime (default an hour).
             kwargs: dict[str, object] = {
                 "row_factory": dict_row,
                 "autocommit": True,
-                "prepare_threshold": None,
+                "prepare_threshold": 0 if self.pooler_prepares else None,
             }
         else:
             kwargs = {
@@ -542,6 +556,15 @@ def _driver_errors() -> Generator[None]:
             "the statement ran past the statement timeout",
             next="Narrow the request (a smaller page, a smaller patch) and retry.",
             limit="statement_timeout",
+        ) from exc
+    except psycopg.errors.InvalidSqlStatementName as exc:
+        # a statement prepared on one server connection, executed on another: a pooler
+        # that does not keep prepared statements, told pooler=transaction-prepared
+        raise Unavailable(
+            f"PostgreSQL lost a prepared statement: {exc}",
+            next="A pooler in front keeps no prepared statements (PgBouncer before 1.21, or "
+            "max_prepared_statements = 0): say pooler=transaction in the DSN, or set "
+            "max_prepared_statements in PgBouncer.",
         ) from exc
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
         raise unavailable(exc) from exc

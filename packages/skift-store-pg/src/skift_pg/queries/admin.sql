@@ -28,8 +28,11 @@ LISTEN skift_changes
 
 -- name: transaction_settings
 -- Behind a pooler in transaction mode: what a direct connection carries from its start
--- (the statement timeout, no JIT; skift_pg._store), for this transaction only.
-SELECT set_config('statement_timeout', %(timeout)s, true), set_config('jit', 'off', true)
+-- (the statement timeout, no JIT, generic plans for prepared statements; skift_pg._store),
+-- for this transaction only. plan_cache_mode matters only behind a pooler that keeps
+-- prepared statements (pooler=transaction-prepared): nothing else is prepared there.
+SELECT set_config('statement_timeout', %(timeout)s, true), set_config('jit', 'off', true),
+       set_config('plan_cache_mode', 'force_generic_plan', true)
 
 -- name: probe
 -- The health probe's question on its own connection: does the database answer?
