@@ -36,6 +36,7 @@ from ._stats import Result
 SCENARIOS = (
     "graph",
     "claim",
+    "pooled",
     "pgqueuer",
     "pgbench",
     "wake",
@@ -108,6 +109,20 @@ def _ratios(results: list[Result]) -> list[Result]:
         if tps:
             row["vs_pgbench_tps"] = round(ours / tps, 3)
         out.append(Result("ratio", f"claim+complete, {c} concurrent", row, "higher is better"))
+    rate = {
+        (r.scenario, int(r.case.split()[0])): r.metrics["pairs_per_s"]
+        for r in results
+        if r.scenario in ("claim", "claim_pooled") and r.metrics.get("pairs_per_s")
+    }
+    top = max((c for s, c in rate if s == "claim"), default=0)
+    if top > 8 and ("claim", 8) in rate:
+        row = {"direct": round(rate["claim", top] / rate["claim", 8], 2)}
+        if ("claim_pooled", top) in rate and ("claim_pooled", 8) in rate:
+            row["through_pgbouncer"] = round(rate["claim_pooled", top] / rate["claim_pooled", 8], 2)
+            row["through_pgbouncer_vs_direct_8"] = round(
+                rate["claim_pooled", top] / rate["claim", 8], 2
+            )
+        out.append(Result("ratio", f"claim+complete, {top} / 8 claimers", row, "1.0 holds up"))
     ready = [r for r in results if r.scenario == "ready" and r.case.endswith(" unfiltered")]
     if len(ready) > 1:
         first, last = ready[0], ready[-1]
@@ -170,6 +185,15 @@ async def _run(args: argparse.Namespace, srv: Server) -> dict[str, Any]:
         for c in cfg.claimers:
             _log(f"claim with {c} claimers")
             results.append(await _scenarios.claim_throughput(srv, cfg, c))
+    if "pooled" in only:
+        from . import _pooled
+
+        with _pooled.pgbouncer(srv) as bouncer:
+            if bouncer is None:
+                _log("no PgBouncer 1.21+ (SKIFT_PGBOUNCER, or .ci/pgbouncer): no pooled rows")
+            for c in cfg.claimers if bouncer is not None else ():
+                _log(f"claim with {c} claimers through PgBouncer")
+                results.append(await _scenarios.claim_throughput(srv, cfg, c, pooler=bouncer))
     if "pgqueuer" in only:
         for c in cfg.claimers:
             for batch in cfg.pgqueuer_batches:

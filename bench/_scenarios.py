@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import skift
 from skift_pg import PgStore
@@ -23,6 +23,9 @@ from skift_pg import PgStore
 from . import _graph, _naive, _trace
 from ._env import Server, scratch
 from ._stats import Result, summary, timed, timed_pair
+
+if TYPE_CHECKING:
+    from ._pooled import Pooler
 
 
 @dataclass
@@ -115,9 +118,13 @@ class Config:
         )
 
 
-def _client(dsn: str, principal: skift.PrincipalSpec, *, max_size: int = 2) -> skift.LocalSkift:
-    """A skift handle with a connection pool of its own, as a separate process would have."""
-    return skift.LocalSkift(PgStore(dsn, min_size=1, max_size=max_size), principal=principal)
+def _client(
+    dsn: str, principal: skift.PrincipalSpec, *, max_size: int = 2, pooler_prepares: bool = False
+) -> skift.LocalSkift:
+    """A skift handle with a connection pool of its own, as a separate process would have
+    (``pooler_prepares``: ``dsn`` is a PgBouncer that keeps prepared statements)."""
+    store = PgStore(dsn, min_size=1, max_size=max_size, pooler_prepares=pooler_prepares)
+    return skift.LocalSkift(store, principal=principal)
 
 
 def _size_label(size: int) -> str:
@@ -397,20 +404,31 @@ serve = _server
 # ------------------------------------------------------------------------ claim
 
 
-async def claim_throughput(srv: Server, cfg: Config, claimers: int) -> Result:
+async def claim_throughput(
+    srv: Server, cfg: Config, claimers: int, *, pooler: Pooler | None = None
+) -> Result:
     """``claimers`` concurrent agents claim and complete, measured as pgqueuer's rows are
     (_baselines.pgqueuer): pairs completed per second over ``cfg.pgqueuer_seconds`` from
     the first completed pair, each claimer's pool opened before the clock starts. The
     pool of ready nodes is sized so it does not drain within the window; a pool that
-    drains first ends the window at its last pair (the note says so)."""
+    drains first ends the window at its last pair (the note says so).
+
+    With ``pooler`` (bench._pooled) each claimer connects through that PgBouncer, which
+    keeps prepared statements, its DSN saying ``pooler=transaction-prepared``: the row is
+    ``claim_pooled``."""
     seconds = cfg.pgqueuer_seconds
     # enough ready nodes for the window at well over today's rate, and never fewer than asked
     pool = max(cfg.claim_pool, int(seconds * 1000))
-    async with scratch(srv, f"claim_c{claimers}") as dsn:
+    tag = "pooled" if pooler else "claim"
+    async with scratch(srv, f"{tag}_c{claimers}") as dsn:
         await asyncio.to_thread(
             _graph.load, dsn, size=pool, projects=cfg.claim_projects, chain=0, pool=True
         )
-        handles = [_client(dsn, skift.Agent(f"claimer-{i}")) for i in range(claimers)]
+        to = dsn if pooler is None else pooler.through(dsn)
+        handles = [
+            _client(to, skift.Agent(f"claimer-{i}"), pooler_prepares=pooler is not None)
+            for i in range(claimers)
+        ]
         claims: list[float] = []
         completes: list[float] = []
         stamps: list[float] = []
@@ -455,7 +473,7 @@ async def claim_throughput(srv: Server, cfg: Config, claimers: int) -> Result:
             done = sum(1 for t in stamps if t <= end_at)
             # round trips of one claim + complete, on a quiet pool
             rt: dict[str, Any] = {}
-            if claimers == 1:
+            if claimers == 1 and pooler is None:
                 await _graph_more(dsn)
                 with _trace.trace() as t:
                     c = await handles[0].claim_next()
@@ -466,9 +484,10 @@ async def claim_throughput(srv: Server, cfg: Config, claimers: int) -> Result:
                     "by_query": dict(t.counts),
                 }
         cs, ks = summary(claims), summary(completes)
+        how = "" if pooler is None else f" through PgBouncer, {pooler.pool_size} server connections"
         return Result(
-            "claim",
-            f"{claimers} claimer{'s' if claimers > 1 else ''}",
+            "claim" if pooler is None else "claim_pooled",
+            f"{claimers} claimer{'s' if claimers > 1 else ''}{how}",
             {
                 "pairs": done,
                 "pairs_per_s": round(done / max(end_at - start_at, 1e-9), 1),

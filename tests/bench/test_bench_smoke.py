@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pgbouncer import prepared_binary
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,6 +44,8 @@ def test_bench_smoke_writes_a_table_and_json(pg_server_dsn: str, tmp_path: Path)
         "board",
         "codec",
     } <= (scenarios)
+    if prepared_binary() is not None:  # the claim rows through PgBouncer (bench._pooled)
+        assert "claim_pooled" in scenarios
     naive = next(r for r in report["results"] if r["case"].endswith("naive in-process"))
     assert naive["metrics"]["same_page"] is True  # the naive baseline computes the same page
     assert "skift benchmarks" in done.stdout
