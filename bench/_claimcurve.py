@@ -6,12 +6,16 @@ connections' first plans, are before it).
     uv run python -m bench._claimcurve --claimers 4,8,16,32
     uv run python -m bench._claimcurve --claimers 32 --shared 4,8,16
     uv run python -m bench._claimcurve --claimers 32 --processes 2,4
+    uv run python -m bench._claimcurve --claimers 8,32 --pgbouncer 4,8
 
 Each claimer is a handle with a pool of its own (as ``python -m bench``'s claim rows), in
 this process; ``--shared K``: the claimers are handles on one store whose pool has K
 connections (``LocalSkift.acting_as``), so at most K transactions are in flight;
 ``--processes P``: the claimers are split over P client processes (their CPU is not
-counted, PostgreSQL's is). docs/benchmarks.md, issue 31 (session 15), has what it showed.
+counted, PostgreSQL's is); ``--pgbouncer K``: each claimer a pool of its own, connected
+through a PgBouncer that keeps prepared statements (bench._pooled) with K server
+connections, whose own CPU a pair is counted too. docs/benchmarks.md, issue 31 (sessions 15
+and 16), has what it showed.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from psycopg.conninfo import conninfo_to_dict
 import skift
 from skift_pg import PgStore
 
-from . import _graph
+from . import _graph, _pooled
 from ._claimprof import backend_cpu
 from ._env import ROOT, Server, scratch, server
 from ._scenarios import _client  # pyright: ignore[reportPrivateUsage]
@@ -47,7 +51,7 @@ def _runq() -> tuple[float, float]:
 
 
 async def _claimers(
-    dsn: str, n: int, shared: int, tag: str
+    dsn: str, n: int, shared: int, tag: str, *, pooler_prepares: bool = False
 ) -> tuple[list[skift.LocalSkift], contextlib.AsyncExitStack]:
     stack = contextlib.AsyncExitStack()
     if shared:
@@ -56,7 +60,9 @@ async def _claimers(
         )
         await stack.enter_async_context(base)
         return [base, *(base.acting_as(skift.Agent(f"{tag}{i}")) for i in range(1, n))], stack
-    handles = [_client(dsn, skift.Agent(f"{tag}{i}")) for i in range(n)]
+    handles = [
+        _client(dsn, skift.Agent(f"{tag}{i}"), pooler_prepares=pooler_prepares) for i in range(n)
+    ]
     for h in handles:
         await stack.enter_async_context(h)
     return handles, stack
@@ -93,7 +99,17 @@ async def child(dsn: str, n: int, start_at: float, end_at: float, tag: str) -> N
     print(json.dumps({"stamps": stamps}), flush=True)
 
 
-async def row(srv: Server, n: int, *, shared: int = 0, processes: int = 0) -> str:
+def _proc_cpu(pid: int | None) -> float:
+    """Seconds of CPU process ``pid`` has had (0 without one)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def row(
+    srv: Server, n: int, *, shared: int = 0, processes: int = 0, pgbouncer: int = 0
+) -> str:
     warm, window = 1.5, 4.0
     async with scratch(srv, f"curve{n}") as dsn:
         # enough ready nodes for the window at three times today's rate
@@ -130,25 +146,40 @@ async def row(srv: Server, n: int, *, shared: int = 0, processes: int = 0) -> st
                 f"{n:3d} claimers over {processes} client processes: "
                 f"{pairs / window:6.1f} pairs/s, PostgreSQL {(pg1 - pg0) * 1000 / pairs:.2f} ms/pair"
             )
-        handles, stack = await _claimers(dsn, n, shared, "c")
-        async with stack:
-            stamps: list[float] = []
-            stop, first = asyncio.Event(), asyncio.Event()
-            task = asyncio.create_task(_work(handles, stamps, stop, first))
-            await first.wait()
-            await asyncio.sleep(warm)
-            a = (len(stamps), time.process_time(), *_runq(), await backend_cpu(dsn, db))
-            await asyncio.sleep(window)
-            b = (len(stamps), time.process_time(), *_runq(), await backend_cpu(dsn, db))
-            stop.set()
-            await task
+        with contextlib.ExitStack() as outer:
+            bouncer = None
+            if pgbouncer:
+                bouncer = outer.enter_context(_pooled.pgbouncer(srv, pool_size=pgbouncer))
+                if bouncer is None:
+                    raise SystemExit("--pgbouncer: no PgBouncer 1.21+ (SKIFT_PGBOUNCER)")
+            to = bouncer.through(dsn) if bouncer else dsn
+            pid = bouncer.pid if bouncer else None
+            handles, stack = await _claimers(to, n, shared, "c", pooler_prepares=bool(bouncer))
+            async with stack:
+                if bouncer is not None:
+                    await _pooled.settle(bouncer, handles)
+                stamps: list[float] = []
+                stop, first = asyncio.Event(), asyncio.Event()
+                task = asyncio.create_task(_work(handles, stamps, stop, first))
+                await first.wait()
+                await asyncio.sleep(warm)
+                a = (len(stamps), time.process_time(), *_runq(), await backend_cpu(dsn, db))
+                a += (_proc_cpu(pid),)
+                await asyncio.sleep(window)
+                b = (len(stamps), time.process_time(), *_runq(), await backend_cpu(dsn, db))
+                b += (_proc_cpu(pid),)
+                stop.set()
+                await task
         pairs = b[0] - a[0]
         how = f"over one pool of {shared}" if shared else "a pool each"
+        if pgbouncer:
+            how += f", through PgBouncer ({pgbouncer} server connections)"
         return (
             f"{n:3d} claimers, {how}: {pairs / window:6.1f} pairs/s; client CPU "
             f"{(b[1] - a[1]) * 1000 / pairs:.2f} ms/pair (on a core {(b[2] - a[2]) / window:.2f},"
             f" waiting for one {(b[3] - a[3]) / window:.2f} of the time); PostgreSQL "
             f"{(b[4] - a[4]) * 1000 / pairs:.2f} ms/pair ({(b[4] - a[4]) / window:.2f} cores)"
+            + (f"; PgBouncer {(b[5] - a[5]) * 1000 / pairs:.2f} ms/pair" if pgbouncer else "")
         )
 
 
@@ -165,6 +196,9 @@ def main() -> None:
     ap.add_argument("--claimers", default="4,8,16,32", help="claimer counts, comma-separated")
     ap.add_argument("--shared", default="", help="pool sizes for one shared store, e.g. 4,8,16")
     ap.add_argument("--processes", default="", help="client process counts, e.g. 2,4")
+    ap.add_argument(
+        "--pgbouncer", default="", help="PgBouncer server connections, e.g. 4,8 (1.21+ needed)"
+    )
     ap.add_argument("--dsn", default=os.environ.get("SKIFT_TEST_DSN"))
     a = ap.parse_args()
 
@@ -175,6 +209,8 @@ def main() -> None:
                 print(await row(srv, n, shared=k), flush=True)
             for p in (p for p in _ints(a.processes) if p <= n):
                 print(await row(srv, n, processes=p), flush=True)
+            for k in _ints(a.pgbouncer):
+                print(await row(srv, n, pgbouncer=k), flush=True)
 
     with server(a.dsn) as srv:
         asyncio.run(go(srv))

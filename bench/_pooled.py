@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+import skift
+
 from ._env import ROOT, Server
+
+SETTLE_PAIRS = 6
+"""Pairs each claimer makes before a pooled row's clock starts: 12 transactions, where a
+direct connection plans its statements again (skift_pg._tx.REPLAN_AT)."""
 
 POOL_SIZE = 8
 """Server connections per database: 4 to 8 made the same pairs a second for 32 claimers on
@@ -28,11 +34,16 @@ class Pooler(Protocol):
 
     pool_size: int
 
+    @property
+    def pid(self) -> int | None: ...
+
     def through(self, dsn: str) -> str: ...
+
+    def reconnect(self) -> None: ...
 
 
 @contextlib.contextmanager
-def pgbouncer(srv: Server) -> Iterator[Pooler | None]:
+def pgbouncer(srv: Server, *, pool_size: int = POOL_SIZE) -> Iterator[Pooler | None]:
     """A PgBouncer that keeps prepared statements in front of ``srv``, or None."""
     tests = str(ROOT / "tests")
     if tests not in sys.path:
@@ -42,9 +53,27 @@ def pgbouncer(srv: Server) -> Iterator[Pooler | None]:
     if prepared_binary() is None:
         yield None
         return
-    bouncer = PgBouncer(pool_size=POOL_SIZE, prepared=True)
+    bouncer = PgBouncer(pool_size=pool_size, prepared=True)
     bouncer.start(srv.dsn)
     try:
         yield bouncer
     finally:
         bouncer.stop()
+
+
+async def settle(bouncer: Pooler, handles: Sequence[skift.LocalSkift]) -> None:
+    """What a direct connection does at its 12th transaction (plans its statements again
+    with the tables as they are by then), done for PgBouncer's server connections: a claimer
+    behind PgBouncer replans only the server connection its DEALLOCATE ALL lands on, and the
+    rest keep the plans made on the scratch database's empty tables. Each claimer makes
+    ``SETTLE_PAIRS`` pairs, then PgBouncer replaces every server connection (RECONNECT), as
+    it would after ``server_lifetime`` in a deployment (docs/operations.md)."""
+    import asyncio
+
+    async def pairs(h: skift.LocalSkift) -> None:
+        for _ in range(SETTLE_PAIRS):
+            c = await h.claim_next()
+            await h.complete(c.node.ref, lease=c.lease.id)
+
+    await asyncio.gather(*(pairs(h) for h in handles))
+    await asyncio.to_thread(bouncer.reconnect)

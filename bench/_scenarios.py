@@ -414,7 +414,8 @@ async def claim_throughput(
     drains first ends the window at its last pair (the note says so).
 
     With ``pooler`` (bench._pooled) each claimer connects through that PgBouncer, which
-    keeps prepared statements, its DSN saying ``pooler=transaction-prepared``: the row is
+    keeps prepared statements, its DSN saying ``pooler=transaction-prepared``, and the
+    server connections are settled first (``_pooled.settle``): the row is
     ``claim_pooled``."""
     seconds = cfg.pgqueuer_seconds
     # enough ready nodes for the window at well over today's rate, and never fewer than asked
@@ -435,6 +436,10 @@ async def claim_throughput(
         async with contextlib.AsyncExitStack() as stack:
             for h in handles:
                 await stack.enter_async_context(h)
+            if pooler is not None:
+                from . import _pooled
+
+                await _pooled.settle(pooler, handles)
             start = asyncio.Event()
             stop = asyncio.Event()
             first = asyncio.Event()

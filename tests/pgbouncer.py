@@ -169,12 +169,26 @@ class PgBouncer:
         self.stop()
         raise RuntimeError(f"pgbouncer did not answer in {START_TIMEOUT}s: {last}\n{self.log()}")
 
+    @property
+    def pid(self) -> int | None:
+        """The PgBouncer process's id while it runs."""
+        return None if self.proc is None else self.proc.pid
+
     def through(self, dsn: str) -> str:
         """``dsn`` (a postgresql:// URL) reached through this PgBouncer."""
         parts = urlsplit(dsn)
         user = parts.username or "postgres"
         auth = f"{user}:{parts.password}@" if parts.password else f"{user}@"
         return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
+
+    def reconnect(self) -> None:
+        """The admin console's RECONNECT: each server connection is closed once released and
+        a new one opened in its place (their prepared statements, and plans, made anew)."""
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="postgres", dbname="pgbouncer",
+            connect_timeout=2, autocommit=True, cursor_factory=psycopg.ClientCursor,
+        ) as conn:  # fmt: skip
+            conn.execute("RECONNECT")
 
     def servers(self) -> list[dict[str, object]]:
         """The admin console's SHOW SERVERS: one row per server connection (PgBouncer

@@ -169,9 +169,10 @@ class PgStore:
             # prepared statement; see docs/operations.md) unless the pooler keeps them
             # (pooler_prepares: then from the first call, as below), and no startup
             # option is sent (PgBouncer refuses it): PgStore.transaction sets them per
-            # transaction. The replanning of count_transaction is not done: PgBouncer
-            # prepares a statement again on each server connection it meets, and a
-            # server connection is replaced after server_lifetime (default an hour).
+            # transaction. count_transaction's DEALLOCATE ALL at REPLAN_AT (PgBouncer 1.22+
+            # passes it on and forgets what it had prepared there) replans only the server
+            # connection it lands on: plans made on a new, empty database stay on the
+            # others until PgBouncer replaces them (server_lifetime; docs/operations.md).
             kwargs: dict[str, object] = {
                 "row_factory": dict_row,
                 "autocommit": True,
@@ -257,7 +258,8 @@ class PgStore:
         async with self._slot():
             with _driver_errors():
                 async with self._pool.connection(self._wait()) as conn:
-                    if not self.pooled:
+                    conn.pooler_prepares = self.pooler_prepares
+                    if not self.pooled or self.pooler_prepares:
                         await conn.count_transaction()
                     tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                     await tx.begin()

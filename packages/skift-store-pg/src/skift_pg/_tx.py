@@ -173,9 +173,21 @@ class PgCursor(psycopg.AsyncCursor[Row]):
         conn = _conn_of(self)
         key = (pgq.query, pgq.types)
         prepared = conn._prepared  # pyright: ignore[reportPrivateUsage]
-        # prepared (so planned) at this statement's Bind: not through a pooler in transaction
-        # mode, where nothing is prepared (prepare_threshold None)
-        seek = query in seek_planned() and prepared.get(pgq, prepare)[0] is Prepare.SHOULD
+        if conn.pooler_prepares:
+            # Behind a pooler that keeps prepared statements any Bind may be a server
+            # connection's first of the statement (PgBouncer prepares it again on each one it
+            # lends, and the plan is made there and then): the claim's and the complete's
+            # statements run with sequential scans off, switched once for each run of them
+            # in a transaction (set_config(..., true): the transaction's end switches back).
+            off = query in seek_planned()
+            if off != conn.seqscan_off:
+                _queue_discarded(pipeline, self._pgconn, q("seqscan_off" if off else "seqscan_on"))  # pyright: ignore[reportPrivateUsage]
+                conn.seqscan_off = off
+            seek = False
+        else:
+            # prepared (so planned) at this statement's Bind: not through a pooler in
+            # transaction mode, where nothing is prepared (prepare_threshold None)
+            seek = query in seek_planned() and prepared.get(pgq, prepare)[0] is Prepare.SHOULD
         if seek:  # prepared now, so planned at this Bind: without sequential scans
             _queue_discarded(pipeline, self._pgconn, q("seqscan_off"))  # pyright: ignore[reportPrivateUsage]
         yield from self._maybe_prepare_gen(pgq, prepare=prepare, binary=binary)  # pyright: ignore[reportPrivateUsage]
@@ -225,6 +237,10 @@ class PgConn(psycopg.AsyncConnection[Row]):
 
     _deferred: list[tuple[str, Row]] | None = None
     _transactions: int = 0
+    # behind a pooler that keeps prepared statements (PgStore's pooler_prepares), and
+    # whether this transaction has switched sequential scans off for them (PgCursor)
+    pooler_prepares: bool = False
+    seqscan_off: bool = False
 
     async def count_transaction(self) -> None:
         """Count a transaction about to start; at the ``REPLAN_AT``-th, forget every
@@ -359,6 +375,7 @@ class PgConn(psycopg.AsyncConnection[Row]):
         claim lost to a concurrent claimer rolls back; it costs one round trip, not the
         connection's statement cache.
         """
+        self.seqscan_off = False  # set_config(..., true) ends with the transaction
         if command == b"ROLLBACK":
             self.discard()
         elif self._deferred:

@@ -522,10 +522,13 @@ SELECT now() + %(offset)s::interval AS now, /*:_restricted*/ AS restricted,
 -- Sequential scans off until seqscan_on or the transaction's end: queued right before the
 -- Bind at which one of the claim's or the complete's statements (SEEK_PLANNED) is prepared,
 -- so that its plan is index lookups at any table size (PgCursor; no round trip of its own).
+-- Behind a pooler that keeps prepared statements, before each run of them in a transaction
+-- (any Bind there may be a server connection's first).
 SELECT set_config('enable_seqscan', 'off', true)
 
 -- name: seqscan_on
--- Sequential scans back on, queued right after that Bind.
+-- Sequential scans back on, queued right after that Bind (behind a pooler that keeps
+-- prepared statements, before the next statement that is not one of them).
 SELECT set_config('enable_seqscan', 'on', true)
 
 -- name: graph_lock
