@@ -99,6 +99,7 @@ class PgBouncer:
         self.pool_size = pool_size
         self.prepared = prepared
         self.port = 0
+        self.user = "postgres"  # the server's user, PgBouncer's client and admin user
         self.dir: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -112,7 +113,7 @@ class PgBouncer:
             )
         parts = urlsplit(server_dsn)
         host, port = parts.hostname or "127.0.0.1", parts.port or 5432
-        user = parts.username or "postgres"
+        user = self.user = parts.username or "postgres"
         self.dir = Path(tempfile.mkdtemp(prefix="skift-pgbouncer-"))
         self.dir.chmod(0o755)
         (self.dir / "users.txt").write_text(f'"{user}" ""\n')
@@ -181,22 +182,23 @@ class PgBouncer:
         auth = f"{user}:{parts.password}@" if parts.password else f"{user}@"
         return urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
 
+    def _admin(self) -> psycopg.Connection[tuple[object, ...]]:
+        """A connection to the admin console (simple queries only: a client-side cursor)."""
+        return psycopg.connect(
+            host="127.0.0.1", port=self.port, user=self.user, dbname="pgbouncer",
+            connect_timeout=2, autocommit=True, cursor_factory=psycopg.ClientCursor,
+        )  # fmt: skip
+
     def reconnect(self) -> None:
         """The admin console's RECONNECT: each server connection is closed once released and
         a new one opened in its place (their prepared statements, and plans, made anew)."""
-        with psycopg.connect(
-            host="127.0.0.1", port=self.port, user="postgres", dbname="pgbouncer",
-            connect_timeout=2, autocommit=True, cursor_factory=psycopg.ClientCursor,
-        ) as conn:  # fmt: skip
+        with self._admin() as conn:
             conn.execute("RECONNECT")
 
     def servers(self) -> list[dict[str, object]]:
         """The admin console's SHOW SERVERS: one row per server connection (PgBouncer
         1.21+ counts each one's ``prepared_statements``)."""
-        with psycopg.connect(
-            host="127.0.0.1", port=self.port, user="postgres", dbname="pgbouncer",
-            connect_timeout=2, autocommit=True, cursor_factory=psycopg.ClientCursor,
-        ) as conn:  # fmt: skip
+        with self._admin() as conn:
             cur = conn.execute("SHOW SERVERS")
             names = [d.name for d in cur.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
