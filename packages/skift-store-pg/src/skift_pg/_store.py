@@ -207,8 +207,14 @@ class PgStore:
             open=False,
             kwargs=kwargs,
             connection_class=PgConn,
+            configure=self._configure if self.pooler_prepares else None,
             timeout=pool_timeout,
         )
+
+    async def _configure(self, conn: PgConn) -> None:
+        """A new connection to a pooler that keeps prepared statements knows it (PgCursor
+        switches sequential scans off around the claim's and the complete's statements)."""
+        conn.pooler_prepares = True
 
     def set_clock_offset(self, offset: timedelta) -> None:
         self._offset = offset
@@ -258,8 +264,7 @@ class PgStore:
         async with self._slot():
             with _driver_errors():
                 async with self._pool.connection(self._wait()) as conn:
-                    conn.pooler_prepares = self.pooler_prepares
-                    if not self.pooled or self.pooler_prepares:
+                    if not self.pooled or self.pooler_prepares:  # statements are prepared
                         await conn.count_transaction()
                     tx = PgTx(conn, org_id, self._offset, secret=self.secret)
                     await tx.begin()
