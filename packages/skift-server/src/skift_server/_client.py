@@ -33,9 +33,11 @@ from ._client_base import (
     DEFAULT_ATTEMPTS,
     DEFAULT_TIMEOUT,
     RETRY_WINDOW,
+    AnswerCodec,
     RemoteStore,
     Shared,
     UnixChannel,
+    reads_answers,
 )
 from ._client_content import ContentCalls
 from ._client_generated import GeneratedCalls
@@ -50,6 +52,7 @@ from ._paths import check_socket_owner, find_socket
 __all__ = ["RemoteSkift", "RemoteStore", "connect"]
 
 
+@reads_answers
 @skift.check_inputs
 class RemoteSkift(GraphCalls, WorkCalls, ContentCalls, ImportCalls, GeneratedCalls):
     """skift over gRPC. Use :func:`connect` to make one."""
@@ -140,7 +143,12 @@ def connect(
             with contextlib.suppress(AttributeError, NotImplementedError):
                 tls.set_alpn_protocols(["h2"])
         make = functools.partial(
-            GatheringChannel, parts.hostname, parts.port, ssl=tls, status_details_codec=codec
+            GatheringChannel,
+            parts.hostname,
+            parts.port,
+            ssl=tls,
+            codec=AnswerCodec(),
+            status_details_codec=codec,
         )
         if not tls:
             open_lean = functools.partial(

@@ -10,11 +10,14 @@ composes them into :class:`RemoteSkift`. See ``_client`` for what is retried and
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import itertools
 import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -24,6 +27,7 @@ import attrs
 import betterproto2
 from betterproto2.grpclib import ServiceStub
 from grpclib.client import Channel
+from grpclib.encoding.proto import ProtoCodec
 from grpclib.exceptions import GRPCError, StreamTerminatedError
 from h2.exceptions import ProtocolError as H2ProtocolError
 
@@ -33,15 +37,17 @@ from ._auth import ACT_AS, CLOCK_OFFSET, ORG
 from ._client_h2 import Connection as LeanConnection
 from ._convert import page_size as page_size  # the client mixins' import
 from ._convert_types import from_pb, to_pb
-from ._convert_wire import field_view, read_field_view, read_view
+from ._convert_wire import UPB_FROM, field_view, read_field_view, read_view
 from ._errors import ErrorDetailsCodec, from_grpc
 from ._h2 import GatheringChannel
 from ._paths import check_socket_owner, starting_pid
 from ._proto.skift import v1
 from ._unary import Unsupported
+from ._wirecodec import Fallback, read_exactly
 
 T = TypeVar("T", bound=betterproto2.Message)
 V = TypeVar("V")
+F = TypeVar("F")
 
 
 DEFAULT_TIMEOUT = 30.0
@@ -68,11 +74,119 @@ def deadline_passed(seconds: float) -> skift.Unavailable:
     )
 
 
+# ------------------------------------------------------------ answers it cannot read
+#
+# A reply is read strictly: bytes that are not a valid encoding of the reply's message (a
+# truncated message, a string that is not UTF-8, a varint that never ends) are refused,
+# where betterproto2's own parser would read them as some other answer (a truncated
+# ListProjects read as a project with an empty title, three bytes of 0xff as no projects).
+# A reply read strictly may still fail to become its view (a timestamp past the year 9999,
+# an enum word this client does not know): every public method of the remote client is
+# wrapped (:func:`reads_answers`) so that whatever fails while an answer is read is
+# Unavailable naming the RPC, never the decoder's own OverflowError or UnicodeDecodeError.
+
+READING: ContextVar[str | None] = ContextVar("skift_reading", default=None)
+"""The RPC whose answer the calling method is reading: set once the answer's bytes arrived
+(``_call``, ``_stream``), so a failure before it (encoding the request) is not called one
+of the answer's."""
+
+UNREADABLE: tuple[type[Exception], ...] = (ValueError, ArithmeticError, LookupError, EOFError)
+"""What reading an answer raises when its bytes or values are not what this client knows:
+WireError and UnicodeDecodeError are ValueErrors, a datetime out of range an
+OverflowError, an enum number or word this client lacks a ValueError or KeyError."""
+
+
+class Unreadable(Exception):
+    """An answer's bytes are not a valid encoding of its message (from :class:`AnswerCodec`,
+    inside grpclib); the cause says what is wrong."""
+
+
+def strict_parse(message: type[T]) -> Callable[[bytes], T]:
+    """``message``'s parser for answers. The fast decoder (``_wirecodec.read_exactly``, what
+    ``FromString`` runs first) reads an answer as it is sent, skipping fields this client
+    does not know (a newer server's); what it does not take is read as the server reads a
+    request (``_wire``): bytes that are not the message's encoding are WireError. Of those,
+    one of a page's size (``UPB_FROM`` bytes) is parsed by upb first (``_wire.decode``), a
+    smaller one by the strict walk (``_wire.decode_strictly``), which spares a command
+    protobuf's descriptors (~80 ms)."""
+    return functools.partial(_wire_decode, message)
+
+
+def _wire_decode(message: type[T], data: bytes) -> T:
+    try:
+        return read_exactly(message, data)
+    except (Fallback, IndexError, ValueError):
+        pass  # the strict reading says what is wrong, or reads what is unusual
+    from ._wire import decode, decode_strictly
+
+    if len(data) < UPB_FROM:
+        return decode_strictly(message, data)
+    return decode(message, data)
+
+
+class AnswerCodec(ProtoCodec):
+    """grpclib's codec for the remote client's channels: skift's replies read strictly
+    (:func:`strict_parse`), failures raised as :class:`Unreadable` (grpclib reads the answer
+    before ``_call`` or ``_stream`` can note that it arrived)."""
+
+    def decode(self, data: bytes, message_type: type[Any]) -> Any:
+        if not issubclass(message_type, betterproto2.Message):
+            return super().decode(data, message_type)
+        try:
+            return _wire_decode(message_type, data)
+        except UNREADABLE as exc:  # a timestamp out of range is an OverflowError
+            raise Unreadable(str(exc) or type(exc).__name__) from exc
+
+
+def unreadable(rpc: str, exc: BaseException) -> skift.Unavailable:
+    """The error for an answer to ``rpc`` this client cannot read (``exc`` says why)."""
+    why = str(exc) or type(exc).__name__
+    return skift.Unavailable(
+        f"the skift server's answer to {rpc} could not be read: {why}",
+        next="If the server runs another version of skift than this client (compare "
+        "'skift --version' with the server's), upgrade the older one; otherwise report it with "
+        "this message. The call may have taken effect: a write with a request id is safe to "
+        "send again.",
+        rpc=rpc,
+    )
+
+
+def _reading(method: Callable[..., Awaitable[V]]) -> Callable[..., Awaitable[V]]:
+    @functools.wraps(method)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> V:
+        token = READING.set(None)
+        try:
+            return await method(self, *args, **kwargs)
+        except UNREADABLE as exc:
+            rpc = READING.get()
+            if rpc is None:
+                raise
+            raise unreadable(rpc, exc) from exc
+        finally:
+            READING.reset(token)
+
+    return call
+
+
+def reads_answers(cls: type[F]) -> type[F]:
+    """Wrap every public coroutine method of ``cls`` (and of the mixins it is composed of) so
+    that an answer it cannot read is :func:`unreadable`, whichever line of it read it."""
+    seen: set[str] = set()
+    for klass in cls.__mro__[:-1]:
+        for name, fn in list(vars(klass).items()):
+            if name in seen or name.startswith("_"):
+                continue
+            seen.add(name)
+            if inspect.iscoroutinefunction(fn):
+                setattr(cls, name, _reading(fn))
+    return cls
+
+
 class UnixChannel(GatheringChannel):
     """A channel over a unix socket that first checks who owns the socket (see ``_paths``)."""
 
     def __init__(self, path: str, codec: ErrorDetailsCodec) -> None:
-        super().__init__(path=path, status_details_codec=codec)  # pyright: ignore[reportUnknownMemberType]
+        super().__init__(path=path, codec=AnswerCodec(), status_details_codec=codec)  # pyright: ignore[reportUnknownMemberType]
         self._socket_path = path
 
     async def _create_connection(self) -> Any:
@@ -322,16 +436,20 @@ class RemoteBase:
         while True:
             try:
                 got = await self._lean_call(
-                    route, request, reply, timeout or self.timeout, view, field
+                    method, route, request, reply, timeout or self.timeout, view, field
                 )
                 if got is None:
                     channel = self._shared.channel()
                     # the base stub: the generated SkiftServiceStub only adds a method per RPC,
                     # and naming it would make every class of the generated module
                     stub = ServiceStub(channel, metadata=self._metadata())
-                    got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
-                        route, request, reply, timeout=timeout or self.timeout
-                    )
+                    try:
+                        got = await stub._unary_unary(  # pyright: ignore[reportPrivateUsage]
+                            route, request, reply, timeout=timeout or self.timeout
+                        )
+                    except Unreadable as exc:
+                        raise unreadable(method, exc) from exc
+                    READING.set(method)
                     if field is not None and view is not None:
                         got = field_view(reply, field, view, got)
                     elif view is not None:
@@ -375,6 +493,7 @@ class RemoteBase:
 
     async def _lean_call(
         self,
+        method: str,
         route: str,
         request: betterproto2.Message,
         reply: type[T],
@@ -382,8 +501,10 @@ class RemoteBase:
         view: type[Any] | None = None,
         field: str | None = None,
     ) -> Any:
-        """The call over a lean connection (``_client_h2``), or None where it leaves the call
-        to grpclib's channel (TLS, a large request, the server's stream limit)."""
+        """The call of ``method`` (at ``route``) over a lean connection (``_client_h2``), or
+        None where it leaves the call to grpclib's channel (TLS, a large request, the
+        server's stream limit). The answer is read strictly (:func:`strict_parse` where the
+        readers straight from the bytes do not take it)."""
         if self._shared.open_lean is None:
             return None
         async with asyncio.timeout(timeout):
@@ -396,11 +517,13 @@ class RemoteBase:
                 )
             except Unsupported:
                 return None
+        READING.set(method)
+        parse = strict_parse(reply)
         if view is None:
-            return reply.FromString(data)
+            return parse(data)
         if field is not None:
-            return read_field_view(reply, field, view, data)
-        return read_view(reply, view, data)
+            return read_field_view(reply, field, view, data, parse)
+        return read_view(reply, view, data, parse)
 
 
 def remote_page(items: list[V], token: str) -> skift.Page[V]:

@@ -13,7 +13,7 @@ from h2.exceptions import ProtocolError as H2ProtocolError
 
 import skift
 
-from ._client_base import RemoteBase
+from ._client_base import READING, RemoteBase, Unreadable, unreadable
 from ._errors import from_grpc
 from ._import_wire import CHUNK_BYTES, archive_view, import_view
 from ._proto.skift import v1
@@ -83,9 +83,13 @@ class ImportCalls(RemoteBase):
                     await stream.recv_initial_metadata()
                     raise
                 while True:
-                    got: Any = await stream.recv_message()
+                    try:
+                        got: Any = await stream.recv_message()
+                    except Unreadable as exc:
+                        raise unreadable(method, exc) from exc
                     if got is None:
                         return
+                    READING.set(method)
                     yield got
         except GRPCError as exc:
             raise from_grpc(exc) from None

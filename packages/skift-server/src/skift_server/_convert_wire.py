@@ -514,10 +514,16 @@ def _upb_reader(message: type[Any], view: type[Any]) -> Callable[[bytes], Any] |
     return upb_read
 
 
-def read_view(message: type[betterproto2.Message], view: type[Any], data: bytes) -> Any:
+def read_view(
+    message: type[betterproto2.Message],
+    view: type[Any],
+    data: bytes,
+    parse: Callable[[bytes], Any] | None = None,
+) -> Any:
     """The ``view`` in ``message``'s bytes ``data``: ``from_pb(message, view,
-    message.FromString(data))``, read without the message where a reader can (upb's
-    from :data:`UPB_FROM` bytes)."""
+    parse(data))``, read without the message where a reader can (upb's from
+    :data:`UPB_FROM` bytes). ``parse`` is the general path (default
+    ``message.FromString``; the remote client's is strict: ``_client_base``)."""
     if len(data) >= UPB_FROM:
         upb = _upb_reader(message, view)
         if upb is not None:
@@ -531,7 +537,7 @@ def read_view(message: type[betterproto2.Message], view: type[Any], data: bytes)
             return read(data)
         except (wc.Fallback, IndexError, UnicodeDecodeError):
             pass  # the general path says what is wrong, as it would have
-    return ct.decoder(message, view)(message.FromString(data))
+    return ct.decoder(message, view)((parse or message.FromString)(data))
 
 
 @functools.cache
@@ -546,13 +552,17 @@ def field_view(message: type[betterproto2.Message], name: str, view: type[Any], 
 
 
 def read_field_view(
-    message: type[betterproto2.Message], name: str, view: type[Any], data: bytes
+    message: type[betterproto2.Message],
+    name: str,
+    view: type[Any],
+    data: bytes,
+    parse: Callable[[bytes], Any] | None = None,
 ) -> Any:
     """The ``view`` in the field ``name`` of ``message``'s bytes ``data`` (a reply whose one
-    field wraps a view: GetNode's node): ``field_view(message, name, view,
-    message.FromString(data))``, read straight from the bytes (:func:`wire_decoder`) when
-    ``data`` is that one field, once, and its reader takes it; anything else is read by the
-    general path, which answers (or refuses) it as it always has."""
+    field wraps a view: GetNode's node): ``field_view(message, name, view, parse(data))``,
+    read straight from the bytes (:func:`wire_decoder`) when ``data`` is that one field,
+    once, and its reader takes it; anything else is read by the general path (``parse``,
+    as :func:`read_view`'s), which answers (or refuses) it as it always has."""
     key, wire = _field_of(message, name)
     read = wire_decoder(wire, view)
     k = len(key)
@@ -567,4 +577,4 @@ def read_field_view(
                 return read(data[i:])
         except (wc.Fallback, IndexError, UnicodeDecodeError):
             pass  # the general path says what is wrong, as it would have
-    return field_view(message, name, view, message.FromString(data))
+    return field_view(message, name, view, (parse or message.FromString)(data))

@@ -63,6 +63,10 @@ from ._webhook_worker import DeliveryWorker
 from ._wire import StrictCodec
 from .board import Board
 
+# protobuf's parser (_wire.decode imports it where it reads): loaded as the server starts, not
+# at its first request (~80 ms)
+from . import _upbcodec  # noqa: F401  # isort: skip  # pyright: ignore[reportUnusedImport]
+
 _log = logging.getLogger("skift_server")
 
 PG_SUPERVISE_EVERY: Final = 0.5

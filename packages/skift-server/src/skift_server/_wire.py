@@ -30,7 +30,6 @@ from typing import Any, Final, TypeVar
 import betterproto2
 from grpclib.encoding.proto import ProtoCodec
 
-from . import _upbcodec
 from ._errors import invalid
 from ._wirecodec import Encoded
 
@@ -98,6 +97,10 @@ def decode(cls: type[T], data: bytes, *, deadline: float | None = None) -> T:
 
     protobuf's compiled parser reads it first (``_upbcodec``); what that parser does not
     take as this walk would (a malformed message, unknown fields) is walked here."""
+    # imported here: the server loads it as it starts (``_server``), a remote client only
+    # for an answer of a page's size (``_client_base.strict_parse``), not every command
+    from . import _upbcodec
+
     try:
         return _upbcodec.decode(cls, data, deadline=deadline)
     except _upbcodec.TooSlow:

@@ -498,6 +498,8 @@ def _decode(cls: Any, buf: bytes) -> Any:
                     d[f.name] = n > 0 if f.kind == TYPE_BOOL else n
                 continue
         if f is None:
+            if tag < 8 or tag >= 1 << 32:  # field number 0, or past protobuf's 2**29 - 1
+                raise _Fallback
             if wire == _VARINT:
                 _, i = _read_varint(buf, i)
             elif wire == _LEN:
@@ -544,6 +546,15 @@ def _decode(cls: Any, buf: bytes) -> Any:
     if unknown:
         d["_unknown_fields"] = b"".join(unknown)
     return obj
+
+
+def read_exactly(cls: Any, data: bytes) -> Any:
+    """``cls`` read from ``data`` by the fast decoder alone, where ``Message.parse`` falls
+    back to betterproto2's own parser, which reads a truncated message or a varint that
+    never ends as some other message: anything this decoder does not take raises
+    (:class:`Fallback`, IndexError, UnicodeDecodeError; an enum number its class refuses,
+    ValueError). The remote client's answers (``_client_base.strict_parse``)."""
+    return _decode(cls, bytes(data))
 
 
 def _fast_parse(cls: Any, data: bytes) -> Any:
