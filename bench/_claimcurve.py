@@ -7,6 +7,7 @@ connections' first plans, are before it).
     uv run python -m bench._claimcurve --claimers 32 --shared 4,8,16
     uv run python -m bench._claimcurve --claimers 32 --processes 2,4
     uv run python -m bench._claimcurve --claimers 8,32 --pgbouncer 4,8
+    uv run python -m bench._claimcurve --claimers 8,32 --served
 
 Each claimer is a handle with a pool of its own (as ``python -m bench``'s claim rows), in
 this process; ``--shared K``: the claimers are handles on one store whose pool has K
@@ -14,8 +15,11 @@ connections (``LocalSkift.acting_as``), so at most K transactions are in flight;
 ``--processes P``: the claimers are split over P client processes (their CPU is not
 counted, PostgreSQL's is); ``--pgbouncer K``: each claimer a pool of its own, connected
 through a PgBouncer that keeps prepared statements (bench._pooled) with K server
-connections, whose own CPU a pair is counted too. docs/benchmarks.md, issue 31 (sessions 15
-and 16), has what it showed.
+connections, whose own CPU a pair is counted too; ``--served``: each claimer a remote
+client of its own (a connection each, acting as its own agent: ``--test-hooks``) of one
+``skift serve`` over the database, as agents that reach skift through its server, whose
+CPU a pair is counted too. docs/benchmarks.md, issue 31 (sessions 15 to 17), has what it
+showed.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from skift_pg import PgStore
 from . import _graph, _pooled
 from ._claimprof import backend_cpu
 from ._env import ROOT, Server, scratch, server
-from ._scenarios import _client  # pyright: ignore[reportPrivateUsage]
+from ._scenarios import _client, serve  # pyright: ignore[reportPrivateUsage]
 
 
 def _runq() -> tuple[float, float]:
@@ -164,10 +168,10 @@ async def row(
                 await first.wait()
                 await asyncio.sleep(warm)
                 a = (len(stamps), time.process_time(), *_runq(), await backend_cpu(dsn, db))
-                a += (_proc_cpu(pid),)
+                a += (_proc_cpu(pid), os.times().system)
                 await asyncio.sleep(window)
                 b = (len(stamps), time.process_time(), *_runq(), await backend_cpu(dsn, db))
-                b += (_proc_cpu(pid),)
+                b += (_proc_cpu(pid), os.times().system)
                 stop.set()
                 await task
         pairs = b[0] - a[0]
@@ -176,11 +180,60 @@ async def row(
             how += f", through PgBouncer ({pgbouncer} server connections)"
         return (
             f"{n:3d} claimers, {how}: {pairs / window:6.1f} pairs/s; client CPU "
-            f"{(b[1] - a[1]) * 1000 / pairs:.2f} ms/pair (on a core {(b[2] - a[2]) / window:.2f},"
+            f"{(b[1] - a[1]) * 1000 / pairs:.2f} ms/pair ({(b[6] - a[6]) * 1000 / pairs:.2f} in the"
+            f" kernel; on a core {(b[2] - a[2]) / window:.2f},"
             f" waiting for one {(b[3] - a[3]) / window:.2f} of the time); PostgreSQL "
             f"{(b[4] - a[4]) * 1000 / pairs:.2f} ms/pair ({(b[4] - a[4]) / window:.2f} cores)"
             + (f"; PgBouncer {(b[5] - a[5]) * 1000 / pairs:.2f} ms/pair" if pgbouncer else "")
         )
+
+
+def _serving(url: str) -> int:
+    """The pid of the ``skift serve`` listening at ``url`` (its socket is in its command line)."""
+    sock = url.removeprefix("unix://").encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if sock in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return int(pid)
+    raise RuntimeError(f"no process serves {url}")
+
+
+async def served_row(srv: Server, n: int) -> str:
+    """``n`` claimers through one ``skift serve``: a remote client (a connection) each."""
+    import skift_server
+
+    warm, window = 1.5, 4.0
+    async with scratch(srv, f"served{n}") as dsn:
+        await asyncio.to_thread(
+            _graph.load, dsn, size=int(3000 * (warm + window + 3)), projects=10, chain=0, pool=True
+        )
+        db = str(conninfo_to_dict(dsn)["dbname"])
+        async with serve(dsn, "--test-hooks") as (_, url):
+            pid = _serving(url)
+            conns = [skift_server.connect(url) for _ in range(n)]
+            try:
+                handles = [c.acting_as(skift.Agent(f"c{i}")) for i, c in enumerate(conns)]
+                stamps: list[float] = []
+                stop, first = asyncio.Event(), asyncio.Event()
+                task = asyncio.create_task(_work(handles, stamps, stop, first))  # pyright: ignore[reportArgumentType]
+                await first.wait()
+                await asyncio.sleep(warm)
+                a = (len(stamps), time.process_time(), _proc_cpu(pid), await backend_cpu(dsn, db))
+                await asyncio.sleep(window)
+                b = (len(stamps), time.process_time(), _proc_cpu(pid), await backend_cpu(dsn, db))
+                stop.set()
+                await task
+            finally:
+                for c in conns:
+                    await c.close()
+    pairs = b[0] - a[0]
+    return (
+        f"{n:3d} claimers through skift serve, a connection each: {pairs / window:6.1f} pairs/s;"
+        f" client CPU {(b[1] - a[1]) * 1000 / pairs:.2f} ms/pair; the server"
+        f" {(b[2] - a[2]) * 1000 / pairs:.2f} ms/pair ({(b[2] - a[2]) / window:.2f} cores);"
+        f" PostgreSQL {(b[3] - a[3]) * 1000 / pairs:.2f} ms/pair ({(b[3] - a[3]) / window:.2f}"
+        " cores)"
+    )
 
 
 def _ints(s: str) -> list[int]:
@@ -199,6 +252,9 @@ def main() -> None:
     ap.add_argument(
         "--pgbouncer", default="", help="PgBouncer server connections, e.g. 4,8 (1.21+ needed)"
     )
+    ap.add_argument(
+        "--served", action="store_true", help="also through one skift serve (a client each)"
+    )
     ap.add_argument("--dsn", default=os.environ.get("SKIFT_TEST_DSN"))
     a = ap.parse_args()
 
@@ -211,6 +267,8 @@ def main() -> None:
                 print(await row(srv, n, processes=p), flush=True)
             for k in _ints(a.pgbouncer):
                 print(await row(srv, n, pgbouncer=k), flush=True)
+            if a.served:
+                print(await served_row(srv, n), flush=True)
 
     with server(a.dsn) as srv:
         asyncio.run(go(srv))
