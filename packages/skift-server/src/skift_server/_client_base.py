@@ -171,14 +171,9 @@ def _reading(method: Callable[..., Awaitable[V]]) -> Callable[..., Awaitable[V]]
 def reads_answers(cls: type[F]) -> type[F]:
     """Wrap every public coroutine method of ``cls`` (and of the mixins it is composed of) so
     that an answer it cannot read is :func:`unreadable`, whichever line of it read it."""
-    seen: set[str] = set()
-    for klass in cls.__mro__[:-1]:
-        for name, fn in list(vars(klass).items()):
-            if name in seen or name.startswith("_"):
-                continue
-            seen.add(name)
-            if inspect.iscoroutinefunction(fn):
-                setattr(cls, name, _reading(fn))
+    for name, fn in inspect.getmembers(cls, inspect.iscoroutinefunction):
+        if not name.startswith("_"):
+            setattr(cls, name, _reading(fn))
     return cls
 
 
