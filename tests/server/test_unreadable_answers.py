@@ -222,26 +222,38 @@ async def test_over_tls_grpclibs_path_reads_strictly_too(tmp_path: Path) -> None
             await _stop(server)
 
 
-async def test_the_cli_says_so_and_exits_unavailable(tmp_path: Path) -> None:
-    """`skift ready --json` against such a server: the error's JSON and exit code 4 (as any
-    Unavailable), no traceback, nothing printed as if it were the page."""
-    server, url = await _serving(BAD["truncated"][0], tmp_path)
+@pytest.mark.parametrize(
+    ("answer", "args"),
+    [
+        (BAD["truncated"][0], ["ready", "--json"]),
+        # SKIFT_SERVER and the command first: the path agents loop on (_thin, then _fast),
+        # where three bytes of 0xff printed "no ready work"
+        (b"\xff\xff\xff", ["ready", "--json"]),
+        (b"\xff\xff\xff", ["show", "p-1", "--json"]),
+        (b"\xff\xff\xff", ["--server", "URL", "ready", "--json"]),
+    ],
+)
+async def test_the_cli_says_so_and_exits_unavailable(
+    answer: bytes, args: list[str], tmp_path: Path
+) -> None:
+    """`skift ready --json` (and `show`) against such a server: the error's JSON and exit
+    code 4 (as any Unavailable), no traceback, nothing printed as if it were the answer."""
+    server, url = await _serving(answer, tmp_path)
     try:
         proc = await asyncio.create_subprocess_exec(
             str(Path(sys.executable).with_name("skift")),
-            "--server",
-            url,
-            "ready",
-            "--json",
+            *(url if a == "URL" else a for a in args),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "SKIFT_RETRY_WINDOW": "0"},
+            env={**os.environ, "SKIFT_RETRY_WINDOW": "0", "SKIFT_SERVER": url},
         )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
         await _stop(server)
     assert proc.returncode == 4, (out, err)
     assert b"Traceback" not in err
-    shown = json.loads(out or err)
+    assert not out.strip(), out
+    shown = json.loads(err)
     assert shown["error"]["code"] == "unavailable"
-    assert "answer to Ready could not be read" in shown["error"]["message"]
+    rpc = "GetNode" if args[0] == "show" else "Ready"
+    assert f"answer to {rpc} could not be read" in shown["error"]["message"]

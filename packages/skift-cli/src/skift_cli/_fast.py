@@ -27,10 +27,12 @@ from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a few ms)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
 
     import skift
     from skift_server._unary import Connection
+
+    M = TypeVar("M")
 
 PRIORITIES = ("p0", "p1", "p2", "p3", "p4")
 ASSIGNEE_KINDS = ("user", "agent")
@@ -180,7 +182,7 @@ def _ready(conn: _Replay, run: Run, got: dict[str, Any]) -> Callable[[], None]:
         page_size=page_size(limit),
         page_token=got.get("page") or "",
     )
-    got_pb = v1.ReadyResponse.parse(conn.call("Ready", bytes(req)))
+    got_pb = _read(conn, "Ready", bytes(req), v1.ReadyResponse)
     pg = from_pb(v1.ReadyResponse, skift.ReadyPage, got_pb)
 
     def show() -> None:
@@ -200,20 +202,20 @@ def _show(conn: _Replay, run: Run, got: dict[str, Any]) -> Callable[[], None]:
     proj = run.project()
     req = v1.GetNodeRequest(ref=ref, project=proj)
     n = from_pb(
-        v1.Node, skift.NodeInfo, v1.GetNodeResponse.parse(conn.call("GetNode", bytes(req))).node
+        v1.Node, skift.NodeInfo, _read(conn, "GetNode", bytes(req), v1.GetNodeResponse).node
     )
     arts: list[skift.ArtifactInfo] = []
     token = ""
     while True:
         areq = v1.ListArtifactsRequest(ref=n.ref, page_token=token)
-        apage = v1.ListArtifactsResponse.parse(conn.call("ListArtifacts", bytes(areq)))
+        apage = _read(conn, "ListArtifacts", bytes(areq), v1.ListArtifactsResponse)
         arts += [from_pb(v1.ArtifactInfo, skift.ArtifactInfo, a) for a in apage.artifacts]
         if not (token := apage.next_page_token):
             break
     cs: list[skift.CommentInfo] = []
     while True:
         creq = v1.ListCommentsRequest(ref=n.ref, page_token=token)
-        cpage = v1.ListCommentsResponse.parse(conn.call("ListComments", bytes(creq)))
+        cpage = _read(conn, "ListComments", bytes(creq), v1.ListCommentsResponse)
         cs += [from_pb(v1.Comment, skift.CommentInfo, x) for x in cpage.comments]
         if not (token := cpage.next_page_token):
             break
@@ -223,7 +225,7 @@ def _show(conn: _Replay, run: Run, got: dict[str, Any]) -> Callable[[], None]:
         ex = from_pb(
             v1.ExplainResponse,
             skift.Explanation,
-            v1.ExplainResponse.parse(conn.call("Explain", bytes(ereq))),
+            _read(conn, "Explain", bytes(ereq), v1.ExplainResponse),
         )
         blockers = [str(r.detail.get("ref")) for r in ex.reasons if r.kind == "blocked_by"]
 
@@ -251,6 +253,16 @@ class _Replay:
     def call(self, method: str, request: bytes) -> bytes:
         got = self.answers.pop((method, request), None)
         return got if got is not None else self.conn.call(method, request)
+
+
+def _read(conn: _Replay, method: str, request: bytes, reply: type[M]) -> M:
+    """The answer to ``method`` as ``reply``, read exactly as it is encoded: an answer the
+    fast decoder does not take (an unreadable one: betterproto2's parser read three bytes of
+    0xff as an empty page) raises, and the full client, which reads strictly and says what
+    is wrong, runs the command instead."""
+    from skift_server._wirecodec import read_exactly
+
+    return read_exactly(reply, conn.call(method, request))
 
 
 def run(args: Sequence[str], answers: dict[tuple[str, bytes], bytes] | None = None) -> int | None:
