@@ -257,3 +257,20 @@ async def test_the_cli_says_so_and_exits_unavailable(
     assert shown["error"]["code"] == "unavailable"
     rpc = "GetNode" if args[0] == "show" else "Ready"
     assert f"answer to {rpc} could not be read" in shown["error"]["message"]
+
+
+async def test_mcps_first_ready_leaves_an_unreadable_answer_to_the_sdk(tmp_path: Path) -> None:
+    """skift-mcp answers a first ``ready`` before its SDK loads (``skift_mcp._first``); an
+    answer it cannot read exactly is left to the SDK's tool, which says what is wrong, where
+    three bytes of 0xff were answered as an empty page."""
+    from skift_mcp import _first
+
+    for answer, taken in [(GOOD, True), (b"\xff\xff\xff", False), (BAD["truncated"][0], False)]:
+        server, url = await _serving(answer, tmp_path)
+        try:
+            got = await asyncio.to_thread(_first.ready, url, {})
+        finally:
+            await _stop(server)
+        assert (got is not None) == taken, (answer, got)
+        if got is not None:
+            assert "p-1" in got["content"][0]["text"]

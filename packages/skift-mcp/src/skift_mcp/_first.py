@@ -83,6 +83,7 @@ def ready(url: str | None, arguments: object) -> dict[str, Any] | None:
         from skift_server._convert import page_size
         from skift_server._convert_types import from_pb, to_pb
         from skift_server._proto.skift import v1
+        from skift_server._wirecodec import read_exactly
 
         from . import _render as r
 
@@ -103,7 +104,9 @@ def ready(url: str | None, arguments: object) -> dict[str, Any] | None:
         with _unary.Connection(
             server_url(url), token=os.environ.get("SKIFT_TOKEN") or None, timeout=timeout
         ) as conn:
-            got = v1.ReadyResponse.parse(conn.call("Ready", bytes(req)))
+            # read exactly as encoded: any other answer raises, and the SDK's tool (the
+            # remote client, which reads strictly and words what is wrong) answers instead
+            got = read_exactly(v1.ReadyResponse, conn.call("Ready", bytes(req)))
         p = from_pb(v1.ReadyResponse, skift.ReadyPage, got)
         verbose = bool(args.get("verbose", False))
         text, plain = r.result_parts(r.page(p, [r.node(n, verbose=verbose) for n in p.nodes]))
