@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grpclib.const import Cardinality, Handler
+from grpclib.const import Cardinality, Handler, Status
+from grpclib.encoding.base import StatusDetailsCodecBase
+from grpclib.exceptions import GRPCError
 from grpclib.server import Server, Stream
 from serverproc import free_port
 
@@ -274,3 +276,50 @@ async def test_mcps_first_ready_leaves_an_unreadable_answer_to_the_sdk(tmp_path:
         assert (got is not None) == taken, (answer, got)
         if got is not None:
             assert "p-1" in got["content"][0]["text"]
+
+
+class _RawDetails(StatusDetailsCodecBase):
+    """Sends an error's details as the bytes given (``grpc-status-details-bin``)."""
+
+    def encode(self, status: Status, message: str | None, details: Any) -> bytes:
+        return bytes(details)
+
+    def decode(self, status: Status, message: str | None, data: bytes) -> Any:
+        raise NotImplementedError
+
+
+class _Refusing:
+    def __init__(self, details: bytes) -> None:
+        self.details = details
+
+    async def unary(self, stream: Stream[Any, Any]) -> None:
+        await stream.recv_message()
+        raise GRPCError(Status.NOT_FOUND, "no node p-1 in this organization", self.details)
+
+    def __mapping__(self) -> dict[str, Any]:
+        return {
+            "/skift.v1.SkiftService/GetNode": Handler(
+                self.unary, Cardinality.UNARY_UNARY, v1.GetNodeRequest, _Raw
+            )
+        }
+
+
+async def test_an_errors_damaged_details_leave_its_status(tmp_path: Path) -> None:
+    """An error whose details cannot be read exactly (three bytes of 0xff, a Status cut
+    short) is the error its status says, with its message: not a decoder's exception, and
+    not details read as something else."""
+    from skift_server._errors import ErrorDetailsCodec
+
+    said = v1.Error(code="refused", message="the details' own words", next="look elsewhere")
+    whole = ErrorDetailsCodec().encode(Status.NOT_FOUND, "no node", [said])
+    for details in (b"\xff\xff\xff", whole[:-4]):
+        server = Server([_Refusing(details)], status_details_codec=_RawDetails())
+        sock = tmp_path / "refusing.sock"
+        await server.start(path=str(sock))
+        try:
+            async with skift_server.connect(f"unix://{sock}", attempts=1) as sk:
+                with pytest.raises(skift.NotFound) as ei:
+                    await sk.get("p-1")
+        finally:
+            await _stop(server)
+        assert ei.value.message == "no node p-1 in this organization"

@@ -46,6 +46,7 @@ from ._proto.google.protobuf import Any as AnyPb
 from ._proto.google.rpc import BadRequest, BadRequestFieldViolation, ErrorInfo, RetryInfo
 from ._proto.google.rpc import Status as StatusPb
 from ._proto.skift import v1
+from ._wirecodec import read_exactly
 
 _log = logging.getLogger("skift_server")
 
@@ -308,8 +309,14 @@ class ErrorDetailsCodec(StatusDetailsCodecBase):
         if found is not None:
             return list(found)
         try:
-            pb = StatusPb.parse(data)
-            got = [_BY_URL[d.type_url].parse(d.value) for d in pb.details if d.type_url in _BY_URL]
+            # read exactly as encoded: betterproto2's own parser reads damaged bytes as some
+            # other details (three bytes of 0xff: none; a cut one: a detail with fields gone)
+            pb = read_exactly(StatusPb, data)
+            got = [
+                read_exactly(_BY_URL[d.type_url], d.value)
+                for d in pb.details
+                if d.type_url in _BY_URL
+            ]
         except Exception:  # a foreign or damaged trailer: the status code still stands
             _log.debug("undecodable grpc-status-details-bin", exc_info=True)
             return []
