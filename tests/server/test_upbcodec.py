@@ -21,7 +21,7 @@ import pytest
 from test_wirecodec import fill, messages
 
 import skift_server  # noqa: F401  # pyright: ignore[reportUnusedImport]  # installs the fast codec
-from skift_server import _upbcodec, _wire
+from skift_server import _upbcodec, _wire, _wirecodec
 from skift_server._proto.google import protobuf
 from skift_server._proto.skift import v1
 
@@ -146,3 +146,24 @@ def test_conversion_past_its_deadline_is_too_expensive() -> None:
     data = bytes(v1.PatchRequest(project="p", ops=[op] * 20000))
     with pytest.raises(_wire.TooExpensive):
         _wire.decode(v1.PatchRequest, data, deadline=0.0)
+
+
+@pytest.mark.parametrize("msg", MESSAGES, ids=lambda m: f"{m.__module__}.{m.__name__}")
+def test_an_answer_read_exactly_is_what_the_strict_reading_makes(msg: type[Any]) -> None:
+    """The remote client reads an answer with the fast decoder alone
+    (``_wirecodec.read_exactly``), and only what it does not take the strict way
+    (``_client_base.strict_parse``): whatever it takes, whole or damaged, the strict walk
+    takes too and reads as the same message, so no damaged answer is read as another."""
+    from skift_server._client_base import strict_parse
+    from skift_server._wirecodec import read_exactly
+
+    rnd = random.Random(f"exactly {msg.__name__}")
+    for _ in range(4):
+        data = bytes(fill(rnd, msg))
+        for bytes_ in [data, *_damaged(rnd, msg, data)]:
+            try:
+                fast = read_exactly(msg, bytes_)
+            except (ValueError, IndexError, ArithmeticError, _wirecodec.Fallback, RecursionError):
+                continue  # the strict way reads it (a value out of range: Unavailable)
+            assert outcome(_wire.decode_strictly, msg, bytes_) == ("ok", fast), bytes_
+            assert strict_parse(msg)(bytes_) == fast

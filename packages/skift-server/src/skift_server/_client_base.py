@@ -115,8 +115,8 @@ def strict_parse(message: type[T]) -> Callable[[bytes], T]:
 def _wire_decode(message: type[T], data: bytes) -> T:
     try:
         return read_exactly(message, data)
-    except (Fallback, IndexError, ValueError):
-        pass  # the strict reading says what is wrong, or reads what is unusual
+    except (Fallback, IndexError, ValueError, RecursionError):
+        pass  # the strict reading says what is wrong (nested too deep), or reads what is unusual
     from ._wire import decode, decode_strictly
 
     if len(data) < UPB_FROM:

@@ -183,6 +183,8 @@ def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
         i += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
+            if shift == 63 and b > 1:  # a tenth byte past bit 64
+                raise _Fallback
             return result, i
         shift += 7
         if shift >= 64:
