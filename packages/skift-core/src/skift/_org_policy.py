@@ -106,19 +106,7 @@ async def check_modules(
     """Refuse modules that do not compile, decide nothing, break a decision, or take longer
     than the evaluation ``budget`` (CPU seconds) on the benchmark requests (Invalid; see
     skift._policy)."""
-    scratch = regorus.Engine()  # dropped by this thread, which made it
-    packages: set[str] = set()
-    for name, source in modules:
-        try:
-            package = scratch.add_policy(name, source)
-        except Exception as exc:  # regorus raises plain exceptions on parse errors
-            raise Invalid(
-                f"policy module {name} does not compile: {rego_error(exc)}",
-                next="Fix the Rego module; it must be in package skift.authz.",
-                field="modules",
-            ) from None
-        if package:
-            packages.add(package)
+    packages = _compiled_packages(modules)
     if PACKAGE not in packages:
         raise Invalid(
             "no module is in package skift.authz, so the policy would decide nothing",
@@ -129,6 +117,30 @@ async def check_modules(
         [*base.modules, *((STORED_PREFIX + n, s) for n, s in modules)], budgeted=True
     )
     await benchmark(candidate, budget)
+
+
+def _compiled_packages(modules: Sequence[tuple[str, str]]) -> set[str]:
+    """The packages ``modules`` declare, compiled on a scratch engine (Invalid naming the first
+    that does not compile). The engine is dropped here, by the thread that made it, before
+    anything is raised: an exception's traceback keeps its frames' locals (see
+    ``Policy._engine``), and regorus panics when an engine is dropped on another thread."""
+    scratch = regorus.Engine()
+    packages: set[str] = set()
+    why = None
+    for name, source in modules:
+        try:
+            package = scratch.add_policy(name, source)
+        except Exception as exc:  # regorus raises plain exceptions on parse errors
+            why = f"policy module {name} does not compile: {rego_error(exc)}"
+            break
+        if package:
+            packages.add(package)
+    del scratch
+    if why is not None:
+        raise Invalid(
+            why, next="Fix the Rego module; it must be in package skift.authz.", field="modules"
+        )
+    return packages
 
 
 def view(stored: StoredPolicy | None, names: Mapping[UUID, str]) -> OrgPolicy:

@@ -202,16 +202,20 @@ class Policy:
         ``deny`` must answer a set; the read decision (``unreadable``) a set, or
         nothing when the policy has no read rule.
         """
+        answers: list[tuple[str, str | None, str | None]] = []
         engine = self._engine()
-        for request in _samples():
-            for query in DECISIONS:
-                try:
-                    engine.set_input_json(json.dumps(request))
-                    raw: Any = engine.eval_rule_as_json(query)
-                except Exception as exc:
-                    _judge(query, None, str(exc))
-                    continue
-                _judge(query, raw, None)
+        try:
+            for request in _samples():
+                for query in DECISIONS:
+                    try:
+                        engine.set_input_json(json.dumps(request))
+                        answers.append((query, engine.eval_rule_as_json(query), None))
+                    except Exception as exc:
+                        answers.append((query, None, str(exc)))
+        finally:
+            del engine  # judged below, where an Invalid's traceback keeps this frame (_engine)
+        for query, raw, error in answers:
+            _judge(query, raw, error)
 
     def take_trip(self, tenant: object = None) -> str | None:
         """Why this policy tripped its budget for ``tenant`` (an organization), the first
@@ -230,8 +234,12 @@ class Policy:
     def _evaluate(self, request: dict[str, Any], query: str) -> Any:
         """Evaluate ``query`` in this process (the base policy, and :meth:`check`)."""
         engine = self._engine()
-        engine.set_input_json(json.dumps(request, default=str))
-        return json.loads(engine.eval_rule_as_json(query))
+        try:
+            engine.set_input_json(json.dumps(request, default=str))
+            raw = engine.eval_rule_as_json(query)
+        finally:
+            del engine  # not in this frame when an exception's traceback keeps it (_engine)
+        return json.loads(raw)
 
     async def _bounded(
         self, request: dict[str, Any], query: str, tenant: object, budget: float, workers: int
@@ -287,12 +295,23 @@ class Policy:
                 try:
                     engine.add_policy(name, source)
                 except Exception as exc:  # regorus raises plain exceptions on parse errors
-                    raise Invalid(
-                        f"policy module {name.removeprefix(STORED_PREFIX)} does not compile: "
-                        f"{rego_error(exc)}",
-                        next="Fix the Rego module; it must be in package skift.authz.",
-                        field="modules",
-                    ) from None
+                    why = f"policy module {name.removeprefix(STORED_PREFIX)} does not compile: "
+                    why += rego_error(exc)
+                    break
+            else:
+                why = None
+            if why is not None:
+                # Dropped here, by the thread that made it: the Invalid's traceback keeps this
+                # frame, and with it whatever the frame still names, for as long as the
+                # exception lives; a reference cycle through it (a test's ExceptionInfo, an
+                # asyncio future) is collected by whichever thread runs the collector next,
+                # and regorus panics when an engine is dropped on another thread.
+                del engine
+                raise Invalid(
+                    why,
+                    next="Fix the Rego module; it must be in package skift.authz.",
+                    field="modules",
+                )
             if len(cache) >= _MAX_ENGINES:  # this thread's own engines: dropped by it
                 cache.pop(next(iter(cache)))
             cache[self.digest] = engine
