@@ -31,11 +31,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-import regorus
-
 from ._errors import Invalid
 from ._intent import intent
-from ._policy import EVAL_BUDGET, STORED_PREFIX, Policy, benchmark, rego_error
+from ._policy import EVAL_BUDGET, STORED_PREFIX, Policy, benchmark, compiled
 from ._policy_records import OrgPolicy, PolicyModule, StoredPolicy
 
 if TYPE_CHECKING:
@@ -106,7 +104,7 @@ async def check_modules(
     """Refuse modules that do not compile, decide nothing, break a decision, or take longer
     than the evaluation ``budget`` (CPU seconds) on the benchmark requests (Invalid; see
     skift._policy)."""
-    packages = _compiled_packages(modules)
+    packages = compiled(modules)[1]  # the engine is dropped here, never named by this frame
     if PACKAGE not in packages:
         raise Invalid(
             "no module is in package skift.authz, so the policy would decide nothing",
@@ -117,30 +115,6 @@ async def check_modules(
         [*base.modules, *((STORED_PREFIX + n, s) for n, s in modules)], budgeted=True
     )
     await benchmark(candidate, budget)
-
-
-def _compiled_packages(modules: Sequence[tuple[str, str]]) -> set[str]:
-    """The packages ``modules`` declare, compiled on a scratch engine (Invalid naming the first
-    that does not compile). The engine is dropped here, by the thread that made it, before
-    anything is raised: an exception's traceback keeps its frames' locals (see
-    ``Policy._engine``), and regorus panics when an engine is dropped on another thread."""
-    scratch = regorus.Engine()
-    packages: set[str] = set()
-    why = None
-    for name, source in modules:
-        try:
-            package = scratch.add_policy(name, source)
-        except Exception as exc:  # regorus raises plain exceptions on parse errors
-            why = f"policy module {name} does not compile: {rego_error(exc)}"
-            break
-        if package:
-            packages.add(package)
-    del scratch
-    if why is not None:
-        raise Invalid(
-            why, next="Fix the Rego module; it must be in package skift.authz.", field="modules"
-        )
-    return packages
 
 
 def view(stored: StoredPolicy | None, names: Mapping[UUID, str]) -> OrgPolicy:

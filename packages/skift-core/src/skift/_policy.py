@@ -88,6 +88,37 @@ PER_ITEM = 0.01
 _log = logging.getLogger("skift.policy")
 
 
+def compiled(modules: Sequence[tuple[str, str]]) -> tuple[regorus.Engine, set[str]]:
+    """A new engine with ``modules`` added, and the packages they declare; Invalid naming the
+    first module that does not compile.
+
+    The engine is dropped, by the thread that made it, before the Invalid is raised: an
+    exception's traceback keeps its frames and whatever they still name for as long as it
+    lives; a reference cycle through it (a test's ExceptionInfo, an asyncio future) is
+    collected by whichever thread runs the collector next, and regorus refuses an engine
+    dropped on another thread. A caller that wants only the packages takes
+    ``compiled(...)[1]``, so that no frame of its own names the engine either.
+    """
+    engine = regorus.Engine()
+    packages: set[str] = set()
+    why = None
+    for name, source in modules:
+        try:
+            package = engine.add_policy(name, source)
+        except Exception as exc:  # regorus raises plain exceptions on parse errors
+            why = f"policy module {name.removeprefix(STORED_PREFIX)} does not compile: "
+            why += rego_error(exc)
+            break
+        if package:
+            packages.add(package)
+    if why is not None:
+        del engine
+        raise Invalid(
+            why, next="Fix the Rego module; it must be in package skift.authz.", field="modules"
+        )
+    return engine, packages
+
+
 def budget_for(request: dict[str, Any], budget: float = EVAL_BUDGET) -> float:
     """The CPU seconds an evaluation of this request may take, ``budget`` per evaluation."""
     items = len(request.get("intents") or ()) + len(request.get("restricted") or ())
@@ -290,28 +321,7 @@ class Policy:
             _ENGINES.by_digest = cache
         engine = cache.get(self.digest)
         if engine is None:
-            engine = regorus.Engine()
-            for name, source in self.modules:
-                try:
-                    engine.add_policy(name, source)
-                except Exception as exc:  # regorus raises plain exceptions on parse errors
-                    why = f"policy module {name.removeprefix(STORED_PREFIX)} does not compile: "
-                    why += rego_error(exc)
-                    break
-            else:
-                why = None
-            if why is not None:
-                # Dropped here, by the thread that made it: the Invalid's traceback keeps this
-                # frame, and with it whatever the frame still names, for as long as the
-                # exception lives; a reference cycle through it (a test's ExceptionInfo, an
-                # asyncio future) is collected by whichever thread runs the collector next,
-                # and regorus panics when an engine is dropped on another thread.
-                del engine
-                raise Invalid(
-                    why,
-                    next="Fix the Rego module; it must be in package skift.authz.",
-                    field="modules",
-                )
+            engine = compiled(self.modules)[0]
             if len(cache) >= _MAX_ENGINES:  # this thread's own engines: dropped by it
                 cache.pop(next(iter(cache)))
             cache[self.digest] = engine
