@@ -285,7 +285,7 @@ class _RawDetails(StatusDetailsCodecBase):
         return bytes(details)
 
     def decode(self, status: Status, message: str | None, data: bytes) -> Any:
-        raise NotImplementedError
+        return data  # a server reads no details; the bytes as they came, should one ask
 
 
 class _Refusing:
